@@ -1,0 +1,549 @@
+/**
+ * The rank side of point-to-point messaging: one instance per rank worker.
+ *
+ * Paths:
+ * - to a rank of the same node: straight into the (me -> peer) ring; no engine hop.
+ * - to a rank of another node: into the (me -> engine) ring; the engine forwards over TCP.
+ *
+ * Protocols:
+ * - eager (payload <= eagerLimit): the payload travels inline in the ring record; the send
+ *   completes as soon as the record is published.
+ * - rendezvous (larger): the payload sits in an arena slice (the sender's own registered
+ *   buffer, zero-copy, or a staging copy for plain typed arrays); an RTS record names it; the
+ *   receiver copies it straight into the receive buffer and answers ACK; the send completes
+ *   on ACK. So message size is bounded by the arena, never by the ring.
+ *
+ * Matching: per communicator context, posted receives and unexpected messages in arrival
+ * order; a message matches the first posted receive whose source and tag fit (wildcards
+ * included). Each (source -> destination) pair has one FIFO path, so messages from one source
+ * on one communicator are never overtaken.
+ */
+import {
+  NbcInternalError, NbcNoMemError, NbcPeerFailedError, NbcTruncateError,
+} from '../errors.js';
+import {
+  align8, endpointWord, H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_OFFSET, H_SLICE, H_SRC,
+  H_SRC_WORLD, H_TAG, H_TOKEN, HEADER_BYTES, kAbortWord, kDoorbell, kSleeping, KIND_ACK,
+  KIND_EAGER, KIND_RTS,
+} from '../shm/layout.js';
+import { SliceAllocator } from '../shm/arena.js';
+import { ringOffset, wake, type NodeShared } from '../shm/node-shared.js';
+import { Ring } from '../shm/ring.js';
+import { ANY_SOURCE, ANY_TAG } from './constants.js';
+import { Request, type Progressor, type Status } from './request.js';
+
+export interface Placement {
+  worldRank: number;
+  worldSize: number;
+  nodeId: number;
+  /** node id of every world rank */
+  nodeOfRank: Int32Array;
+  /** endpoint index inside its node of every world rank */
+  localOfRank: Int32Array;
+}
+
+export interface TransportOptions {
+  /** Largest payload sent inline; larger messages use rendezvous. */
+  eagerLimit?: number;
+  /** Spin this long (us) before parking in a blocking wait. */
+  spinUs?: number;
+}
+
+export class SendRequest extends Request {
+  view!: Uint8Array;
+  ep = 0;
+  dstWorld = 0;
+  ctx = 0;
+  src = 0;
+  tag = 0;
+  token = 0;
+  /** Offset in the own slice when the payload was staged (to free on ACK), else -1. */
+  staged = -1;
+  slice = -1;
+  offset = 0;
+}
+
+export class RecvRequest extends Request {
+  view!: Uint8Array;
+  elementBytes = 1;
+  ctx = 0;
+  src = 0;
+  tag = 0;
+}
+
+interface Unexpected {
+  kind: number;
+  src: number;
+  tag: number;
+  bytes: number;
+  /** EAGER: a private copy of the payload. */
+  data: Uint8Array | null;
+  /** RTS: where the payload waits and whom to ACK. */
+  slice: number;
+  offset: number;
+  token: number;
+  from: number;
+}
+
+type Outgoing = SendRequest | { ack: number; slice: number };
+
+export interface TransportStats {
+  messagesSent: number;
+  bytesSent: number;
+  intraNodeMessages: number;
+  interNodeMessages: number;
+  messagesReceived: number;
+  bytesReceived: number;
+}
+
+export class Transport implements Progressor {
+  readonly ep: number;
+  readonly engineEp: number;
+  readonly endpoints: number;
+  readonly control: Int32Array;
+  readonly slices: Uint8Array[];
+  readonly allocator: SliceAllocator;
+  readonly eagerLimit: number;
+  readonly stats: TransportStats = {
+    messagesSent: 0, bytesSent: 0, intraNodeMessages: 0, interNodeMessages: 0,
+    messagesReceived: 0, bytesReceived: 0,
+  };
+  private readonly outRings: Ring[] = [];
+  private readonly inRings: Ring[] = [];
+  private readonly outQueues: Outgoing[][] = [];
+  private queuedEndpoints = 0;
+  private readonly posted = new Map<number, RecvRequest[]>();
+  private readonly unexpected = new Map<number, Unexpected[]>();
+  private readonly awaitingAck = new Map<number, SendRequest>();
+  private readonly ownSlice: SharedArrayBuffer;
+  private nextToken = 1;
+  private inProgress = false;
+  private readonly spinMs: number;
+  private readonly sleepIdx: number;
+  private readonly doorbellIdx: number;
+  private asyncWaiters: Array<() => void> = [];
+  private asyncArmed = false;
+  private failure: Error | null = null;
+
+  constructor(readonly shared: NodeShared, readonly placement: Placement, opts: TransportOptions = {}) {
+    const { ranks, ringBytes } = shared.layout;
+    this.ep = placement.localOfRank[placement.worldRank]!;
+    this.engineEp = ranks;
+    this.endpoints = ranks + 1;
+    this.control = new Int32Array(shared.control);
+    this.slices = shared.slices.map((s) => new Uint8Array(s));
+    this.ownSlice = shared.slices[this.ep]!;
+    this.allocator = new SliceAllocator(shared.layout.sliceBytes);
+    for (let e = 0; e < this.endpoints; e++) {
+      this.outRings.push(new Ring(shared.rings, ringOffset(shared, this.ep, e), ringBytes, this.ep, e));
+      this.inRings.push(new Ring(shared.rings, ringOffset(shared, e, this.ep), ringBytes, e, this.ep));
+      this.outQueues.push([]);
+    }
+    const maxEager = (ringBytes >> 2) - HEADER_BYTES;
+    this.eagerLimit = Math.min(opts.eagerLimit ?? 8192, maxEager);
+    this.spinMs = (opts.spinUs ?? 20) / 1000;
+    this.sleepIdx = endpointWord(this.ep, kSleeping);
+    this.doorbellIdx = endpointWord(this.ep, kDoorbell);
+  }
+
+  /** Endpoint a message for `dstWorld` leaves through. */
+  route(dstWorld: number): number {
+    const p = this.placement;
+    return p.nodeOfRank[dstWorld] === p.nodeId ? p.localOfRank[dstWorld]! : this.engineEp;
+  }
+
+  isRegistered(view: ArrayBufferView): boolean {
+    return view.buffer === this.ownSlice;
+  }
+
+  // ---- sending -----------------------------------------------------------------------
+
+  isend(view: Uint8Array, dstWorld: number, ctx: number, src: number, tag: number): SendRequest {
+    const req = new SendRequest(this);
+    req.view = view;
+    req.dstWorld = dstWorld;
+    req.ctx = ctx;
+    req.src = src;
+    req.tag = tag;
+    req.ep = this.route(dstWorld);
+    req.status.bytes = view.byteLength;
+    if (view.byteLength > this.eagerLimit) this.prepareRendezvous(req);
+    const q = this.outQueues[req.ep]!;
+    if (q.length > 0 || !this.writeSend(req)) {
+      if (q.length === 0) this.queuedEndpoints++;
+      q.push(req);
+    }
+    return req;
+  }
+
+  private prepareRendezvous(req: SendRequest): void {
+    const view = req.view;
+    req.token = this.nextToken++;
+    if (this.isRegistered(view)) {
+      req.slice = this.ep;
+      req.offset = view.byteOffset;
+      return;
+    }
+    const off = this.allocator.alloc(view.byteLength);
+    if (off < 0) {
+      throw new NbcNoMemError(
+        `Cannot send ${view.byteLength} bytes to rank ${req.dstWorld}: the arena slice has ` +
+        `${this.allocator.available} bytes free for staging; expected a smaller message, fewer ` +
+        `large sends in flight, a larger NBC_ARENA_MB, or a buffer from comm.alloc (sent without staging)`);
+    }
+    this.slices[this.ep]!.set(view, off);
+    req.slice = this.ep;
+    req.offset = off;
+    req.staged = off;
+  }
+
+  /** Writes a send's record into its ring. False when the ring is full. */
+  private writeSend(req: SendRequest): boolean {
+    const ring = this.outRings[req.ep]!;
+    const rendezvous = req.slice >= 0;
+    const bytes = req.view.byteLength;
+    const len = align8(HEADER_BYTES + (rendezvous ? 0 : bytes));
+    const at = ring.reserve(len);
+    if (at < 0) return false;
+    const i32 = ring.i32;
+    const w = at >> 2;
+    i32[w + H_KIND] = rendezvous ? KIND_RTS : KIND_EAGER;
+    i32[w + H_LEN] = len;
+    i32[w + H_CTX] = req.ctx;
+    i32[w + H_SRC] = req.src;
+    i32[w + H_TAG] = req.tag;
+    i32[w + H_BYTES] = bytes;
+    i32[w + H_DST] = req.dstWorld;
+    i32[w + H_TOKEN] = req.token;
+    i32[w + H_SLICE] = req.slice;
+    i32[w + H_OFFSET] = req.offset;
+    i32[w + H_SRC_WORLD] = this.placement.worldRank;
+    if (!rendezvous) copyBytes(req.view, ring.u8, at + HEADER_BYTES, bytes);
+    ring.publish(len);
+    wake(this.control, req.ep);
+    const s = this.stats;
+    s.messagesSent++;
+    s.bytesSent += bytes;
+    if (req.ep === this.engineEp) s.interNodeMessages++;
+    else s.intraNodeMessages++;
+    if (rendezvous) this.awaitingAck.set(req.token, req);
+    else req.complete();
+    return true;
+  }
+
+  private writeAck(ep: number, token: number, slice: number): boolean {
+    const ring = this.outRings[ep]!;
+    const len = HEADER_BYTES;
+    const at = ring.reserve(len);
+    if (at < 0) return false;
+    const w = at >> 2;
+    ring.i32[w + H_KIND] = KIND_ACK;
+    ring.i32[w + H_LEN] = len;
+    ring.i32[w + H_TOKEN] = token;
+    ring.i32[w + H_SLICE] = slice;
+    ring.publish(len);
+    wake(this.control, ep);
+    return true;
+  }
+
+  private sendAck(ep: number, token: number, slice: number): void {
+    const q = this.outQueues[ep]!;
+    if (q.length > 0 || !this.writeAck(ep, token, slice)) {
+      if (q.length === 0) this.queuedEndpoints++;
+      q.push({ ack: token, slice });
+    }
+  }
+
+  private flushQueues(): boolean {
+    let moved = false;
+    for (let e = 0; e < this.endpoints; e++) {
+      const q = this.outQueues[e]!;
+      if (q.length === 0) continue;
+      let n = 0;
+      while (n < q.length) {
+        const item = q[n]!;
+        const ok = item instanceof SendRequest ? this.writeSend(item) : this.writeAck(e, item.ack, item.slice);
+        if (!ok) break;
+        n++;
+      }
+      if (n > 0) {
+        moved = true;
+        q.splice(0, n);
+        if (q.length === 0) this.queuedEndpoints--;
+      }
+    }
+    return moved;
+  }
+
+  // ---- receiving ---------------------------------------------------------------------
+
+  irecv(view: Uint8Array, elementBytes: number, src: number, ctx: number, tag: number): RecvRequest {
+    const req = new RecvRequest(this);
+    req.view = view;
+    req.elementBytes = elementBytes;
+    req.src = src;
+    req.ctx = ctx;
+    req.tag = tag;
+    const list = this.unexpected.get(ctx);
+    if (list !== undefined) {
+      for (let i = 0; i < list.length; i++) {
+        const m = list[i]!;
+        if ((src === ANY_SOURCE || src === m.src) && (tag === ANY_TAG || tag === m.tag)) {
+          list.splice(i, 1);
+          this.deliverUnexpected(req, m);
+          return req;
+        }
+      }
+    }
+    let q = this.posted.get(ctx);
+    if (q === undefined) {
+      q = [];
+      this.posted.set(ctx, q);
+    }
+    q.push(req);
+    return req;
+  }
+
+  /** Non-blocking probe: the status of the first matching message not yet received, or null. */
+  iprobe(ctx: number, src: number, tag: number): Status | null {
+    this.progress();
+    const list = this.unexpected.get(ctx);
+    if (list === undefined) return null;
+    for (const m of list) {
+      if ((src === ANY_SOURCE || src === m.src) && (tag === ANY_TAG || tag === m.tag)) {
+        return { source: m.src, tag: m.tag, count: m.bytes, bytes: m.bytes };
+      }
+    }
+    return null;
+  }
+
+  /** Blocking probe. */
+  probe(ctx: number, src: number, tag: number): Status {
+    let found: Status | null = null;
+    const probeReq = new Request(this);
+    const check = (): boolean => (found = this.iprobe(ctx, src, tag)) !== null;
+    while (!check()) {
+      this.parkOnce(probeReq);
+    }
+    return found!;
+  }
+
+  private takePosted(ctx: number, src: number, tag: number): RecvRequest | null {
+    const q = this.posted.get(ctx);
+    if (q === undefined) return null;
+    for (let i = 0; i < q.length; i++) {
+      const r = q[i]!;
+      if ((r.src === ANY_SOURCE || r.src === src) && (r.tag === ANY_TAG || r.tag === tag)) {
+        if (i === 0) q.shift();
+        else q.splice(i, 1);
+        return r;
+      }
+    }
+    return null;
+  }
+
+  private finishRecv(req: RecvRequest, src: number, tag: number, bytes: number): boolean {
+    req.status.source = src;
+    req.status.tag = tag;
+    req.status.bytes = bytes;
+    req.status.count = Math.floor(bytes / req.elementBytes);
+    this.stats.messagesReceived++;
+    this.stats.bytesReceived += bytes;
+    if (bytes > req.view.byteLength) {
+      req.complete(new NbcTruncateError(
+        `Cannot receive a ${bytes}-byte message from rank ${src} (tag ${tag}) into a ` +
+        `${req.view.byteLength}-byte buffer: the message is longer than the receive buffer; ` +
+        `expected a buffer of at least ${bytes} bytes`));
+      return false;
+    }
+    return true;
+  }
+
+  private deliverUnexpected(req: RecvRequest, m: Unexpected): void {
+    if (m.kind === KIND_EAGER) {
+      if (this.finishRecv(req, m.src, m.tag, m.bytes)) req.view.set(m.data!);
+      if (!req.done) req.complete();
+      return;
+    }
+    if (this.finishRecv(req, m.src, m.tag, m.bytes)) {
+      req.view.set(this.slices[m.slice]!.subarray(m.offset, m.offset + m.bytes));
+    }
+    this.sendAck(m.from, m.token, m.slice);
+    if (!req.done) req.complete();
+  }
+
+  /** Handles one incoming record at byte offset `at` of `ring`. */
+  private handle(ring: Ring, at: number): void {
+    const i32 = ring.i32;
+    const w = at >> 2;
+    const kind = i32[w + H_KIND]!;
+    if (kind === KIND_ACK) {
+      const token = i32[w + H_TOKEN]!;
+      const req = this.awaitingAck.get(token);
+      if (req === undefined) throw new NbcInternalError(`ACK for unknown send token ${token}`);
+      this.awaitingAck.delete(token);
+      if (req.staged >= 0) this.allocator.free(req.staged);
+      req.complete();
+      return;
+    }
+    const ctx = i32[w + H_CTX]!;
+    const src = i32[w + H_SRC]!;
+    const tag = i32[w + H_TAG]!;
+    const bytes = i32[w + H_BYTES]!;
+    const req = this.takePosted(ctx, src, tag);
+    if (kind === KIND_EAGER) {
+      if (req !== null) {
+        if (this.finishRecv(req, src, tag, bytes)) copyBytesFrom(ring.u8, at + HEADER_BYTES, req.view, bytes);
+        if (!req.done) req.complete();
+        return;
+      }
+      const data = ring.u8.slice(at + HEADER_BYTES, at + HEADER_BYTES + bytes);
+      this.pushUnexpected(ctx, { kind, src, tag, bytes, data, slice: -1, offset: 0, token: 0, from: ring.from });
+      return;
+    }
+    if (kind === KIND_RTS) {
+      const slice = i32[w + H_SLICE]!;
+      const offset = i32[w + H_OFFSET]!;
+      const token = i32[w + H_TOKEN]!;
+      if (req !== null) {
+        if (this.finishRecv(req, src, tag, bytes)) {
+          req.view.set(this.slices[slice]!.subarray(offset, offset + bytes));
+        }
+        this.sendAck(ring.from, token, slice);
+        if (!req.done) req.complete();
+        return;
+      }
+      this.pushUnexpected(ctx, { kind, src, tag, bytes, data: null, slice, offset, token, from: ring.from });
+      return;
+    }
+    throw new NbcInternalError(`unknown record kind ${kind} in ring ${ring.from} -> ${ring.to}`);
+  }
+
+  private pushUnexpected(ctx: number, m: Unexpected): void {
+    let list = this.unexpected.get(ctx);
+    if (list === undefined) {
+      list = [];
+      this.unexpected.set(ctx, list);
+    }
+    list.push(m);
+  }
+
+  // ---- progress and waiting -----------------------------------------------------------
+
+  /** Drains every incoming ring and retries queued sends. True when anything happened. */
+  progress(): boolean {
+    if (this.inProgress) return false; // re-entered from a callback: the outer call finishes
+    this.inProgress = true;
+    let any = false;
+    try {
+      for (let e = 0; e < this.endpoints; e++) {
+        const ring = this.inRings[e]!;
+        let at: number;
+        while ((at = ring.peek()) >= 0) {
+          this.handle(ring, at);
+          any = true;
+          if (ring.release(ring.i32[(at >> 2) + H_LEN]!)) wake(this.control, e);
+        }
+      }
+      if (this.queuedEndpoints > 0 && this.flushQueues()) any = true;
+    } finally {
+      this.inProgress = false;
+    }
+    const code = Atomics.load(this.control, kAbortWord);
+    if (code !== 0) this.fail(code);
+    return any;
+  }
+
+  private fail(code: number): never {
+    this.failure ??= new NbcPeerFailedError(
+      `The job is aborting (exit code ${code}): another rank or node failed; see the launcher's message`);
+    throw this.failure;
+  }
+
+  private hasIncoming(): boolean {
+    for (let e = 0; e < this.endpoints; e++) if (this.inRings[e]!.hasData()) return true;
+    return false;
+  }
+
+  /** Parks once (until a doorbell or 100 ms) unless there is already something to do. */
+  private parkOnce(req: { done: boolean }): void {
+    const c = this.control;
+    Atomics.store(c, this.sleepIdx, 1);
+    const seen = Atomics.load(c, this.doorbellIdx);
+    if (!req.done && !this.hasIncoming() && Atomics.load(c, kAbortWord) === 0) {
+      Atomics.wait(c, this.doorbellIdx, seen, 100);
+    }
+    Atomics.store(c, this.sleepIdx, 0);
+  }
+
+  private spinThenPark(done: () => boolean): void {
+    const start = performance.now();
+    let n = 0;
+    for (;;) {
+      this.progress();
+      if (done()) return;
+      if ((++n & 15) === 0 && performance.now() - start > this.spinMs) break;
+    }
+    const probe = { get done() { return done(); } };
+    for (;;) {
+      this.parkOnce(probe);
+      this.progress();
+      if (done()) return;
+    }
+  }
+
+  waitUntil(req: Request): void {
+    if (req.done) return;
+    this.spinThenPark(() => req.done);
+  }
+
+  waitUntilAny(reqs: readonly Request[]): void {
+    this.spinThenPark(() => reqs.some((r) => r.done));
+  }
+
+  /** Calls `callback` after the next doorbell (or 50 ms), without blocking the thread. */
+  parkAsync(callback: () => void): void {
+    this.asyncWaiters.push(callback);
+    if (this.asyncArmed) return;
+    this.asyncArmed = true;
+    const c = this.control;
+    Atomics.store(c, this.sleepIdx, 1);
+    const seen = Atomics.load(c, this.doorbellIdx);
+    const fire = (): void => {
+      Atomics.store(c, this.sleepIdx, 0);
+      this.asyncArmed = false;
+      const waiters = this.asyncWaiters;
+      this.asyncWaiters = [];
+      for (const w of waiters) w();
+    };
+    if (this.hasIncoming() || this.queuedEndpoints > 0) {
+      setImmediate(fire);
+      return;
+    }
+    const r = Atomics.waitAsync(c, this.doorbellIdx, seen, 50);
+    if (r.async) void r.value.then(fire);
+    else setImmediate(fire);
+  }
+
+  /** Outstanding work the transport still owes (for a clean shutdown). */
+  get busy(): boolean {
+    return this.queuedEndpoints > 0 || this.awaitingAck.size > 0;
+  }
+}
+
+/** Copies `bytes` bytes of a view into `dst` at `at`. Small copies avoid allocating a view. */
+function copyBytes(src: Uint8Array, dst: Uint8Array, at: number, bytes: number): void {
+  if (bytes <= 64) {
+    for (let i = 0; i < bytes; i++) dst[at + i] = src[i]!;
+  } else {
+    dst.set(src, at);
+  }
+}
+
+function copyBytesFrom(src: Uint8Array, at: number, dst: Uint8Array, bytes: number): void {
+  if (bytes <= 64) {
+    for (let i = 0; i < bytes; i++) dst[i] = src[at + i]!;
+  } else {
+    dst.set(src.subarray(at, at + bytes));
+  }
+}

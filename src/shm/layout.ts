@@ -1,0 +1,93 @@
+/**
+ * Every shared-memory slot nbcoll uses, named in one place (never `Atomics.load(a, 2)`).
+ *
+ * A node shares three kinds of SharedArrayBuffer between its engine (main thread) and its
+ * rank workers. Endpoints are numbered 0..P-1 for the ranks, P for the engine.
+ *
+ * control  Int32 words: one 64-byte line per endpoint (doorbell, sleeping flag) after a
+ *          64-byte line of node-wide words (abort).
+ * rings    one single-producer/single-consumer byte ring per ordered endpoint pair
+ *          (from, to), including (i, i) for self-sends. Each ring has a 192-byte header of
+ *          three lines (consumer head, producer tail, producer-waiting flag) so producer and
+ *          consumer never write the same cache line, then `ringBytes` of data.
+ * slices   one arena slice per endpoint: the memory `comm.alloc` hands out and the staging
+ *          area for large messages. Only the owning endpoint allocates from and frees into its
+ *          slice; every endpoint of the node may read and write any slice.
+ */
+
+/** Int32 words per cache line. */
+export const LINE_WORDS = 16;
+
+// ---- control buffer -----------------------------------------------------------------
+/** Node-wide: non-zero once the node is aborting; holds the exit code. */
+export const kAbortWord = 0;
+/** First word of endpoint e's line is kEndpointBase + e * LINE_WORDS. */
+export const kEndpointBase = LINE_WORDS;
+/** Per endpoint: bumped (only) when a producer finds the endpoint asleep; parking waits on it. */
+export const kDoorbell = 0;
+/** Per endpoint: 1 while the endpoint is parked or about to park, 0 while it polls. */
+export const kSleeping = 1;
+
+export function controlWords(endpoints: number): number {
+  return kEndpointBase + endpoints * LINE_WORDS;
+}
+
+export function endpointWord(endpoint: number, slot: number): number {
+  return kEndpointBase + endpoint * LINE_WORDS + slot;
+}
+
+// ---- rings ---------------------------------------------------------------------------
+export const RING_HEADER_BYTES = 3 * LINE_WORDS * 4;
+/** Word offsets inside a ring header. */
+export const kRingHead = 0;
+export const kRingTail = LINE_WORDS;
+export const kRingProducerWaiting = 2 * LINE_WORDS;
+
+/** Byte offset of ring (from -> to) in the rings buffer. */
+export function ringBase(from: number, to: number, endpoints: number, ringBytes: number): number {
+  return (from * endpoints + to) * (RING_HEADER_BYTES + ringBytes);
+}
+
+// ---- message records -----------------------------------------------------------------
+/**
+ * A message record: a 48-byte header of Int32 words, then the payload, padded to 8 bytes.
+ * The same header travels inside TCP frames between engines.
+ */
+export const H_KIND = 0;
+/** Record length in bytes, header included, padded to 8. */
+export const H_LEN = 1;
+/** Communicator context id. */
+export const H_CTX = 2;
+/** Sender's rank in the communicator. */
+export const H_SRC = 3;
+export const H_TAG = 4;
+/** Payload length in bytes (for RTS: the whole message; for FRAG: the whole message). */
+export const H_BYTES = 5;
+/** Destination world rank (engines route by it). */
+export const H_DST = 6;
+/** Sender-chosen id: names the send request in RTS/ACK, the message in FRAG. */
+export const H_TOKEN = 7;
+/** RTS/ACK: endpoint whose arena slice holds the data. */
+export const H_SLICE = 8;
+/** RTS: byte offset of the data in that slice. FRAG: byte offset of this fragment. */
+export const H_OFFSET = 9;
+/** Sender's world rank. */
+export const H_SRC_WORLD = 10;
+export const H_AUX = 11;
+export const HEADER_WORDS = 12;
+export const HEADER_BYTES = HEADER_WORDS * 4;
+
+/** Filler to the end of the ring; the consumer skips it. */
+export const KIND_PAD = 1;
+/** Payload inline after the header. */
+export const KIND_EAGER = 2;
+/** Ready-to-send: the payload waits in an arena slice; the receiver copies it and ACKs. */
+export const KIND_RTS = 3;
+/** The receiver has copied an RTS payload; the slice owner may complete and free. */
+export const KIND_ACK = 4;
+/** TCP only: a fragment of a large message, reassembled by the receiving engine. */
+export const KIND_FRAG = 5;
+
+export function align8(n: number): number {
+  return (n + 7) & ~7;
+}

@@ -1,0 +1,53 @@
+/**
+ * The shared memory of one node: created by the engine, handed to each rank worker through
+ * workerData, attached to by both. See layout.ts for what lives where.
+ */
+import { controlWords, endpointWord, kDoorbell, kSleeping, ringBase, RING_HEADER_BYTES } from './layout.js';
+
+export interface NodeLayout {
+  /** Ranks on this node; endpoint `ranks` is the engine. */
+  ranks: number;
+  ringBytes: number;
+  sliceBytes: number;
+}
+
+export interface NodeShared {
+  layout: NodeLayout;
+  control: SharedArrayBuffer;
+  rings: SharedArrayBuffer;
+  /** One arena slice per endpoint (ranks, then the engine). */
+  slices: SharedArrayBuffer[];
+}
+
+export const DEFAULT_RING_BYTES = 64 * 1024;
+export const DEFAULT_SLICE_BYTES = 256 * 1024 * 1024;
+
+export function createNodeShared(layout: NodeLayout): NodeShared {
+  const endpoints = layout.ranks + 1;
+  const control = new SharedArrayBuffer(controlWords(endpoints) * 4);
+  const rings = new SharedArrayBuffer(endpoints * endpoints * (RING_HEADER_BYTES + layout.ringBytes));
+  // SharedArrayBuffers are committed lazily by the OS: an untouched slice costs no memory.
+  const slices: SharedArrayBuffer[] = [];
+  for (let e = 0; e < endpoints; e++) slices.push(new SharedArrayBuffer(layout.sliceBytes));
+  return { layout, control, rings, slices };
+}
+
+export function ringOffset(shared: NodeShared, from: number, to: number): number {
+  return ringBase(from, to, shared.layout.ranks + 1, shared.layout.ringBytes);
+}
+
+/**
+ * Wakes endpoint `ep` if it is parked (or about to park). Producers call this after
+ * publishing. The doorbell is only bumped when the endpoint sleeps, which keeps the common
+ * spinning case free of read-modify-write traffic. Why no wake-up is lost: the sleeper stores
+ * kSleeping = 1, then reads the doorbell, then re-checks its rings, then waits on the value
+ * it read. If our load of kSleeping saw 0, the sleeper's store came later in the single
+ * total order of seq-cst atomics, so its ring re-check sees what we published before. If we
+ * saw 1, we bump the doorbell, so its wait either sees a changed value or gets our notify.
+ */
+export function wake(control: Int32Array, ep: number): void {
+  if (Atomics.load(control, endpointWord(ep, kSleeping)) !== 0) {
+    Atomics.add(control, endpointWord(ep, kDoorbell), 1);
+    Atomics.notify(control, endpointWord(ep, kDoorbell));
+  }
+}
