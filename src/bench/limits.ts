@@ -1,0 +1,322 @@
+/**
+ * Physical limits of this machine, measured in the same run as a benchmark so each result can
+ * be printed beside the best the hardware and Node allow (see PERFORMANCE.md):
+ *
+ * - `atomicsPingPongOneWayUs`: two worker threads spinning on one shared Int32Array word — the
+ *   floor for any intra-node message (about 0.15 us one way on the reference machine);
+ * - `tcpPingPongOneWayUs`: two processes over loopback TCP with Nagle off — the floor for any
+ *   inter-node message on one host (about 10.5 us);
+ * - `typedArraySetGBs`: `Uint8Array.prototype.set` between two buffers — the copy bandwidth
+ *   every data path is bounded by (about 56 GB/s cache-resident).
+ *
+ * Each returns the median over several repetitions, takes at most a few seconds, and stops
+ * every thread, process and socket it started before it settles (also on failure).
+ *
+ * The helper threads and processes run small plain-JS programs held here as strings
+ * (`eval: true` workers, `node -e` children), so the same code works from `dist/` and from the
+ * TypeScript sources under tsx, with no second file to build or find.
+ */
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { Worker } from 'node:worker_threads';
+import { NbcArgError, NbcInternalError, NbcLaunchError, NbcTimeoutError } from '../errors.js';
+
+/** Repetitions a measurement is split into; the result is their median. */
+const REPS = 9;
+/** No measurement may take longer than this, however slow the machine. */
+const DEADLINE_MS = 60_000;
+
+function median(xs: readonly number[]): number {
+  const s = xs.slice().sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+}
+
+function checkCount(what: string, name: string, value: number, min: number): void {
+  if (!Number.isSafeInteger(value) || value < min) {
+    throw new NbcArgError(`Cannot measure ${what}: ${name} ${String(value)} is invalid; expected an integer >= ${min}`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Atomics spin ping-pong between two worker threads
+
+/** Slots of the shared Int32Array both ping-pong threads use. */
+const kFlag = 0; // the ball: odd = ping sent, even = pong sent, STOP = pong side may leave
+const kReady = 1; // threads that have started; the measurement begins when both have
+const kSlots = 2;
+const STOP = -1;
+
+/**
+ * Both sides of the ping-pong. The pinger stores 2s-1 and spins until it reads 2s; the ponger
+ * spins until it reads 2s-1 and stores 2s. Each side only ever writes a value the other is
+ * waiting for, so no update is lost; seq-cst Atomics order the stores with no extra fence.
+ */
+const ATOMICS_WORKER = `
+'use strict';
+const { workerData, parentPort } = require('node:worker_threads');
+const { sab, ping, warmup, per, reps } = workerData;
+const a = new Int32Array(sab);
+const kFlag = ${kFlag}, kReady = ${kReady}, STOP = ${STOP};
+Atomics.add(a, kReady, 1);
+while (Atomics.load(a, kReady) < 2) {}
+if (ping) {
+  let seq = 0;
+  const rounds = (n) => {
+    for (let i = 0; i < n; i++) {
+      seq++;
+      const want = 2 * seq;
+      Atomics.store(a, kFlag, want - 1);
+      while (Atomics.load(a, kFlag) !== want) {}
+    }
+  };
+  rounds(warmup);
+  const oneWayUs = [];
+  for (let r = 0; r < reps; r++) {
+    const t0 = performance.now();
+    rounds(per);
+    oneWayUs.push(((performance.now() - t0) * 1000) / per / 2);
+  }
+  Atomics.store(a, kFlag, STOP);
+  parentPort.postMessage(oneWayUs);
+} else {
+  for (let want = 1; ; want += 2) {
+    let v;
+    while ((v = Atomics.load(a, kFlag)) !== want && v !== STOP) {}
+    if (v === STOP) break;
+    Atomics.store(a, kFlag, want + 1);
+  }
+}
+`;
+
+/**
+ * One-way latency in microseconds of a ping-pong between two worker threads that spin on one
+ * Int32Array word (round trip / 2). `iters` round trips in all, split into repetitions.
+ */
+export async function atomicsPingPongOneWayUs(iters = 100_000): Promise<number> {
+  checkCount('the Atomics ping-pong', 'iters', iters, 1);
+  const per = Math.max(1, Math.floor(iters / REPS));
+  const warmup = Math.min(10_000, per);
+  const sab = new SharedArrayBuffer(kSlots * Int32Array.BYTES_PER_ELEMENT);
+  const start = (ping: boolean) =>
+    new Worker(ATOMICS_WORKER, { eval: true, execArgv: [], workerData: { sab, ping, warmup, per, reps: REPS } });
+  const workers = [start(true), start(false)];
+  const pinger = workers[0] as Worker;
+  try {
+    const samples = await new Promise<number[]>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new NbcTimeoutError(`Cannot measure the Atomics ping-pong: no result within ${DEADLINE_MS} ms`)),
+        DEADLINE_MS,
+      );
+      const fail = (err: unknown) => {
+        clearTimeout(timer);
+        reject(new NbcLaunchError(`Cannot measure the Atomics ping-pong: a worker thread failed: ${String(err)}`, { cause: err }));
+      };
+      for (const w of workers) {
+        w.once('error', fail);
+        w.once('exit', (code) => {
+          if (code !== 0) fail(new Error(`exit code ${code}`));
+        });
+      }
+      pinger.once('message', (m: number[]) => {
+        clearTimeout(timer);
+        resolve(m);
+      });
+    });
+    return median(samples);
+  } finally {
+    // Releases a ponger still spinning if the pinger failed; terminate() also stops a spin loop.
+    Atomics.store(new Int32Array(sab), kFlag, STOP);
+    await Promise.all(workers.map((w) => w.terminate()));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// TCP loopback ping-pong between two processes
+
+/** Echo server: prints its port, echoes each complete `bytes`-byte message, exits when the client leaves. */
+const TCP_SERVER = `
+'use strict';
+const net = require('node:net');
+const bytes = Number(process.argv[1]);
+const reply = Buffer.alloc(bytes, 2);
+setTimeout(() => process.exit(3), ${DEADLINE_MS}).unref();
+process.stdin.on('end', () => process.exit(0)).resume();
+const server = net.createServer((sock) => {
+  sock.setNoDelay(true);
+  let pending = 0;
+  sock.on('data', (chunk) => {
+    pending += chunk.length;
+    while (pending >= bytes) { pending -= bytes; sock.write(reply); }
+  });
+  sock.on('error', () => {});
+  sock.on('close', () => { server.close(); process.exit(0); });
+});
+server.listen(0, '127.0.0.1', () => process.stdout.write('PORT ' + server.address().port + '\\n'));
+`;
+
+/** Client: warm-up, then reps x per round trips; prints the one-way time of each rep as JSON. */
+const TCP_CLIENT = `
+'use strict';
+const net = require('node:net');
+const [port, bytes, warmup, per, reps] = process.argv.slice(1).map(Number);
+const msg = Buffer.alloc(bytes, 1);
+setTimeout(() => process.exit(3), ${DEADLINE_MS}).unref();
+process.stdin.on('end', () => process.exit(0)).resume();
+const sock = net.connect(port, '127.0.0.1');
+sock.setNoDelay(true);
+const oneWayUs = [];
+let phase = -1, left = warmup, got = 0, t0 = 0n;
+function nextPhase() {
+  if (phase >= 0) oneWayUs.push(Number(process.hrtime.bigint() - t0) / 1000 / per / 2);
+  phase++;
+  if (phase === reps) {
+    process.stdout.write(JSON.stringify(oneWayUs) + '\\n', () => { sock.end(); process.exit(0); });
+    return false;
+  }
+  left = per;
+  t0 = process.hrtime.bigint();
+  return true;
+}
+sock.on('connect', () => {
+  if (left === 0 && !nextPhase()) return;
+  sock.write(msg);
+});
+sock.on('data', (chunk) => {
+  got += chunk.length;
+  if (got < bytes) return;
+  got -= bytes;
+  if (--left === 0 && !nextPhase()) return;
+  sock.write(msg);
+});
+`;
+
+interface Child {
+  proc: ChildProcess;
+  stdout: string;
+  stderr: string;
+  exited: Promise<number | null>;
+}
+
+function startChild(code: string, args: readonly (string | number)[]): Child {
+  const env = { ...process.env };
+  delete env['NODE_OPTIONS']; // no loaders (tsx) in a helper that must start fast and plain
+  delete env['NODE_TEST_CONTEXT'];
+  const proc = spawn(process.execPath, ['-e', code, ...args.map(String)], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child: Child = { proc, stdout: '', stderr: '', exited: Promise.resolve(null) };
+  proc.stdout?.setEncoding('utf8').on('data', (s: string) => (child.stdout += s));
+  proc.stderr?.setEncoding('utf8').on('data', (s: string) => (child.stderr += s));
+  child.exited = new Promise((resolve) => {
+    proc.once('error', () => resolve(null));
+    proc.once('close', (status) => resolve(status));
+  });
+  return child;
+}
+
+async function stopChild(child: Child): Promise<void> {
+  child.proc.stdin?.end(); // the helpers exit when their stdin closes
+  const timer = setTimeout(() => child.proc.kill('SIGKILL'), 2000);
+  await child.exited;
+  clearTimeout(timer);
+}
+
+function firstLine(child: Child, prefix: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const check = () => {
+      const nl = child.stdout.indexOf('\n');
+      if (nl >= 0 && child.stdout.startsWith(prefix)) {
+        resolve(child.stdout.slice(prefix.length, nl));
+        return true;
+      }
+      return false;
+    };
+    if (check()) return;
+    const onData = () => {
+      if (check()) child.proc.stdout?.off('data', onData);
+    };
+    child.proc.stdout?.on('data', onData);
+    void child.exited.then((status) => {
+      if (!check()) reject(new Error(`helper exited with status ${String(status)} before printing ${prefix.trim()}: ${child.stderr.trim()}`));
+    });
+  });
+}
+
+/**
+ * One-way latency in microseconds of a ping-pong of `bytes`-byte messages between two separate
+ * Node processes over TCP on 127.0.0.1 with Nagle's algorithm off (round trip / 2). `iters`
+ * round trips in all, split into repetitions.
+ */
+export async function tcpPingPongOneWayUs(iters = 20_000, bytes = 8): Promise<number> {
+  checkCount('the TCP ping-pong', 'iters', iters, 1);
+  checkCount('the TCP ping-pong', 'bytes', bytes, 1);
+  const per = Math.max(1, Math.floor(iters / REPS));
+  const warmup = Math.min(2_000, per);
+  const children: Child[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  let stopping = false; // set once cleanup began: start no more helpers after that
+  try {
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new NbcTimeoutError(`Cannot measure the TCP ping-pong: no result within ${DEADLINE_MS} ms`)),
+        DEADLINE_MS,
+      );
+    });
+    const run = async (): Promise<number[]> => {
+      const server = startChild(TCP_SERVER, [bytes]);
+      children.push(server);
+      const port = await firstLine(server, 'PORT ');
+      if (stopping) throw new Error('stopped before the client started');
+      const client = startChild(TCP_CLIENT, [port, bytes, warmup, per, REPS]);
+      children.push(client);
+      const status = await client.exited;
+      const line = client.stdout.trim();
+      if (status !== 0 || !line.startsWith('[')) {
+        throw new Error(`client exited with status ${String(status)}: ${client.stderr.trim() || line}`);
+      }
+      return JSON.parse(line) as number[];
+    };
+    const samples = await Promise.race([
+      run().catch((err: unknown) => {
+        throw new NbcLaunchError(`Cannot measure the TCP ping-pong: ${err instanceof Error ? err.message : String(err)}`, {
+          cause: err,
+        });
+      }),
+      deadline,
+    ]);
+    return median(samples);
+  } finally {
+    stopping = true;
+    clearTimeout(timer);
+    await Promise.all(children.map(stopChild));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Copy bandwidth
+
+/**
+ * Bandwidth in GB/s (1e9 bytes per second, counting bytes copied, not read + written) of
+ * `Uint8Array.prototype.set` copying `bytes` bytes between two preallocated arrays. Runs for
+ * about 50 ms in batches of about 5 ms and returns the median batch.
+ */
+export async function typedArraySetGBs(bytes: number): Promise<number> {
+  checkCount('the TypedArray copy bandwidth', 'bytes', bytes, 1);
+  const src = new Uint8Array(bytes).fill(7);
+  const dst = new Uint8Array(bytes);
+  const batch = (n: number): number => {
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) dst.set(src);
+    return performance.now() - t0;
+  };
+  // Grow the batch until it lasts long enough to time (and the copy loop is compiled).
+  let n = 1;
+  while (batch(n) < 5) n *= 2;
+  const samples: number[] = [];
+  const t0 = performance.now();
+  while (samples.length < 3 || (performance.now() - t0 < 50 && samples.length < 50)) {
+    const ms = batch(n);
+    samples.push((bytes * n) / (ms / 1000) / 1e9);
+  }
+  if (dst[bytes - 1] !== 7) throw new NbcInternalError('Cannot measure the TypedArray copy bandwidth: the copy did not happen');
+  return median(samples);
+}
