@@ -52,30 +52,114 @@ export class NbcError extends Error {
   }
 }
 
-function subclass(code: ErrorCodeValue, name: string) {
-  const C = class extends NbcError {
-    constructor(message: string, options?: { cause?: unknown }) {
-      super(code, message, options);
-      this.name = name;
-    }
-  };
-  Object.defineProperty(C, 'name', { value: name });
-  return C;
+export class NbcTruncateError extends NbcError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.TRUNCATE, message, options);
+    this.name = 'NbcTruncateError';
+  }
 }
 
-export const NbcTruncateError = subclass(ErrorCode.TRUNCATE, 'NbcTruncateError');
-export const NbcRankError = subclass(ErrorCode.RANK, 'NbcRankError');
-export const NbcRootError = subclass(ErrorCode.ROOT, 'NbcRootError');
-export const NbcCountError = subclass(ErrorCode.COUNT, 'NbcCountError');
-export const NbcTypeError = subclass(ErrorCode.TYPE, 'NbcTypeError');
-export const NbcOpError = subclass(ErrorCode.OP, 'NbcOpError');
-export const NbcCommError = subclass(ErrorCode.COMM, 'NbcCommError');
-export const NbcTagError = subclass(ErrorCode.TAG, 'NbcTagError');
-export const NbcArgError = subclass(ErrorCode.ARG, 'NbcArgError');
-export const NbcPeerFailedError = subclass(ErrorCode.PEER_FAILED, 'NbcPeerFailedError');
-export const NbcTimeoutError = subclass(ErrorCode.TIMEOUT, 'NbcTimeoutError');
-export const NbcAuthError = subclass(ErrorCode.AUTH, 'NbcAuthError');
-export const NbcNoMemError = subclass(ErrorCode.NO_MEM, 'NbcNoMemError');
-export const NbcRequestError = subclass(ErrorCode.REQUEST, 'NbcRequestError');
-export const NbcLaunchError = subclass(ErrorCode.LAUNCH, 'NbcLaunchError');
-export const NbcInternalError = subclass(ErrorCode.INTERNAL, 'NbcInternalError');
+export class NbcRankError extends NbcError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.RANK, message, options);
+    this.name = 'NbcRankError';
+  }
+}
+
+export class NbcRootError extends NbcError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.ROOT, message, options);
+    this.name = 'NbcRootError';
+  }
+}
+
+export class NbcCountError extends NbcError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.COUNT, message, options);
+    this.name = 'NbcCountError';
+  }
+}
+
+export class NbcTypeError extends NbcError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.TYPE, message, options);
+    this.name = 'NbcTypeError';
+  }
+}
+
+export class NbcOpError extends NbcError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.OP, message, options);
+    this.name = 'NbcOpError';
+  }
+}
+
+export class NbcCommError extends NbcError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.COMM, message, options);
+    this.name = 'NbcCommError';
+  }
+}
+
+export class NbcTagError extends NbcError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.TAG, message, options);
+    this.name = 'NbcTagError';
+  }
+}
+
+export class NbcArgError extends NbcError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.ARG, message, options);
+    this.name = 'NbcArgError';
+  }
+}
+
+export class NbcPeerFailedError extends NbcError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.PEER_FAILED, message, options);
+    this.name = 'NbcPeerFailedError';
+  }
+}
+
+export class NbcTimeoutError extends NbcError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.TIMEOUT, message, options);
+    this.name = 'NbcTimeoutError';
+  }
+}
+
+export class NbcAuthError extends NbcError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.AUTH, message, options);
+    this.name = 'NbcAuthError';
+  }
+}
+
+export class NbcNoMemError extends NbcError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.NO_MEM, message, options);
+    this.name = 'NbcNoMemError';
+  }
+}
+
+export class NbcRequestError extends NbcError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.REQUEST, message, options);
+    this.name = 'NbcRequestError';
+  }
+}
+
+export class NbcLaunchError extends NbcError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.LAUNCH, message, options);
+    this.name = 'NbcLaunchError';
+  }
+}
+
+export class NbcInternalError extends NbcError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.INTERNAL, message, options);
+    this.name = 'NbcInternalError';
+  }
+}

@@ -525,9 +525,13 @@ export class Transport implements Progressor {
     else setImmediate(fire);
   }
 
-  /** Outstanding work the transport still owes (for a clean shutdown). */
-  get busy(): boolean {
-    return this.queuedEndpoints > 0 || this.awaitingAck.size > 0;
+  /**
+   * Blocks until every queued record (sends, ACKs owed to peers) is in its ring: called before
+   * a rank's thread ends. Payloads still awaiting an ACK live in the node's arena, which
+   * outlives the thread, so they need not be waited for.
+   */
+  drain(): void {
+    if (this.queuedEndpoints > 0) this.spinThenPark(() => this.queuedEndpoints === 0);
   }
 }
 

@@ -157,9 +157,10 @@ function detectMasterPort(env: NodeJS.ProcessEnv, jobId: string): number {
   const text = get(env, 'NBC_MASTER_PORT');
   if (text !== undefined) {
     const port = /^\d+$/.test(text.trim()) ? Number(text.trim()) : NaN;
-    if (!Number.isInteger(port) || port < 1 || port > 65535) {
+    // 0 asks node 0 to pick a free port and report it to its launcher (nbc run does this).
+    if (!Number.isInteger(port) || port < 0 || port > 65535) {
       throw new NbcLaunchError(
-        `Cannot wire up this node: NBC_MASTER_PORT=${text} is not a valid port; expected an integer in 1..65535`,
+        `Cannot wire up this node: NBC_MASTER_PORT=${text} is not a valid port; expected an integer in 0..65535 (0: node 0 picks one)`,
       );
     }
     return port;

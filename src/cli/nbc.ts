@@ -1,0 +1,97 @@
+#!/usr/bin/env node
+/**
+ * The `nbc` command: run jobs, join jobs started by other launchers, benchmark.
+ */
+import { randomBytes } from 'node:crypto';
+import { resolve as resolvePath } from 'node:path';
+import { Command, InvalidArgumentError } from 'commander';
+import { NbcError } from '../errors.js';
+import { detectWireup } from '../runtime/env.js';
+import { launch } from '../runtime/launcher.js';
+import { parseLinkSpec } from '../runtime/link-spec.js';
+import { runNode } from '../runtime/node-main.js';
+import { registerBench } from './bench.js';
+
+function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`expected a positive integer, got '${value}'`);
+  return n;
+}
+
+function envInt(name: string): number | undefined {
+  const v = process.env[name];
+  if (v === undefined || v === '') return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`${name}=${v}: expected a non-negative integer`);
+  return n;
+}
+
+const program = new Command('nbc')
+  .description('nbcoll: MPI-class collectives for TypeScript on Node.js')
+  .enablePositionalOptions();
+
+program.command('run')
+  .description('run a job: ceil(N/P) node processes on this host, P rank threads each')
+  .requiredOption('-n, --np <N>', 'number of ranks', positiveInt)
+  .option('--ppn <P>', 'ranks per node (default: all on one node)', positiveInt)
+  .option('--tag-output', 'prefix every output line with its rank')
+  .option('--link <spec>', 'emulated network between nodes, e.g. latency=50us,bandwidth=1gbit')
+  .option('--timeout <seconds>', 'kill the job after this many seconds (exit code 124)', positiveInt)
+  .argument('<job>', 'job file (.js or .ts)')
+  .argument('[args...]', 'arguments for the job')
+  .passThroughOptions()
+  .action(async (job: string, args: string[], o: { np: number; ppn?: number; tagOutput?: boolean; link?: string; timeout?: number }) => {
+    if (o.link !== undefined) parseLinkSpec(o.link); // fail fast on a bad spec
+    const r = await launch(job, {
+      ranks: o.np, ppn: o.ppn, args, tagOutput: o.tagOutput, link: o.link,
+      timeoutMs: o.timeout === undefined ? undefined : o.timeout * 1000, handleSignals: true,
+    });
+    process.exitCode = r.exitCode;
+  });
+
+program.command('node')
+  .description('run one node of a job started by another launcher (mpirun, srun, ...)')
+  .requiredOption('--ppn <P>', 'ranks on this node', positiveInt)
+  .option('--tag-output', 'prefix every output line with its rank')
+  .option('--link <spec>', 'emulated network to other nodes, e.g. latency=50us,bandwidth=1gbit')
+  .option('--bind <host>', 'address this node listens on (default 127.0.0.1, or NBC_BIND_ADDR)')
+  .argument('<job>', 'job file (.js or .ts)')
+  .argument('[args...]', 'arguments for the job')
+  .passThroughOptions()
+  .action(async (job: string, args: string[], o: { ppn: number; tagOutput?: boolean; link?: string; bind?: string }) => {
+    const wireup = detectWireup();
+    const ringKb = envInt('NBC_RING_KB');
+    const arenaMb = envInt('NBC_ARENA_MB');
+    const code = await runNode({
+      entry: resolvePath(job),
+      args,
+      ranks: o.ppn,
+      wireup,
+      tagOutput: o.tagOutput,
+      bindHost: o.bind ?? process.env.NBC_BIND_ADDR,
+      link: o.link !== undefined ? parseLinkSpec(o.link) : undefined,
+      ringBytes: ringKb === undefined ? undefined : ringKb * 1024,
+      sliceBytes: arenaMb === undefined ? undefined : arenaMb * 1024 * 1024,
+      eagerLimit: envInt('NBC_EAGER_LIMIT'),
+      spinUs: envInt('NBC_SPIN_US'),
+    });
+    process.exit(code);
+  });
+
+program.command('secret')
+  .description('print a fresh job secret (64 hex digits) for NBC_SECRET')
+  .action(() => {
+    process.stdout.write(randomBytes(32).toString('hex') + '\n');
+  });
+
+registerBench(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  if (err instanceof NbcError) {
+    process.stderr.write(`nbc: ${err.message} [${err.code}]\n`);
+    process.exit(2);
+  }
+  throw err;
+}

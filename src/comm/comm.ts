@@ -1,0 +1,360 @@
+/**
+ * Communicators: a group of ranks plus a context id that keeps their traffic apart.
+ *
+ * Context ids: every communicator gets an even id for point-to-point traffic and uses id + 1
+ * for its internal (collective) traffic. A new communicator's id is the maximum, over its
+ * members, of each member's next free id; every member then moves its next free id past it.
+ * So no rank ever belongs to two communicators with the same id, which is all matching needs
+ * (a message is matched by the receiver, on (context, source, tag)).
+ */
+import { NbcArgError, NbcCommError, NbcCountError, NbcRankError } from '../errors.js';
+import { ANY_SOURCE, ANY_TAG, PROC_NULL } from '../p2p/constants.js';
+import { completedRequest, Request, type Status } from '../p2p/request.js';
+import type { Transport, TransportStats } from '../p2p/transport.js';
+import { cartCoords, cartRank, cartShift, dimsCreate } from './topology.js';
+import {
+  bytesOf, checkDest, checkSource, checkTag, elementBytes, type TypedArray, type TypedArrayConstructor,
+} from './validate.js';
+
+/** Color for split() meaning "not in any new communicator". */
+export const UNDEFINED = -32766;
+
+/** State shared by every communicator of one rank. */
+export interface RankContext {
+  transport: Transport;
+  worldRank: number;
+  worldSize: number;
+  nodeId: number;
+  /** Next free (even) context id. */
+  nextCtx: number;
+}
+
+/** An ordered set of world ranks. */
+export class Group {
+  constructor(readonly worldRanks: readonly number[], private readonly myWorld: number) {}
+
+  get size(): number {
+    return this.worldRanks.length;
+  }
+
+  /** This rank's position in the group, or UNDEFINED. */
+  get rank(): number {
+    const i = this.worldRanks.indexOf(this.myWorld);
+    return i < 0 ? UNDEFINED : i;
+  }
+
+  /** The group of the members at the given positions, in that order. */
+  incl(ranks: readonly number[]): Group {
+    this.checkRanks(ranks, 'incl');
+    if (new Set(ranks).size !== ranks.length) {
+      throw new NbcRankError(`Cannot incl ranks [${ranks.join(', ')}]: ranks repeat; expected distinct ranks`);
+    }
+    return new Group(ranks.map((r) => this.worldRanks[r]!), this.myWorld);
+  }
+
+  /** The group without the members at the given positions. */
+  excl(ranks: readonly number[]): Group {
+    this.checkRanks(ranks, 'excl');
+    const drop = new Set(ranks);
+    return new Group(this.worldRanks.filter((_, i) => !drop.has(i)), this.myWorld);
+  }
+
+  private checkRanks(ranks: readonly number[], op: string): void {
+    for (const r of ranks) {
+      if (!Number.isInteger(r) || r < 0 || r >= this.size) {
+        throw new NbcRankError(`Cannot ${op} rank ${r}: expected an integer 0..${this.size - 1}`);
+      }
+    }
+  }
+}
+
+export class Comm {
+  readonly rank: number;
+  readonly size: number;
+  private freed = false;
+  /** World rank of each member. */
+  protected readonly worldRanks: Int32Array;
+
+  constructor(protected readonly rc: RankContext, worldRanks: readonly number[] | Int32Array, readonly ctx: number) {
+    this.worldRanks = Int32Array.from(worldRanks);
+    this.size = this.worldRanks.length;
+    this.rank = this.worldRanks.indexOf(rc.worldRank);
+    if (this.rank < 0) throw new NbcCommError(`internal: rank ${rc.worldRank} is not a member of communicator ${ctx}`);
+  }
+
+  /** Index of the node (process) this rank runs on. */
+  get nodeId(): number {
+    return this.rc.nodeId;
+  }
+
+  /** Id of the communicator's collective (internal) context. */
+  get collCtx(): number {
+    return this.ctx + 1;
+  }
+
+  protected get transport(): Transport {
+    return this.rc.transport;
+  }
+
+  protected check(op: string): void {
+    if (this.freed) {
+      throw new NbcCommError(`Cannot ${op} on communicator ${this.ctx}: it has been freed; expected a live communicator`);
+    }
+  }
+
+  /** World rank of member `rank`. */
+  worldRankOf(rank: number): number {
+    return this.worldRanks[rank]!;
+  }
+
+  group(): Group {
+    return new Group(Array.from(this.worldRanks), this.rc.worldRank);
+  }
+
+  // ---- memory ------------------------------------------------------------------------
+
+  /**
+   * Allocates `n` elements of registered memory from this node's shared arena. Ranks of the
+   * node read such buffers directly, so large messages from them need no staging copy.
+   */
+  alloc<C extends TypedArrayConstructor>(Type: C, n: number): InstanceType<C> {
+    this.check('alloc');
+    if (!Number.isInteger(n) || n < 0) {
+      throw new NbcCountError(`Cannot alloc ${String(n)} elements: expected a non-negative integer`);
+    }
+    const t = this.transport;
+    const bytes = n * Type.BYTES_PER_ELEMENT;
+    const off = t.allocator.alloc(bytes);
+    if (off < 0) {
+      throw new NbcCountError(`Cannot alloc ${bytes} bytes: the rank's arena slice has ${t.allocator.available} bytes free; expected a smaller request or a larger NBC_ARENA_MB`);
+    }
+    const Ctor = Type as unknown as new (b: ArrayBufferLike, offset: number, length: number) => InstanceType<C>;
+    return new Ctor(t.shared.slices[t.ep]!, off, n);
+  }
+
+  /** Returns memory from alloc() to the arena. The array must not be used afterwards. */
+  freeMem(buf: TypedArray): void {
+    const t = this.transport;
+    if (!t.isRegistered(buf) || t.allocator.sizeOf(buf.byteOffset) === undefined) {
+      throw new NbcArgError('Cannot freeMem: the array was not returned by alloc() on this rank (or was freed already)');
+    }
+    t.allocator.free(buf.byteOffset);
+  }
+
+  // ---- point-to-point ----------------------------------------------------------------
+
+  isend(buf: TypedArray, dest: number, tag = 0): Request {
+    this.check('isend');
+    const view = bytesOf(buf, 'isend', this.ctx);
+    checkDest(dest, this.size, 'isend', this.ctx);
+    checkTag(tag, false, 'isend', this.ctx);
+    if (dest === PROC_NULL) return completedRequest(this.transport, { source: PROC_NULL, tag: ANY_TAG });
+    return this.transport.isend(view, this.worldRanks[dest]!, this.ctx, this.rank, tag);
+  }
+
+  send(buf: TypedArray, dest: number, tag = 0): void {
+    this.isend(buf, dest, tag).wait();
+  }
+
+  irecv(buf: TypedArray, source: number = ANY_SOURCE, tag: number = ANY_TAG): Request {
+    this.check('irecv');
+    const view = bytesOf(buf, 'irecv', this.ctx);
+    checkSource(source, this.size, 'irecv', this.ctx);
+    checkTag(tag, true, 'irecv', this.ctx);
+    if (source === PROC_NULL) return completedRequest(this.transport, { source: PROC_NULL, tag: ANY_TAG });
+    return this.transport.irecv(view, elementBytes(buf), source, this.ctx, tag);
+  }
+
+  recv(buf: TypedArray, source: number = ANY_SOURCE, tag: number = ANY_TAG): Status {
+    return this.irecv(buf, source, tag).wait();
+  }
+
+  /** Sends and receives at once (no deadlock between pairs that both send first). */
+  sendrecv(sendBuf: TypedArray, dest: number, sendTag: number, recvBuf: TypedArray, source: number = ANY_SOURCE, recvTag: number = ANY_TAG): Status {
+    const r = this.irecv(recvBuf, source, recvTag);
+    const s = this.isend(sendBuf, dest, sendTag);
+    s.wait();
+    return r.wait();
+  }
+
+  /** Status of a pending message without receiving it, or null. `count` is in bytes. */
+  iprobe(source: number = ANY_SOURCE, tag: number = ANY_TAG): Status | null {
+    this.check('iprobe');
+    checkSource(source, this.size, 'iprobe', this.ctx);
+    checkTag(tag, true, 'iprobe', this.ctx);
+    if (source === PROC_NULL) return { source: PROC_NULL, tag: ANY_TAG, count: 0, bytes: 0 };
+    return this.transport.iprobe(this.ctx, source, tag);
+  }
+
+  /** Blocks until a matching message is pending; returns its status. `count` is in bytes. */
+  probe(source: number = ANY_SOURCE, tag: number = ANY_TAG): Status {
+    this.check('probe');
+    checkSource(source, this.size, 'probe', this.ctx);
+    checkTag(tag, true, 'probe', this.ctx);
+    if (source === PROC_NULL) return { source: PROC_NULL, tag: ANY_TAG, count: 0, bytes: 0 };
+    return this.transport.probe(this.ctx, source, tag);
+  }
+
+  // ---- internal collectives for communicator management --------------------------------
+
+  /**
+   * Every member contributes `values` (same length everywhere); all get the concatenation in
+   * rank order. Linear through rank 0 on the collective context: only used to build
+   * communicators, where simplicity beats speed.
+   */
+  protected exchangeInts(values: readonly number[]): Int32Array {
+    const k = values.length;
+    const all = new Int32Array(k * this.size);
+    const mine = Int32Array.from(values);
+    const t = this.transport;
+    const tag = 0x7ffffff0;
+    if (this.size === 1) return mine;
+    if (this.rank === 0) {
+      all.set(mine, 0);
+      const reqs: Request[] = [];
+      for (let r = 1; r < this.size; r++) {
+        reqs.push(t.irecv(new Uint8Array(all.buffer, r * k * 4, k * 4), 4, r, this.collCtx, tag));
+      }
+      for (const q of reqs) q.wait();
+      const sends: Request[] = [];
+      const bytes = new Uint8Array(all.buffer);
+      for (let r = 1; r < this.size; r++) sends.push(t.isend(bytes, this.worldRanks[r]!, this.collCtx, 0, tag));
+      for (const q of sends) q.wait();
+    } else {
+      t.isend(new Uint8Array(mine.buffer), this.worldRanks[0]!, this.collCtx, this.rank, tag).wait();
+      t.irecv(new Uint8Array(all.buffer), 4, 0, this.collCtx, tag).wait();
+    }
+    return all;
+  }
+
+  /** Agrees on a fresh context id among all members, carrying extra per-rank values. */
+  protected agree(extra: readonly number[]): { ctx: number; table: Int32Array; width: number } {
+    const width = extra.length + 1;
+    const table = this.exchangeInts([this.rc.nextCtx, ...extra]);
+    let ctx = 0;
+    for (let r = 0; r < this.size; r++) ctx = Math.max(ctx, table[r * width]!);
+    this.rc.nextCtx = ctx + 2;
+    return { ctx, table, width };
+  }
+
+  // ---- communicator management --------------------------------------------------------
+
+  /** A new communicator with the same members and order, and its own context. Collective. */
+  dup(): Comm {
+    this.check('dup');
+    const { ctx } = this.agree([]);
+    return new Comm(this.rc, this.worldRanks, ctx);
+  }
+
+  /**
+   * Partitions the members by `color`; within a color, ranks are ordered by `key`, then by
+   * rank in this communicator. A color of UNDEFINED returns null. Collective.
+   */
+  split(color: number, key = 0): Comm | null {
+    this.check('split');
+    if (!Number.isInteger(color) || (color < 0 && color !== UNDEFINED)) {
+      throw new NbcArgError(`Cannot split communicator ${this.ctx}: color ${String(color)} is invalid; expected a non-negative integer or UNDEFINED`);
+    }
+    if (!Number.isInteger(key)) {
+      throw new NbcArgError(`Cannot split communicator ${this.ctx}: key ${String(key)} is not an integer`);
+    }
+    const { ctx, table, width } = this.agree([color, key]);
+    if (color === UNDEFINED) return null;
+    const members: Array<{ key: number; rank: number }> = [];
+    for (let r = 0; r < this.size; r++) {
+      if (table[r * width + 1] === color) members.push({ key: table[r * width + 2]!, rank: r });
+    }
+    members.sort((a, b) => a.key - b.key || a.rank - b.rank);
+    return new Comm(this.rc, members.map((m) => this.worldRanks[m.rank]!), ctx);
+  }
+
+  /** The members that share this rank's node. Collective. */
+  splitShared(): Comm {
+    return this.split(this.rc.nodeId, this.rank)!;
+  }
+
+  /**
+   * A communicator of the members of `group` (a subgroup of this communicator's group);
+   * null on ranks outside it. Collective over this communicator.
+   */
+  create(group: Group): Comm | null {
+    this.check('create');
+    const mine = new Set(this.worldRanks);
+    for (const w of group.worldRanks) {
+      if (!mine.has(w)) {
+        throw new NbcRankError(`Cannot create a communicator from a group with world rank ${w}: it is not a member of communicator ${this.ctx}`);
+      }
+    }
+    const { ctx } = this.agree([]);
+    return group.worldRanks.includes(this.rc.worldRank) ? new Comm(this.rc, group.worldRanks, ctx) : null;
+  }
+
+  /**
+   * A communicator with a Cartesian topology of `dims` (row-major rank order). Ranks beyond
+   * the grid's size get null. `reorder` is accepted and ignored: ranks keep their order.
+   */
+  cartCreate(dims: readonly number[], periods: readonly boolean[], reorder = false): CartComm | null {
+    this.check('cartCreate');
+    void reorder;
+    if (dims.length !== periods.length) {
+      throw new NbcArgError(`Cannot cartCreate: dims has ${dims.length} entries but periods has ${periods.length}; expected the same length`);
+    }
+    let n = 1;
+    for (const d of dims) {
+      if (!Number.isInteger(d) || d <= 0) {
+        throw new NbcArgError(`Cannot cartCreate: dimension ${String(d)} is invalid; expected positive integers (use dimsCreate to fill zeros)`);
+      }
+      n *= d;
+    }
+    if (n > this.size) {
+      throw new NbcArgError(`Cannot cartCreate a ${dims.join('x')} grid (${n} ranks) on communicator ${this.ctx} of ${this.size} ranks: expected at most ${this.size}`);
+    }
+    const { ctx } = this.agree([]);
+    if (this.rank >= n) return null;
+    return new CartComm(this.rc, this.worldRanks.subarray(0, n), ctx, dims, periods);
+  }
+
+  /** Frees the communicator. Pending operations on it must be complete. */
+  free(): void {
+    this.check('free');
+    if (this.ctx === 0) throw new NbcCommError('Cannot free the world communicator: expected a communicator made by dup, split, create or cartCreate');
+    this.freed = true;
+  }
+
+  /** Message and byte counts of this rank (all communicators). */
+  stats(): { host: TransportStats } {
+    return { host: { ...this.transport.stats } };
+  }
+}
+
+export class CartComm extends Comm {
+  readonly dims: readonly number[];
+  readonly periods: readonly boolean[];
+
+  constructor(rc: RankContext, worldRanks: Int32Array, ctx: number, dims: readonly number[], periods: readonly boolean[]) {
+    super(rc, worldRanks, ctx);
+    this.dims = [...dims];
+    this.periods = [...periods];
+  }
+
+  get ndims(): number {
+    return this.dims.length;
+  }
+
+  /** Grid coordinates of `rank` (default: this rank). */
+  coords(rank: number = this.rank): number[] {
+    return cartCoords(this.dims, rank);
+  }
+
+  /** Rank at `coords` (periodic dimensions wrap); PROC_NULL outside a non-periodic grid. */
+  rankOf(coords: readonly number[]): number {
+    return cartRank(this.dims, this.periods, coords);
+  }
+
+  /** Neighbours `disp` steps along `dim`: where to receive from and send to. */
+  shift(dim: number, disp: number): { source: number; dest: number } {
+    return cartShift(this.dims, this.periods, this.rank, dim, disp);
+  }
+}
+
+export { dimsCreate };

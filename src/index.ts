@@ -1,0 +1,15 @@
+/**
+ * nbcoll: MPI-class collectives for TypeScript on Node.js.
+ * The public API; see docs/architecture.md for how it works.
+ */
+export { init, initSync } from './runtime/init.js';
+export { launch } from './runtime/launcher.js';
+export type { LaunchOptions, LaunchResult, RankResult } from './runtime/launcher.js';
+export { Comm, CartComm, Group, UNDEFINED } from './comm/comm.js';
+export type { RankContext } from './comm/comm.js';
+export { dimsCreate } from './comm/topology.js';
+export type { TypedArray, TypedArrayConstructor } from './comm/validate.js';
+export { ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB } from './p2p/constants.js';
+export { Request, waitAll, testAll, waitAny, testAny } from './p2p/request.js';
+export type { Status } from './p2p/request.js';
+export * from './errors.js';

@@ -1,0 +1,320 @@
+/**
+ * The node engine: the process's main thread acting as the node's network card.
+ *
+ * It owns the node's TCP links. Ranks hand it messages for other nodes through their
+ * (rank -> engine) rings; it forwards them as frames. Frames from other nodes it delivers into
+ * the (engine -> rank) rings. Large messages cross TCP as fragments of at most FRAGMENT_BYTES
+ * read straight out of the sender's arena slice, are reassembled in the engine's own slice,
+ * and are handed to the receiving rank as an RTS, exactly like an intra-node rendezvous.
+ *
+ * The engine never blocks: it parks with Atomics.waitAsync on its doorbell, so TCP events keep
+ * flowing while it waits for ranks.
+ */
+import { Buffer } from 'node:buffer';
+import { NbcInternalError, NbcNoMemError } from '../errors.js';
+import {
+  align8, endpointWord, H_BYTES, H_DST, H_KIND, H_LEN, H_OFFSET, H_SLICE, H_TOKEN, HEADER_BYTES,
+  HEADER_WORDS, kDoorbell, KIND_ACK, KIND_EAGER, KIND_FRAG, KIND_RTS, kSleeping,
+} from '../shm/layout.js';
+import { SliceAllocator } from '../shm/arena.js';
+import { ringOffset, wake, type NodeShared } from '../shm/node-shared.js';
+import { Ring } from '../shm/ring.js';
+import type { Placement } from '../p2p/transport.js';
+
+/** Frame type of a message (header + payload) between engines. */
+export const FRAME_MSG = 1;
+/** Largest fragment of a large message on the wire. */
+export const FRAGMENT_BYTES = 1 << 20;
+
+/** What the engine needs of the node's links (implemented by net/link.ts LinkManager). */
+export interface NodeLinks {
+  send(nodeId: number, type: number, parts: readonly Uint8Array[], onWritten?: () => void): void;
+  on(event: 'frame', listener: (fromNode: number, type: number, body: Buffer) => void): unknown;
+}
+
+export interface EngineStats {
+  framesSent: number;
+  framesReceived: number;
+  bytesSent: number;
+  bytesReceived: number;
+}
+
+interface Reassembly {
+  header: Int32Array;
+  offset: number;
+  received: number;
+}
+
+/** A record waiting for room in an (engine -> rank) ring. */
+interface Pending {
+  header: Int32Array;
+  payload: Uint8Array | null;
+}
+
+export class Engine {
+  readonly ep: number;
+  readonly control: Int32Array;
+  readonly slices: Buffer[];
+  readonly allocator: SliceAllocator;
+  readonly stats: EngineStats = { framesSent: 0, framesReceived: 0, bytesSent: 0, bytesReceived: 0 };
+  private readonly fromRanks: Ring[] = [];
+  private readonly toRanks: Ring[] = [];
+  private readonly pending: Pending[][] = [];
+  private pendingCount = 0;
+  private readonly reassembly = new Map<string, Reassembly>();
+  /** Engine-held RTS payloads waiting for the rank's ACK: token -> slice offset. */
+  private readonly held = new Map<number, number>();
+  private nextToken = 1;
+  private nextMessageId = 1;
+  private armed = false;
+  private stopped = false;
+  private readonly sleepIdx: number;
+  private readonly doorbellIdx: number;
+
+  constructor(
+    readonly shared: NodeShared,
+    readonly placement: Placement,
+    readonly links: NodeLinks | null,
+    private readonly onFatal: (err: Error) => void,
+  ) {
+    const { ranks, ringBytes } = shared.layout;
+    this.ep = ranks;
+    this.control = new Int32Array(shared.control);
+    this.slices = shared.slices.map((s) => Buffer.from(s));
+    this.allocator = new SliceAllocator(shared.layout.sliceBytes);
+    for (let r = 0; r < ranks; r++) {
+      this.fromRanks.push(new Ring(shared.rings, ringOffset(shared, r, this.ep), ringBytes, r, this.ep));
+      this.toRanks.push(new Ring(shared.rings, ringOffset(shared, this.ep, r), ringBytes, this.ep, r));
+      this.pending.push([]);
+    }
+    this.sleepIdx = endpointWord(this.ep, kSleeping);
+    this.doorbellIdx = endpointWord(this.ep, kDoorbell);
+    links?.on('frame', (from, type, body) => this.guard(() => this.onFrame(from, type, body)));
+  }
+
+  start(): void {
+    this.arm();
+  }
+
+  stop(): void {
+    this.stopped = true;
+  }
+
+  private guard(fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.stopped = true;
+      this.onFatal(err as Error);
+    }
+  }
+
+  /** Parks on the doorbell without blocking the event loop; polls when woken. */
+  private arm(): void {
+    if (this.armed || this.stopped) return;
+    this.armed = true;
+    const c = this.control;
+    Atomics.store(c, this.sleepIdx, 1);
+    const seen = Atomics.load(c, this.doorbellIdx);
+    const fire = (): void => {
+      this.armed = false;
+      Atomics.store(c, this.sleepIdx, 0);
+      if (this.stopped) return;
+      this.guard(() => this.poll());
+      this.arm();
+    };
+    if (this.hasWork()) {
+      setImmediate(fire);
+      return;
+    }
+    const r = Atomics.waitAsync(c, this.doorbellIdx, seen, 1000);
+    if (r.async) void r.value.then(fire);
+    else setImmediate(fire);
+  }
+
+  private hasWork(): boolean {
+    if (this.pendingCount > 0) return true;
+    for (const ring of this.fromRanks) if (ring.hasData()) return true;
+    return false;
+  }
+
+  /** Drains the ranks' rings and retries deliveries that were waiting for ring space. */
+  poll(): void {
+    for (let r = 0; r < this.fromRanks.length; r++) {
+      const ring = this.fromRanks[r]!;
+      let at: number;
+      while ((at = ring.peek()) >= 0) {
+        const len = ring.i32[(at >> 2) + H_LEN]!;
+        this.fromRank(r, ring, at);
+        if (ring.release(len)) wake(this.control, r);
+      }
+    }
+    if (this.pendingCount > 0) this.flushPending();
+  }
+
+  private fromRank(rank: number, ring: Ring, at: number): void {
+    const i32 = ring.i32;
+    const w = at >> 2;
+    const kind = i32[w + H_KIND]!;
+    if (kind === KIND_ACK) {
+      const token = i32[w + H_TOKEN]!;
+      const off = this.held.get(token);
+      if (off === undefined) throw new NbcInternalError(`engine got ACK for unknown token ${token}`);
+      this.held.delete(token);
+      this.allocator.free(off);
+      return;
+    }
+    const dst = i32[w + H_DST]!;
+    const node = this.placement.nodeOfRank[dst]!;
+    if (this.links === null || node === this.placement.nodeId) {
+      throw new NbcInternalError(`rank ${rank} routed a message for rank ${dst} through the engine`);
+    }
+    const bytes = i32[w + H_BYTES]!;
+    if (kind === KIND_EAGER) {
+      // One copy out of the ring into a frame buffer: the ring slot is reused as soon as we
+      // release it, while the socket may hold the frame for a while.
+      const frame = Buffer.allocUnsafe(HEADER_BYTES + bytes);
+      frame.set(ring.u8.subarray(at, at + HEADER_BYTES + bytes));
+      this.links.send(node, FRAME_MSG, [frame]);
+      this.count(HEADER_BYTES + bytes);
+      return;
+    }
+    if (kind === KIND_RTS) {
+      // Fragments are views of the rank's slice: no copy. The rank's buffer stays untouched
+      // until we ACK, which we do once the socket has taken the last fragment.
+      const slice = i32[w + H_SLICE]!;
+      const offset = i32[w + H_OFFSET]!;
+      const token = i32[w + H_TOKEN]!;
+      const id = this.nextMessageId++;
+      const template = new Int32Array(HEADER_WORDS);
+      template.set(i32.subarray(w, w + HEADER_WORDS));
+      template[H_KIND] = KIND_FRAG;
+      template[H_TOKEN] = id;
+      const data = this.slices[slice]!;
+      for (let done = 0; done < bytes; done += FRAGMENT_BYTES) {
+        const n = Math.min(FRAGMENT_BYTES, bytes - done);
+        const header = new Int32Array(template);
+        header[H_OFFSET] = done;
+        header[H_LEN] = HEADER_BYTES + n;
+        const last = done + n >= bytes;
+        const body = data.subarray(offset + done, offset + done + n);
+        this.links.send(node, FRAME_MSG, [new Uint8Array(header.buffer), body],
+          last ? () => this.guard(() => this.deliverAck(rank, token, slice)) : undefined);
+        this.count(HEADER_BYTES + n);
+      }
+      return;
+    }
+    throw new NbcInternalError(`engine got record kind ${kind} from rank ${rank}`);
+  }
+
+  private count(bytes: number): void {
+    this.stats.framesSent++;
+    this.stats.bytesSent += bytes;
+  }
+
+  private onFrame(from: number, type: number, body: Buffer): void {
+    if (type !== FRAME_MSG) throw new NbcInternalError(`unknown frame type ${type} from node ${from}`);
+    if (body.byteLength < HEADER_BYTES) {
+      throw new NbcInternalError(`short frame (${body.byteLength} bytes) from node ${from}`);
+    }
+    this.stats.framesReceived++;
+    this.stats.bytesReceived += body.byteLength;
+    // The frame body may not be 4-byte aligned: copy the header out.
+    const header = new Int32Array(HEADER_WORDS);
+    new Uint8Array(header.buffer).set(body.subarray(0, HEADER_BYTES));
+    const dst = header[H_DST]!;
+    if (!(dst >= 0 && dst < this.placement.worldSize) || this.placement.nodeOfRank[dst] !== this.placement.nodeId) {
+      throw new NbcInternalError(`node ${from} sent a message for rank ${dst}, which is not on this node`);
+    }
+    const local = this.placement.localOfRank[dst]!;
+    const bytes = header[H_BYTES]!;
+    const kind = header[H_KIND]!;
+    if (kind === KIND_EAGER) {
+      if (body.byteLength !== HEADER_BYTES + bytes) {
+        throw new NbcInternalError(`frame from node ${from} declares ${bytes} payload bytes but carries ${body.byteLength - HEADER_BYTES}`);
+      }
+      this.deliver(local, header, body.subarray(HEADER_BYTES));
+      return;
+    }
+    if (kind === KIND_FRAG) {
+      const key = `${from}:${header[H_TOKEN]}`;
+      const fragOffset = header[H_OFFSET]!;
+      const n = body.byteLength - HEADER_BYTES;
+      let r = this.reassembly.get(key);
+      if (r === undefined) {
+        if (fragOffset !== 0) throw new NbcInternalError(`fragment at ${fragOffset} of an unknown message from node ${from}`);
+        const off = this.allocator.alloc(bytes);
+        if (off < 0) {
+          throw new NbcNoMemError(
+            `Cannot receive a ${bytes}-byte message for rank ${dst} from node ${from}: the engine's ` +
+            `arena slice has ${this.allocator.available} bytes free; expected a larger NBC_ARENA_MB`);
+        }
+        r = { header, offset: off, received: 0 };
+        this.reassembly.set(key, r);
+      }
+      if (fragOffset !== r.received || r.received + n > bytes) {
+        throw new NbcInternalError(`out-of-order fragment from node ${from}`);
+      }
+      this.slices[this.ep]!.set(body.subarray(HEADER_BYTES), r.offset + fragOffset);
+      r.received += n;
+      if (r.received === bytes) {
+        this.reassembly.delete(key);
+        const rts = r.header;
+        const token = this.nextToken++;
+        rts[H_KIND] = KIND_RTS;
+        rts[H_SLICE] = this.ep;
+        rts[H_OFFSET] = r.offset;
+        rts[H_TOKEN] = token;
+        this.held.set(token, r.offset);
+        this.deliver(local, rts, null);
+      }
+      return;
+    }
+    throw new NbcInternalError(`unknown message kind ${kind} from node ${from}`);
+  }
+
+  private deliverAck(rank: number, token: number, slice: number): void {
+    const header = new Int32Array(HEADER_WORDS);
+    header[H_KIND] = KIND_ACK;
+    header[H_TOKEN] = token;
+    header[H_SLICE] = slice;
+    this.deliver(rank, header, null);
+  }
+
+  /** Writes a record into the rank's ring, or queues it (in order) when the ring is full. */
+  private deliver(rank: number, header: Int32Array, payload: Uint8Array | null): void {
+    const q = this.pending[rank]!;
+    if (q.length === 0 && this.write(rank, header, payload)) return;
+    // Keep a private copy: the frame buffer may be reused by the decoder.
+    q.push({ header, payload: payload === null ? null : new Uint8Array(payload) });
+    this.pendingCount++;
+    this.arm();
+  }
+
+  private write(rank: number, header: Int32Array, payload: Uint8Array | null): boolean {
+    const ring = this.toRanks[rank]!;
+    const n = payload === null ? 0 : payload.byteLength;
+    const len = align8(HEADER_BYTES + n);
+    const at = ring.reserve(len);
+    if (at < 0) return false;
+    const w = at >> 2;
+    ring.i32.set(header, w);
+    ring.i32[w + H_LEN] = len;
+    if (payload !== null && n > 0) ring.u8.set(payload, at + HEADER_BYTES);
+    ring.publish(len);
+    wake(this.control, rank);
+    return true;
+  }
+
+  private flushPending(): void {
+    for (let r = 0; r < this.pending.length; r++) {
+      const q = this.pending[r]!;
+      let n = 0;
+      while (n < q.length && this.write(r, q[n]!.header, q[n]!.payload)) n++;
+      if (n > 0) {
+        q.splice(0, n);
+        this.pendingCount -= n;
+      }
+    }
+  }
+}

@@ -1,0 +1,194 @@
+/**
+ * `nbc run` and `launch()`: start ceil(N/P) node processes on this host, P ranks each (the last
+ * node may hold fewer), and supervise them. The exit code is the first failing rank's (or
+ * 128 + signal for a node killed by a signal). When anything fails, every node is stopped
+ * within seconds, and no process is left behind: nodes also stop by themselves if the
+ * launcher disappears (its IPC channel closes).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { constants } from 'node:os';
+import { resolve as resolvePath } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { NbcLaunchError } from '../errors.js';
+import type { LinkSpec } from './link-spec.js';
+import type { NodeToLauncher } from './node-main.js';
+
+export interface LaunchOptions {
+  /** Total ranks. */
+  ranks: number;
+  /** Ranks per node (default: all ranks on one node). */
+  ppn?: number;
+  /** Arguments for the job file. */
+  args?: string[];
+  /** Prefix every output line with its rank. */
+  tagOutput?: boolean;
+  /** Emulated network between nodes, e.g. 'latency=50us,bandwidth=1gbit'. */
+  link?: string | LinkSpec;
+  /** Kill the job and fail with exit code 124 after this long. */
+  timeoutMs?: number;
+  /** 'inherit' (default) passes output through; 'pipe' collects it into the result. */
+  output?: 'inherit' | 'pipe';
+  /** Extra environment for every node. */
+  env?: Record<string, string>;
+  /** Also stop this job when the launcher process receives SIGINT/SIGTERM (the CLI does). */
+  handleSignals?: boolean;
+}
+
+export interface RankResult {
+  rank: number;
+  node: number;
+  /** What the job's default export returned on this rank. */
+  result: unknown;
+}
+
+export interface LaunchResult {
+  exitCode: number;
+  /** Results of the ranks that finished, in rank order. */
+  ranks: RankResult[];
+  /** Why the job failed (null on success). */
+  failure: string | null;
+  stdout: string;
+  stderr: string;
+}
+
+const CLI = fileURLToPath(new URL('../cli/nbc.js', import.meta.url));
+
+function linkText(link: string | LinkSpec | undefined): string | undefined {
+  if (link === undefined || typeof link === 'string') return link;
+  const parts: string[] = [];
+  if (link.latencyUs !== undefined) parts.push(`latency=${link.latencyUs}us`);
+  if (link.bandwidthBytesPerSec !== undefined) parts.push(`bandwidth=${link.bandwidthBytesPerSec}B`);
+  return parts.join(',');
+}
+
+export function launch(entry: string, opts: LaunchOptions): Promise<LaunchResult> {
+  const n = opts.ranks;
+  const ppn = opts.ppn ?? n;
+  if (!Number.isInteger(n) || n < 1) throw new NbcLaunchError(`Cannot launch ${String(n)} ranks: expected a positive integer (-n)`);
+  if (!Number.isInteger(ppn) || ppn < 1) throw new NbcLaunchError(`Cannot launch with ${String(ppn)} ranks per node: expected a positive integer (--ppn)`);
+  const nodes = Math.ceil(n / ppn);
+  const job = resolvePath(entry);
+  const secret = randomBytes(32).toString('hex');
+  const jobId = `${process.pid}-${Date.now().toString(36)}`;
+  const pipe = opts.output === 'pipe';
+  const link = linkText(opts.link);
+
+  return new Promise<LaunchResult>((resolve) => {
+    const children: Array<ChildProcess | null> = new Array(nodes).fill(null);
+    const alive = new Set<ChildProcess>();
+    const ranks: RankResult[] = [];
+    let stdout = '';
+    let stderr = '';
+    let failure: string | null = null;
+    let exitCode = 0;
+    let stopping = false;
+    let timer: NodeJS.Timeout | undefined;
+    const timers: NodeJS.Timeout[] = [];
+
+    const firstRankOf = (node: number): number => node * ppn;
+    const ranksOf = (node: number): number => Math.min(ppn, n - node * ppn);
+
+    const note = (text: string): void => {
+      if (pipe) stderr += `nbc: ${text}\n`;
+      else process.stderr.write(`nbc: ${text}\n`);
+    };
+
+    /** Records the first failure and makes sure every node goes away. */
+    const failWith = (reason: string, code: number, print: boolean): void => {
+      if (failure === null) {
+        failure = reason;
+        exitCode = code;
+        if (print) note(reason);
+      }
+      stopAll();
+    };
+
+    const stopAll = (): void => {
+      if (stopping) return;
+      stopping = true;
+      // Nodes normally stop themselves at once (the master relays the abort); these are the
+      // backstops for a node that cannot, all well inside the 5 s the contract allows.
+      timers.push(setTimeout(() => { for (const c of alive) c.kill('SIGTERM'); }, 1500));
+      timers.push(setTimeout(() => { for (const c of alive) c.kill('SIGKILL'); }, 3000));
+    };
+
+    const onSignal = (sig: NodeJS.Signals): void => {
+      failWith(`interrupted by ${sig}; stopping ${alive.size} node(s)`, 128 + (constants.signals[sig] ?? 15), true);
+      for (const c of alive) c.kill('SIGTERM');
+    };
+    if (opts.handleSignals) {
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
+    }
+
+    const finish = (): void => {
+      if (timer) clearTimeout(timer);
+      for (const t of timers) clearTimeout(t);
+      if (opts.handleSignals) {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+      }
+      ranks.sort((a, b) => a.rank - b.rank);
+      resolve({ exitCode, ranks, failure, stdout, stderr });
+    };
+
+    const start = (node: number, masterPort: number): void => {
+      const env: NodeJS.ProcessEnv = {
+        ...process.env,
+        ...opts.env,
+        NBC_NODE_RANK: String(node),
+        NBC_NODES: String(nodes),
+        NBC_MASTER_ADDR: '127.0.0.1',
+        NBC_MASTER_PORT: String(masterPort),
+        NBC_SECRET: secret,
+        NBC_JOB_ID: jobId,
+      };
+      const args = [CLI, 'node', '--ppn', String(ranksOf(node))];
+      if (opts.tagOutput) args.push('--tag-output');
+      if (link) args.push('--link', link);
+      args.push(job, ...(opts.args ?? []));
+      const child = spawn(process.execPath, args, {
+        env,
+        stdio: ['ignore', pipe ? 'pipe' : 'inherit', pipe ? 'pipe' : 'inherit', 'ipc'],
+      });
+      children[node] = child;
+      alive.add(child);
+      if (pipe) {
+        child.stdout!.setEncoding('utf8').on('data', (d: string) => { stdout += d; });
+        child.stderr!.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
+      }
+      child.on('message', (m: NodeToLauncher) => {
+        if (m.type === 'master' && node === 0) {
+          for (let k = 1; k < nodes; k++) start(k, m.port);
+        } else if (m.type === 'results') {
+          for (const r of m.ranks) ranks.push({ rank: r.rank, node: m.node, result: r.result });
+        } else if (m.type === 'failure') {
+          failWith(m.reason, m.exitCode, false); // the node printed it already
+        }
+      });
+      child.on('error', (err) => failWith(`node ${node} could not start: ${err.message}`, 1, true));
+      child.on('exit', (code, signal) => {
+        alive.delete(child);
+        if (signal !== null && !stopping) {
+          const last = firstRankOf(node) + ranksOf(node) - 1;
+          failWith(`node ${node} (pid ${child.pid}, ranks ${firstRankOf(node)}..${last}) was killed by ${signal}`,
+            128 + (constants.signals[signal] ?? 0), true);
+        } else if (code !== 0 && code !== null && failure === null) {
+          failWith(`node ${node} (pid ${child.pid}) exited with code ${code}`, code, true);
+        } else if (failure === null && code === 0 && stopping) {
+          // a clean exit while stopping for a signal or timeout: nothing to add
+        }
+        if (alive.size === 0 && (stopping || children.every((c) => c !== null))) finish();
+      });
+    };
+
+    if (opts.timeoutMs !== undefined) {
+      timer = setTimeout(() => {
+        failWith(`job timed out after ${opts.timeoutMs} ms; killing ${alive.size} node(s)`, 124, true);
+        for (const c of alive) c.kill('SIGKILL');
+      }, opts.timeoutMs);
+    }
+    start(0, 0);
+  });
+}

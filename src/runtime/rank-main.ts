@@ -1,0 +1,59 @@
+/**
+ * Entry point of a rank worker thread. Attaches to the node's shared memory, builds the world
+ * communicator, loads the job file (registering tsx first for TypeScript jobs), runs its
+ * default export if it has one, and reports the result to the node.
+ *
+ * A job file either calls `await init()` at top level, or exports
+ * `default async function (world, args) { ... }` whose return value becomes the rank's result
+ * (it must be structured-cloneable).
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { pathToFileURL } from 'node:url';
+import { Comm, type RankContext } from '../comm/comm.js';
+import { Transport, type Placement } from '../p2p/transport.js';
+import type { NodeShared } from '../shm/node-shared.js';
+import { setRankRuntime } from './init.js';
+
+export interface RankBoot {
+  shared: NodeShared;
+  placement: Placement;
+  entry: string;
+  args: string[];
+  eagerLimit?: number;
+  spinUs?: number;
+}
+
+export interface RankReport {
+  type: 'result';
+  rank: number;
+  result: unknown;
+}
+
+const boot = workerData as RankBoot;
+const transport = new Transport(boot.shared, boot.placement, { eagerLimit: boot.eagerLimit, spinUs: boot.spinUs });
+const rc: RankContext = {
+  transport,
+  worldRank: boot.placement.worldRank,
+  worldSize: boot.placement.worldSize,
+  nodeId: boot.placement.nodeId,
+  nextCtx: 2,
+};
+const world = new Comm(rc, Array.from({ length: rc.worldSize }, (_, i) => i), 0);
+setRankRuntime({ world, rc, args: boot.args });
+
+if (/\.[cm]?tsx?$/.test(boot.entry)) {
+  const { register } = await import('tsx/esm/api');
+  register();
+}
+const mod = (await import(pathToFileURL(boot.entry).href)) as { default?: unknown };
+let result: unknown;
+if (typeof mod.default === 'function') {
+  result = await (mod.default as (w: Comm, a: string[]) => unknown)(world, boot.args);
+}
+// Anything still owed to peers (ACKs, queued sends) must leave before the thread ends.
+transport.drain();
+try {
+  parentPort!.postMessage({ type: 'result', rank: rc.worldRank, result } satisfies RankReport);
+} catch {
+  parentPort!.postMessage({ type: 'result', rank: rc.worldRank, result: String(result) } satisfies RankReport);
+}

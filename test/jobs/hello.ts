@@ -1,0 +1,4 @@
+import { init } from 'nbcoll';
+
+const world = await init();
+console.log(`hello from rank ${world.rank} of ${world.size} on node ${world.nodeId} args=${process.argv.slice(2).join(',')}`);

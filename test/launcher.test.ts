@@ -1,0 +1,128 @@
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { describe, test } from 'node:test';
+import { jobPath, processesMatching, run, runOk } from './helpers.ts';
+
+const T = { timeout: 60_000 };
+const CLI = fileURLToPath(new URL('../dist/cli/nbc.js', import.meta.url));
+
+describe('launcher', () => {
+  test('a rank that throws stops the whole job within 5 s, naming the rank and its error, exit code 1', T, async () => {
+    const token = `throw-${randomBytes(4).toString('hex')}`;
+    const t0 = performance.now();
+    const r = await run('fail.ts', 6, 2, ['throw', '3', token]);
+    const took = performance.now() - t0;
+    assert.equal(r.exitCode, 1);
+    assert.match(r.stderr, /rank 3 \(node 1\) failed: Error: boom from rank 3/);
+    assert.ok(took < 5000 + 3000, `job stopped after ${took.toFixed(0)} ms (start-up included)`);
+    assert.deepEqual(processesMatching(token), [], 'no process is left behind');
+  });
+
+  test("a rank's process.exit code becomes the job's exit code", T, async () => {
+    const r = await run('fail.ts', 4, 2, ['exit', '2']);
+    assert.equal(r.exitCode, 7);
+    assert.match(r.stderr, /rank 2 \(node 1\) exited with code 7/);
+  });
+
+  test('a node killed with SIGKILL stops the job within 5 s with a message naming the node', T, async () => {
+    const token = `kill-${randomBytes(4).toString('hex')}`;
+    const r = await run('fail.ts', 6, 2, ['sigkill', '4', token]);
+    assert.equal(r.exitCode, 137);
+    assert.match(r.stderr, /node 2 \(pid \d+, ranks 4\.\.5\) was killed by SIGKILL/);
+    assert.deepEqual(processesMatching(token), [], 'no process is left behind');
+  });
+
+  test('a job that never finishes is killed at its deadline with exit code 124', T, async () => {
+    const token = `hang-${randomBytes(4).toString('hex')}`;
+    const r = await run('fail.ts', 2, 1, ['none', '-1', token], 3000);
+    assert.equal(r.exitCode, 124);
+    assert.match(r.failure ?? '', /timed out/);
+    assert.deepEqual(processesMatching(token), []);
+  });
+
+  test('nbc run --tag-output prefixes every line with its rank and passes the exit code', T, () => {
+    const p = spawnSync(process.execPath, [CLI, 'run', '-n', '3', '--ppn', '2', '--tag-output', jobPath('hello.ts'), 'a', 'b'], {
+      encoding: 'utf8', timeout: 30_000,
+    });
+    assert.equal(p.status, 0, p.stderr);
+    const lines = p.stdout.trim().split('\n').sort();
+    assert.deepEqual(lines, [
+      '[0] hello from rank 0 of 3 on node 0 args=a,b',
+      '[1] hello from rank 1 of 3 on node 0 args=a,b',
+      '[2] hello from rank 2 of 3 on node 1 args=a,b',
+    ]);
+  });
+
+  test('nbc run stops every node on SIGTERM and exits 143', T, async () => {
+    const token = `term-${randomBytes(4).toString('hex')}`;
+    const { spawn } = await import('node:child_process');
+    const p = spawn(process.execPath, [CLI, 'run', '-n', '4', '--ppn', '2', jobPath('fail.ts'), 'ready', '-1', token], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    // Wait until every rank says it is ready (blocked in recv), then interrupt.
+    await new Promise<void>((resolve) => {
+      p.stdout.setEncoding('utf8').on('data', (d: string) => {
+        out += d;
+        if ((out.match(/ready/g) ?? []).length === 4) resolve();
+      });
+    });
+    p.kill('SIGTERM');
+    const code = await new Promise<number | null>((resolve) => p.on('exit', (c) => resolve(c)));
+    assert.equal(code, 143);
+    assert.deepEqual(processesMatching(token), []);
+  });
+
+  test('a job that returns results resolves launch() with them per rank', T, async () => {
+    const r = await runOk('p2p.ts', 3, 2, ['ring', '16']);
+    assert.deepEqual(r.ranks.map((x) => [x.rank, x.node]), [[0, 0], [1, 0], [2, 1]]);
+  });
+});
+
+function mpirunAvailable(): string | false {
+  try {
+    execFileSync('mpirun', ['--version'], { stdio: 'ignore' });
+    return false;
+  } catch {
+    return 'mpirun not found: install Debian package openmpi-bin (.ci/run does) to run this test';
+  }
+}
+
+describe('wire-up under other launchers', () => {
+  test("a 2-node job runs under Open MPI's mpirun via nbc node", { ...T, skip: mpirunAvailable() }, () => {
+    const env = {
+      ...process.env,
+      OMPI_ALLOW_RUN_AS_ROOT: '1',
+      OMPI_ALLOW_RUN_AS_ROOT_CONFIRM: '1',
+      OMPI_MCA_rmaps_base_oversubscribe: '1',
+      NBC_SECRET: randomBytes(32).toString('hex'),
+    };
+    const p = spawnSync('mpirun', ['-np', '2', '-x', 'NBC_SECRET', process.execPath, CLI, 'node', '--ppn', '2', '--tag-output', jobPath('hello.ts'), 'x'], {
+      encoding: 'utf8', env, timeout: 45_000,
+    });
+    assert.equal(p.status, 0, `mpirun failed:\n${p.stdout}\n${p.stderr}`);
+    const lines = p.stdout.trim().split('\n').filter((l) => l.includes('hello')).sort();
+    assert.deepEqual(lines, [
+      '[0] hello from rank 0 of 4 on node 0 args=x',
+      '[1] hello from rank 1 of 4 on node 0 args=x',
+      '[2] hello from rank 2 of 4 on node 1 args=x',
+      '[3] hello from rank 3 of 4 on node 1 args=x',
+    ]);
+  });
+
+  test('nbc node started by hand with NBC_* variables joins a job', T, async () => {
+    const { spawn } = await import('node:child_process');
+    const secret = randomBytes(32).toString('hex');
+    const port = String(20000 + Math.floor(Math.random() * 10000));
+    const procs = [0, 1].map((nodeRank) => spawn(process.execPath, [CLI, 'node', '--ppn', '1', jobPath('p2p.ts'), 'ring', '8'], {
+      env: { ...process.env, NBC_NODE_RANK: String(nodeRank), NBC_NODES: '2', NBC_MASTER_PORT: port, NBC_SECRET: secret },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }));
+    const codes = await Promise.all(procs.map((p) => new Promise<number | null>((resolve) => {
+      let err = '';
+      p.stderr.setEncoding('utf8').on('data', (d: string) => { err += d; });
+      p.on('exit', (c) => { if (c !== 0) console.error(err); resolve(c); });
+    })));
+    assert.deepEqual(codes, [0, 0]);
+  });
+});
