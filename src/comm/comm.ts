@@ -153,7 +153,12 @@ export class Comm {
   }
 
   send(buf: TypedArray, dest: number, tag = 0): void {
-    this.isend(buf, dest, tag).wait();
+    this.check('send');
+    const view = bytesOf(buf, 'send', this.ctx);
+    checkDest(dest, this.size, 'send', this.ctx);
+    checkTag(tag, false, 'send', this.ctx);
+    if (dest === PROC_NULL) return;
+    this.transport.send(view, this.worldRanks[dest]!, this.ctx, this.rank, tag);
   }
 
   irecv(buf: TypedArray, source: number = ANY_SOURCE, tag: number = ANY_TAG): Request {
