@@ -567,6 +567,8 @@ test('reduceBytes() rejects ranges outside their buffers with NBC_ERR_COUNT', ()
   assert.throws(() => reduceBytes('sum', DType.Float64, buf, 0.5, buf, 16, 1), hasCode(ErrorCode.COUNT));
   assert.throws(() => reduceBytes('sum', DType.Float64, buf, 40, buf, 0, 0), hasCode(ErrorCode.COUNT));
   reduceBytes('sum', DType.Float64, buf, 32, buf, 0, 0); // an empty range at the end is fine
+  assert.throws(() => reduceBytes('sum', DType.Float64, new Float64Array(4) as unknown as ArrayBuffer, 0, buf, 0, 1),
+    hasCode(ErrorCode.TYPE, /dst is Float64Array; expected an ArrayBuffer or a SharedArrayBuffer/));
 });
 
 test('reduceBytes() sees a growable SharedArrayBuffer grow after its views were cached', () => {

@@ -113,7 +113,12 @@ export function reduceBytes(op: OpLike, dt: DType, dst: ArrayBufferLike, dstOff:
   }
 }
 
+/** Runs on the first use of a buffer and on the slow path, never on the cached fast path. */
 function checkRange(what: string, buf: ArrayBufferLike, off: number, bytes: number, opName: string): void {
+  if (!(buf instanceof ArrayBuffer || (typeof SharedArrayBuffer === 'function' && buf instanceof SharedArrayBuffer))) {
+    throw new NbcTypeError(
+      `Cannot reduce with op '${opName}': ${what} is ${typeName(buf)}; expected an ArrayBuffer or a SharedArrayBuffer`);
+  }
   if (!Number.isInteger(off) || off < 0 || off + bytes > buf.byteLength) {
     throw new NbcCountError(
       `Cannot reduce with op '${opName}': the ${what} range at byte ${String(off)} of ${bytes} bytes ` +
