@@ -1,0 +1,716 @@
+/**
+ * Node-to-node links: one authenticated TCP connection per node pair, opened lazily by whichever
+ * side sends first, carrying length-prefixed frames (frame.ts) in order.
+ *
+ * Life of a connection (see docs/protocol.md):
+ *   1. TCP connect; the mutual HMAC handshake (auth.ts). Failures on the accepting side are
+ *      'rejected' events and log lines; they never touch established links.
+ *   2. The acceptor sends one link-control frame (type 0): ACCEPT or DECLINE. The connector
+ *      sends nothing until it has read ACCEPT; the acceptor sends nothing before its ACCEPT.
+ *      So no frame is ever written on a connection that is later discarded.
+ *   3. Frames flow both ways. An orderly close() sends BYE (type 0) before FIN, so the other side
+ *      reports 'peer-closed' instead of 'peer-lost'.
+ *
+ * Tie-break when both nodes dial each other at once: the connection initiated by the LOWER node
+ * id wins. The acceptor decides, from what it alone knows, in one event-loop turn:
+ *   - acceptor lower than connector, with its own dial to that peer in flight: DECLINE (its own
+ *     dial, initiated by the lower id, is the winner);
+ *   - acceptor higher than connector: ACCEPT, even with its own dial in flight (the incoming one
+ *     was initiated by the lower id); that dial will be declined by the lower node;
+ *   - no dial in flight and no link: ACCEPT.
+ * A lower node that accepted a connection holds a link and never dials that peer, and a lower
+ * node with a dial in flight declines every incoming one, so at most one connection per pair is
+ * ever accepted. A higher node whose dial was declined keeps its frames queued and waits for the
+ * lower node's connection (bounded by connectTimeoutMs).
+ *
+ * Back-pressure: `send` never refuses for volume; `writableBytesPending(node)` reports everything
+ * buffered for a peer (queued before the link opened, in the emulated wire, in the socket), and
+ * 'drain' (node) says it has fallen back below the socket's high-water mark.
+ */
+import { Buffer } from 'node:buffer';
+import { EventEmitter } from 'node:events';
+import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import {
+  NbcArgError, NbcInternalError, NbcLaunchError, NbcPeerFailedError, NbcTimeoutError,
+} from '../errors.js';
+import {
+  authenticateAsAcceptor, authenticateAsConnector, DEFAULT_HANDSHAKE_TIMEOUT_MS, NbcHandshakeError,
+  remoteAddressOf, SECRET_BYTES,
+} from './auth.js';
+import { checkEmulation, EmulatedWire, type LinkEmulation } from './emulate.js';
+import { encodeFrame, encodeFrameHeader, FRAME_HEADER_BYTES, FrameDecoder, MAX_FRAME_BODY } from './frame.js';
+
+/** Frame type reserved for link control (ACCEPT, DECLINE, BYE); user frames use 1..255. */
+export const LINK_CONTROL_TYPE = 0;
+/** Default deadline for a dialled link to open (connect, handshake, verdict). */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+/** How long close() waits for peers to finish the orderly close before destroying sockets. */
+const CLOSE_GRACE_MS = 2000;
+
+/** Body byte of a link-control frame. */
+const Control = { Accept: 1, Decline: 2, Bye: 3 } as const;
+const ACCEPT_FRAME = encodeFrame(LINK_CONTROL_TYPE, Uint8Array.of(Control.Accept));
+const DECLINE_FRAME = encodeFrame(LINK_CONTROL_TYPE, Uint8Array.of(Control.Decline));
+const BYE_FRAME = encodeFrame(LINK_CONTROL_TYPE, Uint8Array.of(Control.Bye));
+
+/**
+ * Called once the manager no longer references a frame's parts: with no error (null or undefined)
+ * when the socket has taken the bytes, with an error when the frame was dropped (link failed,
+ * manager closed). Either way the parts may be reused afterwards.
+ */
+export type WriteCallback = (err?: Error | null) => void;
+
+export interface PeerAddress {
+  nodeId: number;
+  host: string;
+  port: number;
+}
+
+export interface LinkManagerOptions {
+  nodeId: number;
+  /** The 256-bit job secret. */
+  secret: Buffer;
+  /** Address to bind (default 127.0.0.1). */
+  host?: string;
+  /** Port to bind (default 0: ephemeral). */
+  port?: number;
+  /** Where rejections and link failures are reported (default: a line on stderr). */
+  log?: (msg: string) => void;
+  /** Added latency and bandwidth cap on every outgoing frame. */
+  emulate?: LinkEmulation;
+  /** Handshake deadline (default 5000 ms). */
+  handshakeTimeoutMs?: number;
+  /** Deadline for a link to open after the first send to a peer (default 10000 ms). */
+  connectTimeoutMs?: number;
+}
+
+export type LinkEvents = {
+  /** A frame from `fromNode`. `body` stays valid after the listener returns. */
+  frame: [fromNode: number, type: number, body: Buffer];
+  /** The link to `nodeId` failed (closed without BYE, errored, or could not be opened). */
+  'peer-lost': [nodeId: number, err: Error];
+  /** `nodeId` closed its links in order (BYE); sends to it now throw. */
+  'peer-closed': [nodeId: number];
+  /** An incoming connection failed authentication or was refused. */
+  rejected: [remote: string, reason: string];
+  /** Everything buffered for `nodeId` has drained below the socket's high-water mark. */
+  drain: [nodeId: number];
+};
+
+/** Which TCP connection carries a link, for stats and tests. */
+export interface LinkInfo {
+  nodeId: number;
+  /** Node id of the side that dialled the connection. */
+  initiator: number;
+  local: string;
+  remote: string;
+}
+
+const ConnState = {
+  /** TCP connect and handshake in progress. */
+  Handshake: 0,
+  /** Authenticated dial waiting for the acceptor's ACCEPT or DECLINE. */
+  AwaitVerdict: 1,
+  /** The pair's link: frames flow. */
+  Open: 2,
+  /** Declined, failed or closed; ignored from now on. */
+  Discarded: 3,
+} as const;
+type ConnState = (typeof ConnState)[keyof typeof ConnState];
+
+interface QueuedFrame {
+  type: number;
+  parts: readonly Uint8Array[];
+  bytes: number;
+  onWritten: WriteCallback | undefined;
+}
+
+interface WireFrame {
+  header: Buffer;
+  parts: readonly Uint8Array[];
+  onWritten: WriteCallback | undefined;
+}
+
+class Conn {
+  state: ConnState = ConnState.Handshake;
+  /** The other node's id: known up front for dials, from the handshake for accepted ones. */
+  peer = -1;
+  decoder: FrameDecoder | null = null;
+  wire: EmulatedWire<WireFrame> | null = null;
+  /** A nextTick uncork is scheduled (writes of one tick leave in one writev). */
+  corked = false;
+  byeReceived = false;
+  error: Error | null = null;
+  constructor(readonly socket: Socket, readonly outgoing: boolean, readonly remote: string) {}
+}
+
+class Peer {
+  host: string | null = null;
+  port = 0;
+  /** The open link, once the pair agreed on one. */
+  link: Conn | null = null;
+  /** Our own dial, until it is accepted, declined or fails. */
+  dial: Conn | null = null;
+  /** Our dial was declined; the lower node is connecting to us. */
+  awaitingPeer = false;
+  /** Frames sent before the link opened, in order. */
+  queue: QueuedFrame[] = [];
+  queuedBytes = 0;
+  /** Deadline for the link to open. */
+  timer: NodeJS.Timeout | null = null;
+  /** Set once the peer is lost or closed; permanent. */
+  gone: Error | null = null;
+  constructor(readonly nodeId: number) {}
+}
+
+function uncork(conn: Conn): void {
+  conn.corked = false;
+  conn.socket.uncork();
+}
+
+function defaultLog(msg: string): void {
+  process.stderr.write(`${msg}\n`);
+}
+
+function reasonOf(err: unknown): string {
+  if (err instanceof NbcHandshakeError) return err.reason;
+  return err instanceof Error ? err.message : String(err);
+}
+
+export class LinkManager extends EventEmitter<LinkEvents> {
+  readonly nodeId: number;
+  private readonly secret: Buffer;
+  private readonly host: string;
+  private readonly port: number;
+  private readonly log: (msg: string) => void;
+  private readonly emulation: LinkEmulation | null;
+  private readonly handshakeTimeoutMs: number;
+  private readonly connectTimeoutMs: number;
+  private server: Server | null = null;
+  private readonly peers = new Map<number, Peer>();
+  /** Every socket not yet closed, in any state. */
+  private readonly conns = new Set<Conn>();
+  private closed = false;
+  private closing: Promise<void> | null = null;
+
+  constructor(opts: LinkManagerOptions) {
+    super();
+    if (!Number.isInteger(opts.nodeId) || opts.nodeId < 0 || opts.nodeId > 0xffff_ffff) {
+      throw new NbcArgError(`Cannot create link manager: node id ${opts.nodeId} is not an integer in 0..2^32-1`);
+    }
+    if (!(opts.secret instanceof Uint8Array) || opts.secret.byteLength !== SECRET_BYTES) {
+      throw new NbcArgError(`Cannot create link manager: the job secret must be ${SECRET_BYTES} bytes`);
+    }
+    if (opts.emulate !== undefined) checkEmulation(opts.emulate);
+    this.nodeId = opts.nodeId;
+    this.secret = opts.secret;
+    this.host = opts.host ?? '127.0.0.1';
+    this.port = opts.port ?? 0;
+    this.log = opts.log ?? defaultLog;
+    const e = opts.emulate;
+    this.emulation = e !== undefined && ((e.latencyUs ?? 0) > 0 || e.bandwidthBytesPerSec !== undefined) ? e : null;
+    this.handshakeTimeoutMs = opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
+    this.connectTimeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  }
+
+  /** Starts accepting links. Resolves with the bound address (the actual port when port is 0). */
+  async listen(): Promise<{ host: string; port: number }> {
+    if (this.closed) throw new NbcInternalError(`Cannot listen on node ${this.nodeId}: the link manager is closed`);
+    if (this.server !== null) throw new NbcInternalError(`Cannot listen on node ${this.nodeId}: already listening`);
+    const server = createServer((socket) => this.onIncoming(socket));
+    this.server = server;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(this.port, this.host, () => {
+          server.removeListener('error', reject);
+          resolve();
+        });
+      });
+    } catch (err) {
+      this.server = null;
+      throw new NbcLaunchError(
+        `Cannot listen for links on ${this.host}:${this.port}: ${reasonOf(err)}`, { cause: err });
+    }
+    server.on('error', (err) => this.log(`nbc: link listener of node ${this.nodeId}: ${err.message}`));
+    return { host: this.host, port: (server.address() as AddressInfo).port };
+  }
+
+  /** Where to dial each node. Entries may be updated; this node's own entry is ignored. */
+  setPeers(table: readonly PeerAddress[]): void {
+    for (const entry of table) {
+      const { nodeId, host, port } = entry;
+      if (!Number.isInteger(nodeId) || nodeId < 0 || typeof host !== 'string' || host === ''
+        || !Number.isInteger(port) || port <= 0 || port > 0xffff) {
+        throw new NbcArgError(
+          `Cannot set peers of node ${this.nodeId}: entry ${JSON.stringify(entry)} needs an integer nodeId >= 0, `
+          + 'a host and a port in 1..65535');
+      }
+      if (nodeId === this.nodeId) continue;
+      const peer = this.peerFor(nodeId);
+      peer.host = host;
+      peer.port = port;
+    }
+  }
+
+  /**
+   * Sends one frame of `type` (1..255) to `nodeId` whose body is the concatenation of `parts`
+   * (written as separate buffers, never concatenated). Frames to one node arrive in send order.
+   * The parts must stay unchanged until `onWritten` runs. Opens the link on first use; until it is
+   * open, frames queue. Throws NbcPeerFailedError once the peer is lost or closed.
+   */
+  send(nodeId: number, type: number, parts: readonly Uint8Array[], onWritten?: WriteCallback): void {
+    if (this.closed) {
+      throw new NbcInternalError(`Cannot send to node ${nodeId}: the link manager of node ${this.nodeId} is closed`);
+    }
+    if (nodeId === this.nodeId) {
+      throw new NbcInternalError(
+        `Cannot send to node ${nodeId}: it is this node; node-local traffic goes through shared memory`);
+    }
+    if (!Number.isInteger(type) || type < 1 || type > 0xff) {
+      throw new NbcArgError(`Cannot send to node ${nodeId}: frame type ${type} is not an integer in 1..255`);
+    }
+    let bytes = 0;
+    for (let i = 0; i < parts.length; i++) bytes += parts[i]!.byteLength;
+    if (bytes > MAX_FRAME_BODY) {
+      throw new NbcArgError(
+        `Cannot send to node ${nodeId}: frame body of ${bytes} bytes exceeds MAX_FRAME_BODY (${MAX_FRAME_BODY}); `
+        + 'split the message');
+    }
+    const peer = this.peers.get(nodeId);
+    if (peer?.gone) {
+      throw new NbcPeerFailedError(`Cannot send to node ${nodeId}: ${peer.gone.message}`, { cause: peer.gone });
+    }
+    if (peer?.link) {
+      this.writeFrame(peer.link, type, parts, bytes, onWritten, true);
+      return;
+    }
+    if (peer === undefined || (peer.dial === null && !peer.awaitingPeer && peer.host === null)) {
+      throw new NbcArgError(
+        `Cannot send to node ${nodeId}: its address is unknown; setPeers() has not listed it`);
+    }
+    peer.queue.push({ type, parts: parts.slice(), bytes, onWritten });
+    peer.queuedBytes += FRAME_HEADER_BYTES + bytes;
+    if (peer.dial === null && !peer.awaitingPeer) this.startDial(peer);
+  }
+
+  /** Bytes buffered for `nodeId` and not yet taken by the kernel (0 for unknown nodes). */
+  writableBytesPending(nodeId: number): number {
+    const peer = this.peers.get(nodeId);
+    if (peer === undefined) return 0;
+    let n = peer.queuedBytes;
+    const link = peer.link;
+    if (link !== null) {
+      n += link.socket.writableLength;
+      if (link.wire !== null) n += link.wire.pendingBytes;
+    }
+    return n;
+  }
+
+  /** The connection carrying the link to `nodeId`, or null while none is open. */
+  linkInfo(nodeId: number): LinkInfo | null {
+    const link = this.peers.get(nodeId)?.link;
+    if (!link) return null;
+    const s = link.socket;
+    return {
+      nodeId,
+      initiator: link.outgoing ? this.nodeId : nodeId,
+      local: `${s.localAddress}:${s.localPort}`,
+      remote: `${s.remoteAddress}:${s.remotePort}`,
+    };
+  }
+
+  /** Node ids with an open link. */
+  connectedPeers(): number[] {
+    const ids: number[] = [];
+    for (const peer of this.peers.values()) if (peer.link !== null) ids.push(peer.nodeId);
+    return ids.sort((a, b) => a - b);
+  }
+
+  /**
+   * Orderly close: flushes what the links hold, sends BYE, ends every connection and stops
+   * listening. Frames still queued for links that never opened are dropped (their onWritten gets
+   * an error). No events are emitted once close() has been called.
+   */
+  close(): Promise<void> {
+    if (this.closing !== null) return this.closing;
+    this.closed = true;
+    const dropped = new NbcPeerFailedError(`Link manager of node ${this.nodeId} closed`);
+    const waits: Promise<void>[] = [];
+    for (const peer of this.peers.values()) {
+      this.clearTimer(peer);
+      this.dropQueue(peer, dropped);
+    }
+    for (const conn of this.conns) {
+      const socket = conn.socket;
+      waits.push(new Promise<void>((resolve) => socket.once('close', () => resolve())));
+      if (conn.state === ConnState.Open) {
+        conn.wire?.flushNow();
+        socket.write(BYE_FRAME);
+        socket.end();
+      } else {
+        socket.destroy();
+      }
+    }
+    const server = this.server;
+    if (server !== null) waits.push(new Promise<void>((resolve) => server.close(() => resolve())));
+    const grace = setTimeout(() => {
+      for (const conn of this.conns) conn.socket.destroy();
+    }, CLOSE_GRACE_MS);
+    this.closing = Promise.all(waits).then(() => clearTimeout(grace));
+    return this.closing;
+  }
+
+  /**
+   * Abrupt teardown, as if the process died: destroys every socket without BYE (peers report
+   * 'peer-lost'). For fatal paths and tests. No events are emitted afterwards.
+   */
+  destroy(): void {
+    this.closed = true;
+    for (const peer of this.peers.values()) this.clearTimer(peer);
+    for (const conn of this.conns) conn.socket.destroy();
+    this.server?.close();
+    this.closing ??= Promise.resolve();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Connections
+
+  private peerFor(nodeId: number): Peer {
+    let peer = this.peers.get(nodeId);
+    if (peer === undefined) {
+      peer = new Peer(nodeId);
+      this.peers.set(nodeId, peer);
+    }
+    return peer;
+  }
+
+  /** Registers a socket: every connection gets its error and close listeners before anything else. */
+  private track(conn: Conn): void {
+    this.conns.add(conn);
+    conn.socket.setNoDelay(true);
+    conn.socket.on('error', (err) => {
+      conn.error ??= err;
+    });
+    conn.socket.on('close', () => this.onConnClosed(conn));
+  }
+
+  private onIncoming(socket: Socket): void {
+    if (this.closed) {
+      socket.destroy();
+      return;
+    }
+    const conn = new Conn(socket, false, remoteAddressOf(socket));
+    this.track(conn);
+    authenticateAsAcceptor(socket, this.secret, { timeoutMs: this.handshakeTimeoutMs, remote: conn.remote }).then(
+      ({ peerNodeId, leftover }) => this.onAccepted(conn, peerNodeId, leftover),
+      (err: unknown) => {
+        conn.state = ConnState.Discarded;
+        this.reject(conn.remote, reasonOf(err));
+      });
+  }
+
+  private reject(remote: string, reason: string): void {
+    if (this.closed) return;
+    this.log(`nbc: rejected connection from ${remote}: ${reason}`);
+    this.emit('rejected', remote, reason);
+  }
+
+  /** An authenticated connection from `peerId`: decide ACCEPT or DECLINE (see the tie-break above). */
+  private onAccepted(conn: Conn, peerId: number, leftover: Buffer): void {
+    const socket = conn.socket;
+    if (this.closed || socket.destroyed) {
+      conn.state = ConnState.Discarded;
+      socket.destroy();
+      return;
+    }
+    conn.peer = peerId;
+    if (peerId === this.nodeId) {
+      conn.state = ConnState.Discarded;
+      socket.destroy();
+      this.reject(conn.remote, `peer claims this node's own id ${peerId}`);
+      return;
+    }
+    const peer = this.peerFor(peerId);
+    if (peer.gone !== null) {
+      this.decline(conn);
+      this.reject(conn.remote, `node ${peerId} connected again but its link is already lost or closed`);
+      return;
+    }
+    if (this.nodeId < peerId && (peer.dial !== null || peer.link !== null)) {
+      // Tie-break: our own dial (in flight, or already accepted by the peer) was initiated by
+      // the lower id; it wins. The peer keeps its frames queued until our dial reaches it.
+      this.decline(conn);
+      return;
+    }
+    if (peer.link !== null) {
+      // A lower node dials only while it has neither link nor dial: a second connection is a bug
+      // or an impostor holding the secret; never let it disturb the open link.
+      this.decline(conn);
+      this.reject(conn.remote, `node ${peerId} connected again but its link is already open`);
+      return;
+    }
+    conn.state = ConnState.Open;
+    this.attachDecoder(conn);
+    socket.write(ACCEPT_FRAME);
+    this.establish(peer, conn);
+    if (!this.feed(conn, leftover)) return;
+    socket.resume();
+  }
+
+  private decline(conn: Conn): void {
+    conn.state = ConnState.Discarded;
+    conn.socket.resume(); // discard whatever still arrives
+    conn.socket.end(DECLINE_FRAME);
+  }
+
+  private startDial(peer: Peer): void {
+    const target = `${peer.host}:${peer.port}`;
+    const socket = connect({ host: peer.host!, port: peer.port });
+    const conn = new Conn(socket, true, target);
+    conn.peer = peer.nodeId;
+    this.track(conn);
+    peer.dial = conn;
+    this.armTimer(peer, `Cannot open link to node ${peer.nodeId} at ${target}: not open within ${
+      this.connectTimeoutMs} ms`);
+    authenticateAsConnector(socket, this.secret, this.nodeId, { timeoutMs: this.handshakeTimeoutMs, remote: target })
+      .then(
+        ({ leftover }) => {
+          if (conn.state !== ConnState.Handshake || this.closed) {
+            socket.destroy();
+            return;
+          }
+          conn.state = ConnState.AwaitVerdict;
+          this.attachDecoder(conn);
+          if (!this.feed(conn, leftover)) return;
+          socket.resume();
+        },
+        (err: unknown) => this.onDialFailed(conn, err));
+  }
+
+  private onDialFailed(conn: Conn, err: unknown): void {
+    conn.state = ConnState.Discarded;
+    const peer = this.peerFor(conn.peer);
+    if (peer.dial === conn) peer.dial = null;
+    if (this.closed || peer.link !== null || peer.gone !== null || peer.awaitingPeer) return;
+    this.fail(peer, new NbcPeerFailedError(
+      `Cannot open link to node ${peer.nodeId} at ${conn.remote}: ${reasonOf(err)}`, { cause: err }));
+  }
+
+  /** The acceptor's verdict on our dial. */
+  private onVerdict(conn: Conn, accepted: boolean): void {
+    const peer = this.peerFor(conn.peer);
+    if (peer.dial === conn) peer.dial = null;
+    if (!accepted) {
+      conn.state = ConnState.Discarded;
+      conn.socket.end();
+      if (this.closed || peer.link !== null || peer.gone !== null) return;
+      if (this.nodeId < peer.nodeId) {
+        // The higher node refused a connection initiated by the lower id: it must consider the
+        // pair's link already used up (lost or closed on its side).
+        this.fail(peer, new NbcPeerFailedError(`Node ${peer.nodeId} declined our link (it has closed or lost it)`));
+        return;
+      }
+      // The lower node is dialling us; its connection will carry our queued frames.
+      peer.awaitingPeer = true;
+      this.armTimer(peer, `Node ${peer.nodeId} declined our link but did not connect within ${
+        this.connectTimeoutMs} ms`);
+      return;
+    }
+    if (peer.link !== null || peer.gone !== null) {
+      // Unreachable by the tie-break rule; refuse to run two links rather than reorder frames.
+      conn.state = ConnState.Discarded;
+      conn.socket.destroy();
+      if (peer.link !== null) {
+        this.log(`nbc: internal: node ${peer.nodeId} accepted a second link; dropping it`);
+      }
+      return;
+    }
+    conn.state = ConnState.Open;
+    this.establish(peer, conn);
+  }
+
+  /** `conn` is now the pair's link: flush the queue onto it. */
+  private establish(peer: Peer, conn: Conn): void {
+    peer.link = conn;
+    peer.awaitingPeer = false;
+    this.clearTimer(peer);
+    if (this.emulation !== null) {
+      conn.wire = new EmulatedWire<WireFrame>(
+        this.emulation,
+        (f) => this.rawWrite(conn, f.header, f.parts, f.onWritten),
+        () => this.onWireEmpty(conn));
+    }
+    conn.socket.on('drain', () => this.onSocketDrain(conn));
+    const queue = peer.queue;
+    if (queue.length === 0) return;
+    peer.queue = [];
+    peer.queuedBytes = 0;
+    for (const f of queue) this.writeFrame(conn, f.type, f.parts, f.bytes, f.onWritten, false);
+    if (conn.wire === null && !conn.socket.writableNeedDrain) this.emit('drain', peer.nodeId);
+  }
+
+  private attachDecoder(conn: Conn): void {
+    conn.decoder = new FrameDecoder((type, body) => this.onFrame(conn, type, body));
+    conn.socket.on('data', (chunk: Buffer) => this.feed(conn, chunk));
+  }
+
+  /** Feeds bytes to the decoder; on a bad frame, drops the connection. Returns false if dropped. */
+  private feed(conn: Conn, chunk: Buffer): boolean {
+    if (chunk.length === 0 || conn.state === ConnState.Discarded) return conn.state !== ConnState.Discarded;
+    try {
+      conn.decoder!.push(chunk);
+      return true;
+    } catch (err) {
+      conn.error ??= err instanceof Error ? err : new Error(String(err));
+      if (!this.closed) {
+        this.log(`nbc: dropping connection ${conn.outgoing ? 'to' : 'from'} node ${conn.peer} (${conn.remote}): ${
+          reasonOf(err)}`);
+      }
+      conn.socket.destroy();
+      return false;
+    }
+  }
+
+  private onFrame(conn: Conn, type: number, body: Buffer): void {
+    if (type === LINK_CONTROL_TYPE) {
+      const code = body.length === 1 ? body[0] : -1;
+      if (code === Control.Bye) {
+        conn.byeReceived = true;
+        return;
+      }
+      if ((code === Control.Accept || code === Control.Decline) && conn.outgoing
+        && conn.state === ConnState.AwaitVerdict) {
+        this.onVerdict(conn, code === Control.Accept);
+        return;
+      }
+      throw new NbcArgError(`Cannot accept link-control frame ${JSON.stringify([...body.subarray(0, 8)])}: `
+        + 'unknown or out of sequence');
+    }
+    if (conn.state !== ConnState.Open) {
+      throw new NbcArgError(`Cannot accept frame of type ${type}: the link is not open yet`);
+    }
+    if (this.closed || conn.byeReceived) return;
+    this.emit('frame', conn.peer, type, body);
+  }
+
+  private onConnClosed(conn: Conn): void {
+    this.conns.delete(conn);
+    const state = conn.state;
+    conn.state = ConnState.Discarded;
+    if (this.closed) return;
+    if (state === ConnState.AwaitVerdict) {
+      this.onDialFailed(conn, conn.error ?? new Error('connection closed before the link was accepted'));
+      return;
+    }
+    if (state !== ConnState.Open) return;
+    const peer = this.peerFor(conn.peer);
+    if (peer.link !== conn) return;
+    peer.link = null;
+    const dropped = conn.wire?.clear() ?? [];
+    if (conn.byeReceived && conn.error === null) {
+      const err = new NbcPeerFailedError(`Node ${peer.nodeId} has closed its links`);
+      peer.gone = err;
+      for (const f of dropped) f.onWritten?.(err);
+      this.dropQueue(peer, err);
+      this.emit('peer-closed', peer.nodeId);
+      return;
+    }
+    const cause = conn.error;
+    const err = new NbcPeerFailedError(
+      `Link to node ${peer.nodeId} (${conn.remote}) closed unexpectedly${cause ? `: ${cause.message}` : ''}`,
+      cause ? { cause } : undefined);
+    for (const f of dropped) f.onWritten?.(err);
+    this.fail(peer, err);
+  }
+
+  /** The peer is lost for good: drop everything and report it once. */
+  private fail(peer: Peer, err: Error): void {
+    if (peer.gone !== null) return;
+    peer.gone = err;
+    peer.awaitingPeer = false;
+    this.clearTimer(peer);
+    for (const conn of [peer.dial, peer.link]) {
+      if (conn === null) continue;
+      conn.state = ConnState.Discarded;
+      conn.socket.destroy();
+    }
+    peer.dial = null;
+    peer.link = null;
+    this.dropQueue(peer, err);
+    if (this.closed) return;
+    this.log(`nbc: lost link to node ${peer.nodeId}: ${err.message}`);
+    this.emit('peer-lost', peer.nodeId, err);
+  }
+
+  private dropQueue(peer: Peer, err: Error): void {
+    const queue = peer.queue;
+    peer.queue = [];
+    peer.queuedBytes = 0;
+    for (const f of queue) f.onWritten?.(err);
+  }
+
+  private armTimer(peer: Peer, message: string): void {
+    this.clearTimer(peer);
+    peer.timer = setTimeout(() => {
+      peer.timer = null;
+      if (peer.link === null && !this.closed) this.fail(peer, new NbcTimeoutError(message));
+    }, this.connectTimeoutMs);
+  }
+
+  private clearTimer(peer: Peer): void {
+    if (peer.timer !== null) clearTimeout(peer.timer);
+    peer.timer = null;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Writing
+
+  private writeFrame(
+    conn: Conn, type: number, parts: readonly Uint8Array[], bytes: number, onWritten: WriteCallback | undefined,
+    copyParts: boolean,
+  ): void {
+    const header = encodeFrameHeader(type, bytes);
+    if (conn.wire === null) {
+      this.rawWrite(conn, header, parts, onWritten);
+    } else {
+      conn.wire.push({ header, parts: copyParts ? parts.slice() : parts, onWritten }, FRAME_HEADER_BYTES + bytes);
+    }
+  }
+
+  /**
+   * Writes header and parts as separate buffers. The socket is corked until the next tick, so
+   * all frames written in one tick leave in one writev.
+   */
+  private rawWrite(conn: Conn, header: Buffer, parts: readonly Uint8Array[], onWritten: WriteCallback | undefined): void {
+    const socket = conn.socket;
+    if (!conn.corked) {
+      conn.corked = true;
+      socket.cork();
+      process.nextTick(uncork, conn);
+    }
+    let last = -1;
+    for (let i = 0; i < parts.length; i++) if (parts[i]!.byteLength > 0) last = i;
+    if (last < 0) {
+      socket.write(header, onWritten);
+      return;
+    }
+    socket.write(header);
+    for (let i = 0; i < last; i++) {
+      const part = parts[i]!;
+      if (part.byteLength > 0) socket.write(part);
+    }
+    socket.write(parts[last]!, onWritten);
+  }
+
+  private onSocketDrain(conn: Conn): void {
+    if (this.closed || conn.state !== ConnState.Open) return;
+    if (conn.wire !== null && conn.wire.length > 0) return;
+    this.emit('drain', conn.peer);
+  }
+
+  private onWireEmpty(conn: Conn): void {
+    if (this.closed || conn.state !== ConnState.Open || conn.socket.writableNeedDrain) return;
+    this.emit('drain', conn.peer);
+  }
+}
