@@ -68,18 +68,40 @@ export class Group {
   }
 }
 
+/** A Cartesian topology attached to a communicator. */
+export interface CartTopology {
+  dims: readonly number[];
+  periods: readonly boolean[];
+}
+
+type CommClass = new (rc: RankContext, worldRanks: readonly number[] | Int32Array, ctx: number, topology?: CartTopology | null) => Comm;
+
+/**
+ * A communicator: point-to-point messaging, communicator management and (optionally) a
+ * Cartesian topology. The collectives are added by the subclass in coll/ (layers import
+ * downwards only); communicators made from one keep its class.
+ */
 export class Comm {
   readonly rank: number;
   readonly size: number;
   private freed = false;
   /** World rank of each member. */
   protected readonly worldRanks: Int32Array;
+  /** The Cartesian topology, for communicators made by cartCreate (and their dups). */
+  readonly topology: CartTopology | null;
 
-  constructor(protected readonly rc: RankContext, worldRanks: readonly number[] | Int32Array, readonly ctx: number) {
+  constructor(protected readonly rc: RankContext, worldRanks: readonly number[] | Int32Array, readonly ctx: number,
+    topology: CartTopology | null = null) {
+    this.topology = topology;
     this.worldRanks = Int32Array.from(worldRanks);
     this.size = this.worldRanks.length;
     this.rank = this.worldRanks.indexOf(rc.worldRank);
     if (this.rank < 0) throw new NbcCommError(`internal: rank ${rc.worldRank} is not a member of communicator ${ctx}`);
+  }
+
+  /** A communicator of the same class as this one. */
+  protected spawn(worldRanks: readonly number[] | Int32Array, ctx: number, topology: CartTopology | null = null): Comm {
+    return new (this.constructor as CommClass)(this.rc, worldRanks, ctx, topology);
   }
 
   /** Index of the node (process) this rank runs on. */
@@ -248,7 +270,7 @@ export class Comm {
   dup(): Comm {
     this.check('dup');
     const { ctx } = this.agree([]);
-    return new Comm(this.rc, this.worldRanks, ctx);
+    return this.spawn(this.worldRanks, ctx, this.topology);
   }
 
   /**
@@ -270,7 +292,7 @@ export class Comm {
       if (table[r * width + 1] === color) members.push({ key: table[r * width + 2]!, rank: r });
     }
     members.sort((a, b) => a.key - b.key || a.rank - b.rank);
-    return new Comm(this.rc, members.map((m) => this.worldRanks[m.rank]!), ctx);
+    return this.spawn(members.map((m) => this.worldRanks[m.rank]!), ctx);
   }
 
   /** The members that share this rank's node. Collective. */
@@ -291,14 +313,14 @@ export class Comm {
       }
     }
     const { ctx } = this.agree([]);
-    return group.worldRanks.includes(this.rc.worldRank) ? new Comm(this.rc, group.worldRanks, ctx) : null;
+    return group.worldRanks.includes(this.rc.worldRank) ? this.spawn(group.worldRanks, ctx) : null;
   }
 
   /**
    * A communicator with a Cartesian topology of `dims` (row-major rank order). Ranks beyond
    * the grid's size get null. `reorder` is accepted and ignored: ranks keep their order.
    */
-  cartCreate(dims: readonly number[], periods: readonly boolean[], reorder = false): CartComm | null {
+  cartCreate(dims: readonly number[], periods: readonly boolean[], reorder = false): this | null {
     this.check('cartCreate');
     void reorder;
     if (dims.length !== periods.length) {
@@ -316,7 +338,7 @@ export class Comm {
     }
     const { ctx } = this.agree([]);
     if (this.rank >= n) return null;
-    return new CartComm(this.rc, this.worldRanks.subarray(0, n), ctx, dims, periods);
+    return this.spawn(this.worldRanks.subarray(0, n), ctx, { dims: [...dims], periods: [...periods] }) as this;
   }
 
   /** Frees the communicator. Pending operations on it must be complete. */
@@ -326,39 +348,47 @@ export class Comm {
     this.freed = true;
   }
 
-  /** Message and byte counts of this rank (all communicators). */
-  stats(): { host: TransportStats } {
-    return { host: { ...this.transport.stats } };
+  // ---- Cartesian topology --------------------------------------------------------------
+
+  protected cart(op: string): CartTopology {
+    if (this.topology === null) {
+      throw new NbcCommError(`Cannot ${op} on communicator ${this.ctx}: it has no Cartesian topology; expected a communicator from cartCreate`);
+    }
+    return this.topology;
   }
-}
 
-export class CartComm extends Comm {
-  readonly dims: readonly number[];
-  readonly periods: readonly boolean[];
+  get dims(): readonly number[] {
+    return this.cart('read dims').dims;
+  }
 
-  constructor(rc: RankContext, worldRanks: Int32Array, ctx: number, dims: readonly number[], periods: readonly boolean[]) {
-    super(rc, worldRanks, ctx);
-    this.dims = [...dims];
-    this.periods = [...periods];
+  get periods(): readonly boolean[] {
+    return this.cart('read periods').periods;
   }
 
   get ndims(): number {
-    return this.dims.length;
+    return this.cart('read ndims').dims.length;
   }
 
   /** Grid coordinates of `rank` (default: this rank). */
   coords(rank: number = this.rank): number[] {
-    return cartCoords(this.dims, rank);
+    return cartCoords(this.cart('coords').dims, rank);
   }
 
   /** Rank at `coords` (periodic dimensions wrap); PROC_NULL outside a non-periodic grid. */
   rankOf(coords: readonly number[]): number {
-    return cartRank(this.dims, this.periods, coords);
+    const t = this.cart('rankOf');
+    return cartRank(t.dims, t.periods, coords);
   }
 
   /** Neighbours `disp` steps along `dim`: where to receive from and send to. */
   shift(dim: number, disp: number): { source: number; dest: number } {
-    return cartShift(this.dims, this.periods, this.rank, dim, disp);
+    const t = this.cart('shift');
+    return cartShift(t.dims, t.periods, this.rank, dim, disp);
+  }
+
+  /** Message and byte counts of this rank (all communicators). */
+  stats(): { host: TransportStats } {
+    return { host: { ...this.transport.stats } };
   }
 }
 

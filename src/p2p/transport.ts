@@ -124,6 +124,12 @@ export class Transport implements Progressor {
   private asyncWaiters: Array<() => void> = [];
   private asyncArmed = false;
   private failure: Error | null = null;
+  /**
+   * Progress hooks (the collective executor): run after every drain, so every outstanding
+   * collective advances whichever request the rank happens to wait on. Without this, two
+   * ranks waiting on two collectives in opposite orders would deadlock.
+   */
+  private readonly hooks: Array<() => boolean> = [];
 
   constructor(readonly shared: NodeShared, readonly placement: Placement, opts: TransportOptions = {}) {
     const { ranks, ringBytes } = shared.layout;
@@ -144,6 +150,11 @@ export class Transport implements Progressor {
     this.spinMs = (opts.spinUs ?? 20) / 1000;
     this.sleepIdx = endpointWord(this.ep, kSleeping);
     this.doorbellIdx = endpointWord(this.ep, kDoorbell);
+  }
+
+  /** Registers a function run on every progress call; it returns true when it did something. */
+  addProgressHook(hook: () => boolean): void {
+    this.hooks.push(hook);
   }
 
   /** Endpoint a message for `dstWorld` leaves through. */
@@ -486,6 +497,7 @@ export class Transport implements Progressor {
         }
       }
       if (this.queuedEndpoints > 0 && this.flushQueues()) any = true;
+      for (let h = 0; h < this.hooks.length; h++) if (this.hooks[h]!()) any = true;
     } finally {
       this.inProgress = false;
     }

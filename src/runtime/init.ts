@@ -3,14 +3,15 @@
  * returns the world communicator the rank bootstrap built. Anywhere else (plain `node job.js`)
  * it returns a world of one rank, like an MPI singleton, so a job file runs on its own too.
  */
-import { Comm, type RankContext } from '../comm/comm.js';
+import type { RankContext } from '../comm/comm.js';
+import { Communicator } from '../coll/communicator.js';
 import { createNodeShared } from '../shm/node-shared.js';
 import { Transport } from '../p2p/transport.js';
 
 const KEY = Symbol.for('nbcoll.rank-runtime');
 
 export interface RankRuntime {
-  world: Comm;
+  world: Communicator;
   rc: RankContext;
   args: string[];
 }
@@ -26,16 +27,16 @@ export function rankRuntime(): RankRuntime | undefined {
 }
 
 /** The world communicator of this rank. */
-export async function init(): Promise<Comm> {
+export async function init(): Promise<Communicator> {
   return initSync();
 }
 
 /** Synchronous form of init(). */
-export function initSync(): Comm {
+export function initSync(): Communicator {
   const rt = rankRuntime();
   if (rt !== undefined) return rt.world;
   const single = makeRankContext(0, 1);
-  const world = new Comm(single, [0], 0);
+  const world = new Communicator(single, [0], 0);
   setRankRuntime({ world, rc: single, args: process.argv.slice(2) });
   return world;
 }

@@ -9,7 +9,6 @@
  * node or link is lost) is reported once, by whoever saw it, and stops every node.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { NbcError, NbcLaunchError } from '../errors.js';
 import { LinkManager } from '../net/link.js';
@@ -142,11 +141,11 @@ export async function runNode(o: NodeOptions): Promise<number> {
       toParent({ type: 'master', port: masterPort });
     }
     client = new RendezvousClient();
-    client.on('abort', (m: { exitCode?: number }) => follow(m.exitCode ?? 1));
+    client.on('abort', (m) => follow(m.exitCode));
     client.on('lost', (err: Error) => fail(`node ${nodeRank}: lost contact with the rendezvous master (node 0): ${err.message}`, 1));
     const table = await client.connect({
       secret, nodeId: nodeRank, host: nodeRank === 0 ? '127.0.0.1' : o.wireup.masterAddr, port: masterPort,
-      hello: { nodeId: nodeRank, host: addr.host, port: addr.port, nranks: o.ranks, pid: process.pid, hostname: hostname() },
+      hello: { host: addr.host, port: addr.port, nranks: o.ranks },
       timeoutMs: 30_000,
     });
     client.on('shutdown', () => {

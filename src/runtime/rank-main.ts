@@ -9,7 +9,8 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { pathToFileURL } from 'node:url';
-import { Comm, type RankContext } from '../comm/comm.js';
+import type { RankContext } from '../comm/comm.js';
+import { Communicator } from '../coll/communicator.js';
 import { Transport, type Placement } from '../p2p/transport.js';
 import type { NodeShared } from '../shm/node-shared.js';
 import { setRankRuntime } from './init.js';
@@ -38,7 +39,7 @@ const rc: RankContext = {
   nodeId: boot.placement.nodeId,
   nextCtx: 2,
 };
-const world = new Comm(rc, Array.from({ length: rc.worldSize }, (_, i) => i), 0);
+const world = new Communicator(rc, Array.from({ length: rc.worldSize }, (_, i) => i), 0);
 setRankRuntime({ world, rc, args: boot.args });
 
 if (/\.[cm]?tsx?$/.test(boot.entry)) {
@@ -48,7 +49,7 @@ if (/\.[cm]?tsx?$/.test(boot.entry)) {
 const mod = (await import(pathToFileURL(boot.entry).href)) as { default?: unknown };
 let result: unknown;
 if (typeof mod.default === 'function') {
-  result = await (mod.default as (w: Comm, a: string[]) => unknown)(world, boot.args);
+  result = await (mod.default as (w: Communicator, a: string[]) => unknown)(world, boot.args);
 }
 // Anything still owed to peers (ACKs, queued sends) must leave before the thread ends.
 transport.drain();

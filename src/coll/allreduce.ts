@@ -1,0 +1,208 @@
+/**
+ * Allreduce algorithms. Contribution in SEND (or IN_PLACE: SEND is RECV), result in RECV on
+ * every rank, bitwise identical everywhere: each partial result is either computed by both
+ * partners from the same operands in the same order (recursive doubling), or computed once and
+ * then copied (k-nomial, Rabenseifner, ring).
+ *
+ * Non-powers of two (recursive doubling, Rabenseifner): with p' the largest power of two <= p
+ * and r = p - p', ranks 0..2r-1 pair up; each even rank hands its vector to the odd rank above
+ * it, which folds it in (lower rank as left operand) and takes part in the main phase with
+ * newrank = rank / 2; ranks >= 2r take part as newrank = rank - r. Newranks keep rank order, so
+ * contiguous newrank ranges are contiguous rank ranges and non-commutative folds stay in order.
+ * At the end the odd ranks return the result to their even partners.
+ *
+ * - recursiveDoubling: log2(p') exchanges of the whole vector; any op.
+ * - knomialReduceBcast (seed 000): k-nomial reduce to rank 0, k-nomial bcast back; any op.
+ * - rabenseifner: recursive-halving reduce-scatter + recursive-doubling allgather; commutative.
+ * - ring: ring reduce-scatter + ring allgather; commutative; bandwidth-optimal for large p.
+ */
+import { RECV, SEND, ScheduleBuilder, TMP, type Schedule } from '../sched/schedule.js';
+import { knomialInto } from './bcast.js';
+import { knomialReduceInto } from './reduce.js';
+import { blocks, pow2Floor, type CollShape } from './shape.js';
+
+interface Fold {
+  pp: number;
+  r: number;
+  /** This rank's newrank, or -1 when it sits the main phase out. */
+  newrank: number;
+  realOf: (nr: number) => number;
+}
+
+/** The non-power-of-two fold: afterwards RECV of every participant holds its pair's fold. */
+function foldInto(b: ScheduleBuilder, s: CollShape, tmp: number): Fold {
+  const p = s.size;
+  const pp = pow2Floor(p);
+  const r = p - pp;
+  const all = s.bytes;
+  let newrank: number;
+  if (s.rank < 2 * r) {
+    if (s.rank % 2 === 0) {
+      b.send(s.rank + 1, { buf: RECV, offset: 0, bytes: all });
+      newrank = -1;
+    } else {
+      b.recv(s.rank - 1, { buf: TMP, offset: tmp, bytes: all });
+      b.round();
+      b.reduce(s.op, s.dtype, { buf: TMP, offset: tmp, bytes: all }, { buf: RECV, offset: 0 });
+      newrank = s.rank >> 1;
+    }
+    b.round();
+  } else {
+    newrank = s.rank - r;
+  }
+  return { pp, r, newrank, realOf: (nr) => (nr < r ? nr * 2 + 1 : nr + r) };
+}
+
+/** Odd ranks of the fold return the result to their even partners. */
+function unfoldInto(b: ScheduleBuilder, s: CollShape, f: Fold): void {
+  if (s.rank >= 2 * f.r) return;
+  if (s.rank % 2 === 1) b.send(s.rank - 1, { buf: RECV, offset: 0, bytes: s.bytes });
+  else b.recv(s.rank + 1, { buf: RECV, offset: 0, bytes: s.bytes });
+  b.round();
+}
+
+function copyIn(b: ScheduleBuilder, s: CollShape): void {
+  b.copy({ buf: SEND, offset: 0, bytes: s.bytes }, { buf: RECV, offset: 0 });
+  b.round();
+}
+
+export function recursiveDoubling(s: CollShape): Schedule {
+  const b = new ScheduleBuilder('allreduce/recursive-doubling');
+  copyIn(b, s);
+  if (s.size === 1) return b.build();
+  const all = s.bytes;
+  const tmp = b.tmpAlloc(all);
+  const f = foldInto(b, s, tmp);
+  if (f.newrank >= 0) {
+    for (let mask = 1; mask < f.pp; mask <<= 1) {
+      const partnerNr = f.newrank ^ mask;
+      const partner = f.realOf(partnerNr);
+      b.send(partner, { buf: RECV, offset: 0, bytes: all });
+      b.recv(partner, { buf: TMP, offset: tmp, bytes: all });
+      b.round();
+      if (partnerNr < f.newrank) {
+        b.reduce(s.op, s.dtype, { buf: TMP, offset: tmp, bytes: all }, { buf: RECV, offset: 0 });
+      } else {
+        // mine ⊕ theirs: fold into the scratch copy, then take it back
+        b.reduce(s.op, s.dtype, { buf: RECV, offset: 0, bytes: all }, { buf: TMP, offset: tmp });
+        b.copy({ buf: TMP, offset: tmp, bytes: all }, { buf: RECV, offset: 0 });
+      }
+    }
+    b.round();
+  }
+  unfoldInto(b, s, f);
+  return b.build();
+}
+
+export function knomialReduceBcast(s: CollShape): Schedule {
+  const b = new ScheduleBuilder(`allreduce/knomial-reduce-bcast(k=${s.radix})`);
+  const at0 = { ...s, root: 0 };
+  knomialReduceInto(b, at0, s.radix);
+  knomialInto(b, at0, s.radix);
+  return b.build();
+}
+
+export interface HalvingLayout extends Fold {
+  /** Block i (of p') starts at element blockStart[i]; after the halving newrank i owns block i. */
+  blockStart: Int32Array;
+  E: number;
+}
+
+/**
+ * Recursive-halving reduce-scatter (commutative ops): after it, participant newrank i holds the
+ * fully reduced block i of p' blocks in RECV (other parts of RECV are partial).
+ */
+export function reduceScatterHalvingInto(b: ScheduleBuilder, s: CollShape): HalvingLayout {
+  copyIn(b, s);
+  const E = s.esize;
+  const count = s.bytes / E;
+  const tmp = b.tmpAlloc(s.bytes);
+  const f = foldInto(b, s, tmp);
+  const { start } = blocks(count, f.pp);
+  const span = (from: number, to: number) => ({ offset: start[from]! * E, bytes: (start[to]! - start[from]!) * E });
+  if (f.newrank >= 0) {
+    let lo = 0;
+    let hi = f.pp;
+    for (let mask = f.pp >> 1; mask >= 1; mask >>= 1) {
+      const partner = f.realOf(f.newrank ^ mask);
+      const mid = lo + mask;
+      const [keepLo, keepHi, giveLo, giveHi] = (f.newrank & mask) === 0 ? [lo, mid, mid, hi] : [mid, hi, lo, mid];
+      const give = span(giveLo, giveHi);
+      const keep = span(keepLo, keepHi);
+      if (give.bytes > 0) b.send(partner, { buf: RECV, ...give });
+      if (keep.bytes > 0) b.recv(partner, { buf: TMP, offset: tmp + keep.offset, bytes: keep.bytes });
+      b.round();
+      b.reduce(s.op, s.dtype, { buf: TMP, offset: tmp + keep.offset, bytes: keep.bytes }, { buf: RECV, offset: keep.offset });
+      lo = keepLo;
+      hi = keepHi;
+    }
+    b.round();
+  }
+  return { ...f, blockStart: start, E };
+}
+
+export function rabenseifner(s: CollShape): Schedule {
+  const b = new ScheduleBuilder('allreduce/rabenseifner');
+  if (s.size === 1) {
+    copyIn(b, s);
+    return b.build();
+  }
+  const layout = reduceScatterHalvingInto(b, s);
+  const { blockStart: start, E } = layout;
+  const span = (from: number, to: number) => ({ buf: RECV, offset: start[from]! * E, bytes: (start[to]! - start[from]!) * E }) as const;
+  if (layout.newrank >= 0) {
+    for (let mask = 1; mask < layout.pp; mask <<= 1) {
+      const partnerNr = layout.newrank ^ mask;
+      const partner = layout.realOf(partnerNr);
+      const mine = layout.newrank & ~(mask - 1);
+      const theirs = partnerNr & ~(mask - 1);
+      const out = span(mine, mine + mask);
+      const inn = span(theirs, theirs + mask);
+      if (out.bytes > 0) b.send(partner, out);
+      if (inn.bytes > 0) b.recv(partner, inn);
+      b.round();
+    }
+  }
+  unfoldInto(b, s, layout);
+  return b.build();
+}
+
+export function ring(s: CollShape): Schedule {
+  const b = new ScheduleBuilder('allreduce/ring');
+  copyIn(b, s);
+  const p = s.size;
+  if (p === 1) return b.build();
+  const E = s.esize;
+  const { start, len } = blocks(s.bytes / E, p);
+  let maxLen = 0;
+  for (let i = 0; i < p; i++) maxLen = Math.max(maxLen, len[i]!);
+  const tmp = b.tmpAlloc(maxLen * E);
+  const right = (s.rank + 1) % p;
+  const left = (s.rank - 1 + p) % p;
+  const blk = (i: number) => ({ buf: RECV, offset: start[i]! * E, bytes: len[i]! * E }) as const;
+  const mod = (x: number) => ((x % p) + p) % p;
+  // reduce-scatter: at step k send block rank-k, receive block rank-k-1 and fold it in
+  for (let k = 0; k < p - 1; k++) {
+    if (k > 0) {
+      const got = mod(s.rank - k);
+      b.reduce(s.op, s.dtype, { buf: TMP, offset: tmp, bytes: len[got]! * E }, { buf: RECV, offset: start[got]! * E });
+    }
+    const out = mod(s.rank - k);
+    const inn = mod(s.rank - k - 1);
+    if (len[out]! > 0) b.send(right, blk(out));
+    if (len[inn]! > 0) b.recv(left, { buf: TMP, offset: tmp, bytes: len[inn]! * E });
+    b.round();
+  }
+  const last = mod(s.rank - (p - 1));
+  b.reduce(s.op, s.dtype, { buf: TMP, offset: tmp, bytes: len[last]! * E }, { buf: RECV, offset: start[last]! * E });
+  b.round();
+  // allgather: this rank now owns block rank+1
+  for (let k = 0; k < p - 1; k++) {
+    const out = mod(s.rank + 1 - k);
+    const inn = mod(s.rank - k);
+    if (len[out]! > 0) b.send(right, blk(out));
+    if (len[inn]! > 0) b.recv(left, blk(inn));
+    b.round();
+  }
+  return b.build();
+}

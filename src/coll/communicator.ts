@@ -1,0 +1,713 @@
+/**
+ * The communicator users hold: point-to-point and communicator management from comm/, plus
+ * every collective in three forms — blocking (`allreduce`), non-blocking (`iallreduce`,
+ * returning a request) and persistent (`allreduceInit`, start/wait/test/free, restartable
+ * without rebuilding its schedule).
+ *
+ * Each collective validates its arguments (typed NbcErrors, raised before any message is
+ * sent), describes the call as a shape, picks an algorithm (select.ts), takes the schedule
+ * from a bounded per-communicator cache keyed by call shape (never by buffer identity) and
+ * hands it to the host executor with the call's buffers.
+ */
+import { Comm } from '../comm/comm.js';
+import { cartNeighbors } from '../comm/topology.js';
+import { bytesOf, describe, type TypedArray } from '../comm/validate.js';
+import {
+  NbcArgError, NbcCountError, NbcRootError, NbcTypeError,
+} from '../errors.js';
+import {
+  builtinOpById, bytesPerElement, dtypeOf, reduceBytes, resolveOp, USER_OP_ID_BASE, type DType, type Op, type OpLike,
+} from '../ops/index.js';
+import { IN_PLACE, type InPlace } from '../p2p/constants.js';
+import type { Progressor, Status } from '../p2p/request.js';
+import type { Transport } from '../p2p/transport.js';
+import { CollRequest, HostExecutor, type ReduceFn } from '../sched/host.js';
+import type { Schedule } from '../sched/schedule.js';
+import { select, type CollName } from './select.js';
+import { shape, type CollShape } from './shape.js';
+
+export interface CollOptions {
+  /** Algorithm name (see select.ts), e.g. 'ring' or 'knomial:4'. */
+  algorithm?: string;
+  /** Who runs the schedule. Only 'host' exists in this build. */
+  executor?: 'host' | 'offload' | 'agg';
+}
+
+type Buf = TypedArray;
+type BufOrInPlace = TypedArray | InPlace;
+type Counts = ArrayLike<number>;
+
+/** A collective ready to start: its schedule and the bytes it reads and writes. */
+interface Plan {
+  coll: CollName;
+  sched: Schedule;
+  send: Uint8Array;
+  recv: Uint8Array;
+  /** Runs before every start (e.g. snapshotting an in-place alltoall's input). */
+  before?: () => void;
+}
+
+const EMPTY: Uint8Array = new Uint8Array(0);
+const CACHE_LIMIT = 128;
+const userOps = new Map<number, Op>();
+const executors = new WeakMap<Transport, HostExecutor>();
+
+const opById = (id: number): Op => (id < USER_OP_ID_BASE ? builtinOpById(id) : userOps.get(id)!);
+
+const reduceFn: ReduceFn = (opId, dt, input, inout) => {
+  reduceBytes(opById(opId), dt as DType, inout.buffer, inout.byteOffset, input.buffer, input.byteOffset,
+    input.byteLength / bytesPerElement(dt as DType));
+};
+
+/** A persistent collective: start() it any number of times; wait()/test() each start. */
+export class PersistentRequest implements PromiseLike<Status> {
+  private current: CollRequest | null = null;
+  private freed = false;
+
+  constructor(private readonly comm: Communicator, private readonly plan: Plan) {}
+
+  /** Starts one instance (all ranks must start their persistent collectives in the same order). */
+  start(): this {
+    if (this.freed) throw new NbcArgError(`Cannot start a freed persistent ${this.plan.coll}`);
+    if (this.current !== null && !this.current.done) {
+      throw new NbcArgError(`Cannot start persistent ${this.plan.coll}: the previous start is still active; wait for it first`);
+    }
+    this.current = this.comm.launchPlan(this.plan);
+    return this;
+  }
+
+  private active(op: string): CollRequest {
+    if (this.current === null) throw new NbcArgError(`Cannot ${op} persistent ${this.plan.coll}: it was never started`);
+    return this.current;
+  }
+
+  get done(): boolean {
+    return this.current === null || this.current.done;
+  }
+
+  test(): boolean {
+    return this.current === null ? true : this.current.test();
+  }
+
+  wait(): void {
+    if (this.current !== null) this.active('wait').wait();
+  }
+
+  free(): void {
+    if (this.current !== null && !this.current.done) {
+      throw new NbcArgError(`Cannot free persistent ${this.plan.coll}: an instance is still active; wait for it first`);
+    }
+    this.freed = true;
+  }
+
+  /** The schedule this request runs (for inspection and dumps). */
+  get schedule(): Schedule {
+    return this.plan.sched;
+  }
+
+  then<R1 = Status, R2 = never>(onF?: ((v: Status) => R1 | PromiseLike<R1>) | null, onR?: ((e: unknown) => R2 | PromiseLike<R2>) | null): Promise<R1 | R2> {
+    return this.active('await').then(onF, onR);
+  }
+}
+
+export class Communicator extends Comm {
+  private collSeq = 0;
+  private readonly cache = new Map<string, Schedule>();
+
+  private get executor(): HostExecutor {
+    const t = this.transport;
+    let ex = executors.get(t);
+    if (ex === undefined) {
+      ex = new HostExecutor(t, reduceFn);
+      executors.set(t, ex);
+    }
+    return ex;
+  }
+
+  // ---- plumbing ---------------------------------------------------------------------
+
+  private schedule(coll: CollName, s: CollShape, opts: CollOptions | undefined, cacheable: boolean): Schedule {
+    this.check(coll);
+    if (opts?.executor !== undefined && opts.executor !== 'host') {
+      throw new NbcArgError(`Cannot run ${coll} with executor '${opts.executor}': it is not available in this build; expected 'host'`);
+    }
+    const choice = select(coll, { size: s.size, bytes: s.bytes, commutative: s.commutative }, opts?.algorithm);
+    const full: CollShape = { ...s, radix: choice.radix };
+    let key = '';
+    if (cacheable) {
+      key = `${coll}|${choice.name}|${choice.radix}|${s.root}|${s.bytes}|${s.esize}|${s.dtype}|${s.op}|${s.commutative}`;
+      const hit = this.cache.get(key);
+      if (hit !== undefined) {
+        this.cache.delete(key); // refresh its place in the LRU order
+        this.cache.set(key, hit);
+        return hit;
+      }
+    }
+    const sched = choice.build(full);
+    if (process.env.NBC_SCHED_DUMP === '1') {
+      process.stderr.write(`[rank ${this.rank} comm ${this.ctx}] ${sched.toString((id) => opById(id).name)}\n`);
+    }
+    if (cacheable) {
+      this.cache.set(key, sched);
+      if (this.cache.size > CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value!);
+    }
+    return sched;
+  }
+
+  /** Starts a planned collective; the next sequence number names its messages. */
+  launchPlan(plan: Plan): CollRequest {
+    this.check(plan.coll);
+    plan.before?.();
+    const tag = ((this.collSeq++ & 0x7ffffff) * 16) | 0;
+    const sched = plan.sched;
+    const t = this.transport;
+    let tmp = EMPTY;
+    let arenaOffset = -1;
+    if (sched.tmpBytes > 0) {
+      // Large scratch comes from the arena, so messages sent from it need no staging copy.
+      if (sched.tmpBytes > t.eagerLimit) arenaOffset = t.allocator.alloc(sched.tmpBytes);
+      tmp = arenaOffset >= 0
+        ? new Uint8Array(t.shared.slices[t.ep]!, arenaOffset, sched.tmpBytes)
+        : new Uint8Array(sched.tmpBytes);
+    }
+    const req = this.executor.start(sched, { collCtx: this.collCtx, rank: this.rank, worldRanks: this.worldRanks },
+      { send: plan.send, recv: plan.recv, tmp }, tag);
+    if (arenaOffset >= 0) {
+      if (req.done) t.allocator.free(arenaOffset);
+      else req.onDone = () => t.allocator.free(arenaOffset);
+    }
+    return req;
+  }
+
+  private base(root = 0): CollShape {
+    return shape({ rank: this.rank, size: this.size, root });
+  }
+
+  private checkRoot(root: number, coll: string): void {
+    if (!Number.isInteger(root) || root < 0 || root >= this.size) {
+      throw new NbcRootError(`Cannot ${coll} on communicator ${this.ctx}: root ${String(root)} is out of range; expected an integer 0..${this.size - 1}`);
+    }
+  }
+
+  private buf(coll: string, b: unknown, what: string): Uint8Array {
+    return bytesOf(b, coll, this.ctx, what);
+  }
+
+  private sameType(coll: string, a: Buf, b: Buf): void {
+    if (a.constructor !== b.constructor && !(a instanceof Uint8Array && b instanceof Uint8Array)) {
+      throw new NbcTypeError(`Cannot ${coll} on communicator ${this.ctx}: send is ${describe(a)} but recv is ${describe(b)}; expected the same typed array type`);
+    }
+  }
+
+  private count(coll: string, what: string, got: number, expected: number): void {
+    if (got !== expected) {
+      throw new NbcCountError(`Cannot ${coll} on communicator ${this.ctx}: ${what} has ${got} elements; expected ${expected}`);
+    }
+  }
+
+  /** Validates an op for a buffer; returns the shape fields of a reduction. */
+  private reduction(coll: string, op: OpLike, b: Buf): Pick<CollShape, 'dtype' | 'op' | 'commutative' | 'esize'> {
+    const o = resolveOp(op, coll);
+    const dt = dtypeOf(b);
+    o.check(dt, b.length, coll);
+    if (!o.isBuiltin) userOps.set(o.id, o);
+    return { dtype: dt, op: o.id, commutative: o.commutative, esize: bytesPerElement(dt) * o.itemLength };
+  }
+
+  /** Element counts and displacements to byte Int32Arrays, validated against a buffer. */
+  private vector(coll: string, counts: Counts, displs: Counts | null, bpe: number, bufLen: number, what: string): { c: Int32Array; d: Int32Array } {
+    if (counts === null || counts === undefined || counts.length !== this.size || (displs !== null && (displs === undefined || displs.length !== this.size))) {
+      throw new NbcCountError(`Cannot ${coll} on communicator ${this.ctx}: ${what} counts and displacements must each have ${this.size} entries (one per rank)`);
+    }
+    const c = new Int32Array(this.size);
+    const d = new Int32Array(this.size);
+    let run = 0;
+    for (let i = 0; i < this.size; i++) {
+      const n = counts[i]!;
+      const at = displs === null ? run : displs[i]!;
+      if (!Number.isInteger(n) || n < 0 || !Number.isInteger(at) || at < 0 || at + n > bufLen) {
+        throw new NbcCountError(`Cannot ${coll} on communicator ${this.ctx}: ${what} entry ${i} (count ${String(n)} at displacement ${String(at)}) does not fit a buffer of ${bufLen} elements; expected non-negative integers within it`);
+      }
+      c[i] = n * bpe;
+      d[i] = at * bpe;
+      run += n;
+    }
+    return { c, d };
+  }
+
+  private persistent(plan: Plan): PersistentRequest {
+    return new PersistentRequest(this, plan);
+  }
+
+  // ---- barrier ------------------------------------------------------------------------
+
+  private planBarrier(opts?: CollOptions): Plan {
+    return { coll: 'barrier', sched: this.schedule('barrier', this.base(), opts, true), send: EMPTY, recv: EMPTY };
+  }
+  barrier(opts?: CollOptions): void { this.launchPlan(this.planBarrier(opts)).wait(); }
+  ibarrier(opts?: CollOptions): CollRequest { return this.launchPlan(this.planBarrier(opts)); }
+  barrierInit(opts?: CollOptions): PersistentRequest { return this.persistent(this.planBarrier(opts)); }
+
+  // ---- bcast --------------------------------------------------------------------------
+
+  private planBcast(buf: Buf, root: number, opts?: CollOptions): Plan {
+    const v = this.buf('bcast', buf, 'buffer');
+    this.checkRoot(root, 'bcast');
+    const s = { ...this.base(root), bytes: v.byteLength, esize: bytesPerElement(dtypeOf(buf)) };
+    return { coll: 'bcast', sched: this.schedule('bcast', s, opts, true), send: v, recv: v };
+  }
+  bcast(buf: Buf, root: number, opts?: CollOptions): void { this.launchPlan(this.planBcast(buf, root, opts)).wait(); }
+  ibcast(buf: Buf, root: number, opts?: CollOptions): CollRequest { return this.launchPlan(this.planBcast(buf, root, opts)); }
+  bcastInit(buf: Buf, root: number, opts?: CollOptions): PersistentRequest { return this.persistent(this.planBcast(buf, root, opts)); }
+
+  // ---- reduce / allreduce ---------------------------------------------------------------
+
+  /**
+   * reduce: `send` from every rank, the result in `recv` at the root (ignored elsewhere; may be
+   * null). At the root, `send` may be IN_PLACE (the input is taken from recv) or `recv` may be
+   * IN_PLACE (the result overwrites send).
+   */
+  private planReduce(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): Plan {
+    this.checkRoot(root, 'reduce');
+    const isRoot = this.rank === root;
+    if (send === IN_PLACE && !isRoot) {
+      throw new NbcArgError(`Cannot reduce on communicator ${this.ctx}: only the root may pass IN_PLACE; rank ${this.rank} is not root ${root}`);
+    }
+    let input: Buf;
+    let output: Buf | null;
+    if (send === IN_PLACE) {
+      input = output = recv as Buf;
+    } else if (isRoot && recv === IN_PLACE) {
+      input = output = send;
+    } else {
+      input = send;
+      output = isRoot ? (recv as Buf) : null;
+    }
+    const sv = this.buf('reduce', input, 'send');
+    const red = this.reduction('reduce', op, input);
+    let rv: Uint8Array;
+    if (output !== null) {
+      rv = this.buf('reduce', output, 'recv');
+      this.sameType('reduce', input, output);
+      this.count('reduce', 'recv', output.length, input.length);
+    } else {
+      rv = new Uint8Array(sv.byteLength); // working space for algorithms that use RECV everywhere
+    }
+    const s = { ...this.base(root), ...red, bytes: sv.byteLength };
+    return { coll: 'reduce', sched: this.schedule('reduce', s, opts, true), send: sv, recv: rv };
+  }
+  reduce(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): void {
+    this.launchPlan(this.planReduce(send, recv, op, root, opts)).wait();
+  }
+  ireduce(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): CollRequest {
+    return this.launchPlan(this.planReduce(send, recv, op, root, opts));
+  }
+  reduceInit(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): PersistentRequest {
+    return this.persistent(this.planReduce(send, recv, op, root, opts));
+  }
+
+  /** allreduce: the result in `recv` on every rank. Either buffer may be IN_PLACE (the other is reduced in place). */
+  private planAllreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): Plan {
+    if (send === IN_PLACE && recv === IN_PLACE) throw new NbcArgError('Cannot allreduce with both buffers IN_PLACE: expected one real buffer');
+    const input = (send === IN_PLACE ? recv : send) as Buf;
+    const output = (recv === IN_PLACE ? send : recv) as Buf;
+    const sv = this.buf('allreduce', input, 'send');
+    const rv = this.buf('allreduce', output, 'recv');
+    this.sameType('allreduce', input, output);
+    this.count('allreduce', 'recv', output.length, input.length);
+    const red = this.reduction('allreduce', op, input);
+    const s = { ...this.base(), ...red, bytes: sv.byteLength };
+    return { coll: 'allreduce', sched: this.schedule('allreduce', s, opts, true), send: sv, recv: rv };
+  }
+  allreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): void {
+    this.launchPlan(this.planAllreduce(send, recv, op, opts)).wait();
+  }
+  iallreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): CollRequest {
+    return this.launchPlan(this.planAllreduce(send, recv, op, opts));
+  }
+  allreduceInit(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): PersistentRequest {
+    return this.persistent(this.planAllreduce(send, recv, op, opts));
+  }
+
+  // ---- gather / scatter -----------------------------------------------------------------
+
+  /** gather: block i of the root's recv comes from rank i. At the root send may be IN_PLACE (its block is already in recv). */
+  private planGather(send: BufOrInPlace, recv: Buf | null | undefined, root: number, opts?: CollOptions): Plan {
+    this.checkRoot(root, 'gather');
+    const isRoot = this.rank === root;
+    if (send === IN_PLACE && !isRoot) throw new NbcArgError(`Cannot gather on communicator ${this.ctx}: only the root may pass IN_PLACE`);
+    let sv: Uint8Array;
+    let rv = EMPTY;
+    if (isRoot) {
+      rv = this.buf('gather', recv, 'recv');
+      const n = send === IN_PLACE ? (recv as Buf).length / this.size : send.length;
+      if (send !== IN_PLACE) this.sameType('gather', send, recv as Buf);
+      this.count('gather', 'recv', (recv as Buf).length, n * this.size);
+      sv = send === IN_PLACE ? rv.subarray(root * (rv.byteLength / this.size), (root + 1) * (rv.byteLength / this.size)) : this.buf('gather', send, 'send');
+    } else {
+      sv = this.buf('gather', send, 'send');
+    }
+    const s = { ...this.base(root), bytes: sv.byteLength };
+    return { coll: 'gather', sched: this.schedule('gather', s, opts, true), send: sv, recv: rv };
+  }
+  gather(send: BufOrInPlace, recv: Buf | null | undefined, root: number, opts?: CollOptions): void {
+    this.launchPlan(this.planGather(send, recv, root, opts)).wait();
+  }
+  igather(send: BufOrInPlace, recv: Buf | null | undefined, root: number, opts?: CollOptions): CollRequest {
+    return this.launchPlan(this.planGather(send, recv, root, opts));
+  }
+  gatherInit(send: BufOrInPlace, recv: Buf | null | undefined, root: number, opts?: CollOptions): PersistentRequest {
+    return this.persistent(this.planGather(send, recv, root, opts));
+  }
+
+  /** scatter: block i of the root's send goes to rank i. At the root recv may be IN_PLACE (it keeps its block in send). */
+  private planScatter(send: Buf | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): Plan {
+    this.checkRoot(root, 'scatter');
+    const isRoot = this.rank === root;
+    if (recv === IN_PLACE && !isRoot) throw new NbcArgError(`Cannot scatter on communicator ${this.ctx}: only the root may pass IN_PLACE`);
+    let sv = EMPTY;
+    let rv: Uint8Array;
+    if (isRoot) {
+      sv = this.buf('scatter', send, 'send');
+      const n = recv === IN_PLACE ? (send as Buf).length / this.size : recv.length;
+      if (recv !== IN_PLACE) this.sameType('scatter', send as Buf, recv);
+      this.count('scatter', 'send', (send as Buf).length, n * this.size);
+      const B = sv.byteLength / this.size;
+      rv = recv === IN_PLACE ? sv.subarray(root * B, (root + 1) * B) : this.buf('scatter', recv, 'recv');
+    } else {
+      rv = this.buf('scatter', recv, 'recv');
+    }
+    const s = { ...this.base(root), bytes: rv.byteLength };
+    return { coll: 'scatter', sched: this.schedule('scatter', s, opts, true), send: sv, recv: rv };
+  }
+  scatter(send: Buf | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): void {
+    this.launchPlan(this.planScatter(send, recv, root, opts)).wait();
+  }
+  iscatter(send: Buf | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): CollRequest {
+    return this.launchPlan(this.planScatter(send, recv, root, opts));
+  }
+  scatterInit(send: Buf | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): PersistentRequest {
+    return this.persistent(this.planScatter(send, recv, root, opts));
+  }
+
+  /** gatherv: `counts[i]` elements from rank i land at `displs[i]` of the root's recv (both significant at the root). */
+  private planGatherv(send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts, displs: Counts, root: number, opts?: CollOptions): Plan {
+    this.checkRoot(root, 'gatherv');
+    const isRoot = this.rank === root;
+    if (send === IN_PLACE && !isRoot) throw new NbcArgError(`Cannot gatherv on communicator ${this.ctx}: only the root may pass IN_PLACE`);
+    const s = this.base(root);
+    let sv: Uint8Array;
+    let rv = EMPTY;
+    if (isRoot) {
+      rv = this.buf('gatherv', recv, 'recv');
+      const r = recv as Buf;
+      const bpe = rv.byteLength / Math.max(1, r.length) || bytesPerElement(dtypeOf(r));
+      const { c, d } = this.vector('gatherv', counts, displs, bpe, r.length, 'recv');
+      if (send !== IN_PLACE) {
+        this.sameType('gatherv', send, r);
+        this.count('gatherv', 'send', send.length, c[root]! / bpe);
+      }
+      sv = send === IN_PLACE ? rv.subarray(d[root]!, d[root]! + c[root]!) : this.buf('gatherv', send, 'send');
+      s.counts = c;
+      s.displs = d;
+    } else {
+      sv = this.buf('gatherv', send, 'send');
+    }
+    s.bytes = sv.byteLength;
+    return { coll: 'gatherv', sched: this.schedule('gatherv', s, opts, false), send: sv, recv: rv };
+  }
+  gatherv(send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts, displs: Counts, root: number, opts?: CollOptions): void {
+    this.launchPlan(this.planGatherv(send, recv, counts, displs, root, opts)).wait();
+  }
+  igatherv(send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts, displs: Counts, root: number, opts?: CollOptions): CollRequest {
+    return this.launchPlan(this.planGatherv(send, recv, counts, displs, root, opts));
+  }
+  gathervInit(send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts, displs: Counts, root: number, opts?: CollOptions): PersistentRequest {
+    return this.persistent(this.planGatherv(send, recv, counts, displs, root, opts));
+  }
+
+  /** scatterv: `counts[i]` elements at `displs[i]` of the root's send go to rank i. */
+  private planScatterv(send: Buf | null | undefined, counts: Counts, displs: Counts, recv: BufOrInPlace, root: number, opts?: CollOptions): Plan {
+    this.checkRoot(root, 'scatterv');
+    const isRoot = this.rank === root;
+    if (recv === IN_PLACE && !isRoot) throw new NbcArgError(`Cannot scatterv on communicator ${this.ctx}: only the root may pass IN_PLACE`);
+    const s = this.base(root);
+    let sv = EMPTY;
+    let rv: Uint8Array;
+    if (isRoot) {
+      sv = this.buf('scatterv', send, 'send');
+      const sb = send as Buf;
+      const bpe = bytesPerElement(dtypeOf(sb));
+      const { c, d } = this.vector('scatterv', counts, displs, bpe, sb.length, 'send');
+      if (recv !== IN_PLACE) {
+        this.sameType('scatterv', sb, recv);
+        this.count('scatterv', 'recv', recv.length, c[root]! / bpe);
+      }
+      rv = recv === IN_PLACE ? sv.subarray(d[root]!, d[root]! + c[root]!) : this.buf('scatterv', recv, 'recv');
+      s.counts = c;
+      s.displs = d;
+    } else {
+      rv = this.buf('scatterv', recv, 'recv');
+    }
+    s.bytes = rv.byteLength;
+    return { coll: 'scatterv', sched: this.schedule('scatterv', s, opts, false), send: sv, recv: rv };
+  }
+  scatterv(send: Buf | null | undefined, counts: Counts, displs: Counts, recv: BufOrInPlace, root: number, opts?: CollOptions): void {
+    this.launchPlan(this.planScatterv(send, counts, displs, recv, root, opts)).wait();
+  }
+  iscatterv(send: Buf | null | undefined, counts: Counts, displs: Counts, recv: BufOrInPlace, root: number, opts?: CollOptions): CollRequest {
+    return this.launchPlan(this.planScatterv(send, counts, displs, recv, root, opts));
+  }
+  scattervInit(send: Buf | null | undefined, counts: Counts, displs: Counts, recv: BufOrInPlace, root: number, opts?: CollOptions): PersistentRequest {
+    return this.persistent(this.planScatterv(send, counts, displs, recv, root, opts));
+  }
+
+  // ---- allgather ------------------------------------------------------------------------
+
+  /** allgather: block i of every recv comes from rank i. send may be IN_PLACE (own block already in recv). */
+  private planAllgather(send: BufOrInPlace, recv: Buf, opts?: CollOptions): Plan {
+    const rv = this.buf('allgather', recv, 'recv');
+    const n = send === IN_PLACE ? recv.length / this.size : send.length;
+    if (send !== IN_PLACE) this.sameType('allgather', send, recv);
+    this.count('allgather', 'recv', recv.length, n * this.size);
+    const B = rv.byteLength / this.size;
+    const sv = send === IN_PLACE ? rv.subarray(this.rank * B, (this.rank + 1) * B) : this.buf('allgather', send, 'send');
+    const s = { ...this.base(), bytes: sv.byteLength };
+    return { coll: 'allgather', sched: this.schedule('allgather', s, opts, true), send: sv, recv: rv };
+  }
+  allgather(send: BufOrInPlace, recv: Buf, opts?: CollOptions): void { this.launchPlan(this.planAllgather(send, recv, opts)).wait(); }
+  iallgather(send: BufOrInPlace, recv: Buf, opts?: CollOptions): CollRequest { return this.launchPlan(this.planAllgather(send, recv, opts)); }
+  allgatherInit(send: BufOrInPlace, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(this.planAllgather(send, recv, opts)); }
+
+  private planAllgatherv(send: BufOrInPlace, recv: Buf, counts: Counts, displs: Counts, opts?: CollOptions): Plan {
+    const rv = this.buf('allgatherv', recv, 'recv');
+    const bpe = bytesPerElement(dtypeOf(recv));
+    const { c, d } = this.vector('allgatherv', counts, displs, bpe, recv.length, 'recv');
+    if (send !== IN_PLACE) {
+      this.sameType('allgatherv', send, recv);
+      this.count('allgatherv', 'send', send.length, c[this.rank]! / bpe);
+    }
+    const sv = send === IN_PLACE ? rv.subarray(d[this.rank]!, d[this.rank]! + c[this.rank]!) : this.buf('allgatherv', send, 'send');
+    const s = { ...this.base(), bytes: sv.byteLength, counts: c, displs: d };
+    return { coll: 'allgatherv', sched: this.schedule('allgatherv', s, opts, false), send: sv, recv: rv };
+  }
+  allgatherv(send: BufOrInPlace, recv: Buf, counts: Counts, displs: Counts, opts?: CollOptions): void {
+    this.launchPlan(this.planAllgatherv(send, recv, counts, displs, opts)).wait();
+  }
+  iallgatherv(send: BufOrInPlace, recv: Buf, counts: Counts, displs: Counts, opts?: CollOptions): CollRequest {
+    return this.launchPlan(this.planAllgatherv(send, recv, counts, displs, opts));
+  }
+  allgathervInit(send: BufOrInPlace, recv: Buf, counts: Counts, displs: Counts, opts?: CollOptions): PersistentRequest {
+    return this.persistent(this.planAllgatherv(send, recv, counts, displs, opts));
+  }
+
+  // ---- alltoall ---------------------------------------------------------------------------
+
+  /** alltoall: block j of rank i's send lands at block i of rank j's recv. send may be IN_PLACE (data in recv). */
+  private planAlltoall(send: BufOrInPlace, recv: Buf, opts?: CollOptions): Plan {
+    const rv = this.buf('alltoall', recv, 'recv');
+    if (send !== IN_PLACE) {
+      this.sameType('alltoall', send, recv);
+      this.count('alltoall', 'recv', recv.length, send.length);
+    }
+    if (recv.length % this.size !== 0) {
+      throw new NbcCountError(`Cannot alltoall on communicator ${this.ctx}: ${recv.length} elements do not split into ${this.size} equal blocks`);
+    }
+    let sv: Uint8Array;
+    let before: (() => void) | undefined;
+    if (send === IN_PLACE) {
+      // The input must survive while recv is overwritten: snapshot it at every start.
+      const copy = new Uint8Array(rv.byteLength);
+      sv = copy;
+      before = () => copy.set(rv);
+    } else {
+      sv = this.buf('alltoall', send, 'send');
+    }
+    const s = { ...this.base(), bytes: rv.byteLength / this.size };
+    return { coll: 'alltoall', sched: this.schedule('alltoall', s, opts, true), send: sv, recv: rv, before };
+  }
+  alltoall(send: BufOrInPlace, recv: Buf, opts?: CollOptions): void { this.launchPlan(this.planAlltoall(send, recv, opts)).wait(); }
+  ialltoall(send: BufOrInPlace, recv: Buf, opts?: CollOptions): CollRequest { return this.launchPlan(this.planAlltoall(send, recv, opts)); }
+  alltoallInit(send: BufOrInPlace, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(this.planAlltoall(send, recv, opts)); }
+
+  private planAlltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): Plan {
+    const sv = this.buf('alltoallv', send, 'send');
+    const rv = this.buf('alltoallv', recv, 'recv');
+    this.sameType('alltoallv', send, recv);
+    const bpe = bytesPerElement(dtypeOf(send));
+    const sx = this.vector('alltoallv', scounts, sdispls, bpe, send.length, 'send');
+    const rx = this.vector('alltoallv', rcounts, rdispls, bpe, recv.length, 'recv');
+    const s = { ...this.base(), counts: sx.c, displs: sx.d, rcounts: rx.c, rdispls: rx.d };
+    return { coll: 'alltoallv', sched: this.schedule('alltoallv', s, opts, false), send: sv, recv: rv };
+  }
+  alltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): void {
+    this.launchPlan(this.planAlltoallv(send, scounts, sdispls, recv, rcounts, rdispls, opts)).wait();
+  }
+  ialltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): CollRequest {
+    return this.launchPlan(this.planAlltoallv(send, scounts, sdispls, recv, rcounts, rdispls, opts));
+  }
+  alltoallvInit(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): PersistentRequest {
+    return this.persistent(this.planAlltoallv(send, scounts, sdispls, recv, rcounts, rdispls, opts));
+  }
+
+  // ---- reduce-scatter --------------------------------------------------------------------
+
+  /** reduceScatter: rank i gets `counts[i]` elements of the reduced vector. send may be IN_PLACE (input in recv, result at its start). */
+  private planReduceScatter(coll: 'reduceScatter' | 'reduceScatterBlock', send: BufOrInPlace, recv: Buf, counts: Counts | null, op: OpLike, opts?: CollOptions): Plan {
+    const rv = this.buf(coll, recv, 'recv');
+    const input = send === IN_PLACE ? recv : send;
+    const sv = this.buf(coll, input, 'send');
+    this.sameType(coll, input, recv);
+    const red = this.reduction(coll, op, input);
+    const bpe = bytesPerElement(red.dtype as DType);
+    let c: Int32Array;
+    if (counts === null) {
+      const n = send === IN_PLACE ? recv.length / this.size : recv.length;
+      this.count(coll, 'send', input.length, n * this.size);
+      c = new Int32Array(this.size).fill(n * bpe);
+    } else {
+      c = this.vector(coll, counts, null, bpe, input.length, 'send').c;
+      let total = 0;
+      for (let i = 0; i < this.size; i++) total += c[i]!;
+      this.count(coll, 'send', input.length, total / bpe);
+      if (send !== IN_PLACE) this.count(coll, 'recv', recv.length, c[this.rank]! / bpe);
+    }
+    for (let i = 0; i < this.size; i++) {
+      if (c[i]! % red.esize !== 0) {
+        throw new NbcCountError(`Cannot ${coll} on communicator ${this.ctx}: rank ${i}'s block of ${c[i]! / bpe} elements splits an item of the op`);
+      }
+    }
+    const out = send === IN_PLACE ? rv.subarray(0, c[this.rank]!) : rv;
+    const s = { ...this.base(), ...red, bytes: sv.byteLength, counts: c };
+    return { coll, sched: this.schedule(coll, s, opts, false), send: sv, recv: out };
+  }
+  reduceScatterBlock(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): void {
+    this.launchPlan(this.planReduceScatter('reduceScatterBlock', send, recv, null, op, opts)).wait();
+  }
+  ireduceScatterBlock(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): CollRequest {
+    return this.launchPlan(this.planReduceScatter('reduceScatterBlock', send, recv, null, op, opts));
+  }
+  reduceScatterBlockInit(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): PersistentRequest {
+    return this.persistent(this.planReduceScatter('reduceScatterBlock', send, recv, null, op, opts));
+  }
+  reduceScatter(send: BufOrInPlace, recv: Buf, counts: Counts, op: OpLike, opts?: CollOptions): void {
+    this.launchPlan(this.planReduceScatter('reduceScatter', send, recv, counts, op, opts)).wait();
+  }
+  ireduceScatter(send: BufOrInPlace, recv: Buf, counts: Counts, op: OpLike, opts?: CollOptions): CollRequest {
+    return this.launchPlan(this.planReduceScatter('reduceScatter', send, recv, counts, op, opts));
+  }
+  reduceScatterInit(send: BufOrInPlace, recv: Buf, counts: Counts, op: OpLike, opts?: CollOptions): PersistentRequest {
+    return this.persistent(this.planReduceScatter('reduceScatter', send, recv, counts, op, opts));
+  }
+
+  // ---- scan / exscan ------------------------------------------------------------------------
+
+  /** scan: rank i gets send_0 ⊕ ... ⊕ send_i; exscan: send_0 ⊕ ... ⊕ send_{i-1} (rank 0's recv is untouched). */
+  private planScan(coll: 'scan' | 'exscan', send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): Plan {
+    const rv = this.buf(coll, recv, 'recv');
+    const input = send === IN_PLACE ? recv : send;
+    this.sameType(coll, input, recv);
+    this.count(coll, 'recv', recv.length, input.length);
+    const red = this.reduction(coll, op, input);
+    let sv = this.buf(coll, input, 'send');
+    let before: (() => void) | undefined;
+    if (send === IN_PLACE) {
+      const copy = new Uint8Array(rv.byteLength);
+      sv = copy;
+      before = () => copy.set(rv);
+    }
+    const s = { ...this.base(), ...red, bytes: rv.byteLength };
+    return { coll, sched: this.schedule(coll, s, opts, true), send: sv, recv: rv, before };
+  }
+  scan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): void { this.launchPlan(this.planScan('scan', send, recv, op, opts)).wait(); }
+  iscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): CollRequest { return this.launchPlan(this.planScan('scan', send, recv, op, opts)); }
+  scanInit(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): PersistentRequest { return this.persistent(this.planScan('scan', send, recv, op, opts)); }
+  exscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): void { this.launchPlan(this.planScan('exscan', send, recv, op, opts)).wait(); }
+  iexscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): CollRequest { return this.launchPlan(this.planScan('exscan', send, recv, op, opts)); }
+  exscanInit(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): PersistentRequest { return this.persistent(this.planScan('exscan', send, recv, op, opts)); }
+
+  // ---- neighbour collectives (Cartesian communicators) ----------------------------------------
+
+  private neighbors(coll: string): Int32Array {
+    const t = this.cart(coll);
+    if (t.dims.length > 8) throw new NbcArgError(`Cannot ${coll}: at most 8 dimensions are supported; this grid has ${t.dims.length}`);
+    return Int32Array.from(cartNeighbors(t.dims, t.periods, this.rank));
+  }
+
+  /** neighborAllgather: recv block i comes from neighbour i (per dimension: -1 then +1). */
+  private planNeighborAllgather(send: Buf, recv: Buf, opts?: CollOptions): Plan {
+    const nb = this.neighbors('neighborAllgather');
+    const sv = this.buf('neighborAllgather', send, 'send');
+    const rv = this.buf('neighborAllgather', recv, 'recv');
+    this.sameType('neighborAllgather', send, recv);
+    this.count('neighborAllgather', 'recv', recv.length, send.length * nb.length);
+    const s = { ...this.base(), bytes: sv.byteLength, neighbors: nb };
+    return { coll: 'neighborAllgather', sched: this.schedule('neighborAllgather', s, opts, false), send: sv, recv: rv };
+  }
+  neighborAllgather(send: Buf, recv: Buf, opts?: CollOptions): void { this.launchPlan(this.planNeighborAllgather(send, recv, opts)).wait(); }
+  ineighborAllgather(send: Buf, recv: Buf, opts?: CollOptions): CollRequest { return this.launchPlan(this.planNeighborAllgather(send, recv, opts)); }
+  neighborAllgatherInit(send: Buf, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(this.planNeighborAllgather(send, recv, opts)); }
+
+  /** neighborAlltoall: send block i goes to neighbour i, recv block i comes from neighbour i. */
+  private planNeighborAlltoall(send: Buf, recv: Buf, opts?: CollOptions): Plan {
+    const nb = this.neighbors('neighborAlltoall');
+    this.sameType('neighborAlltoall', send, recv);
+    this.count('neighborAlltoall', 'recv', recv.length, send.length);
+    if (send.length % nb.length !== 0) {
+      throw new NbcCountError(`Cannot neighborAlltoall: ${send.length} elements do not split into ${nb.length} equal blocks (one per neighbour)`);
+    }
+    const sv = this.buf('neighborAlltoall', send, 'send');
+    const rv = this.buf('neighborAlltoall', recv, 'recv');
+    const B = sv.byteLength / nb.length;
+    const c = new Int32Array(nb.length).fill(B);
+    const d = Int32Array.from({ length: nb.length }, (_, i) => i * B);
+    const s = { ...this.base(), neighbors: nb, counts: c, displs: d, rcounts: c, rdispls: d };
+    return { coll: 'neighborAlltoall', sched: this.schedule('neighborAlltoall', s, opts, false), send: sv, recv: rv };
+  }
+  neighborAlltoall(send: Buf, recv: Buf, opts?: CollOptions): void { this.launchPlan(this.planNeighborAlltoall(send, recv, opts)).wait(); }
+  ineighborAlltoall(send: Buf, recv: Buf, opts?: CollOptions): CollRequest { return this.launchPlan(this.planNeighborAlltoall(send, recv, opts)); }
+  neighborAlltoallInit(send: Buf, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(this.planNeighborAlltoall(send, recv, opts)); }
+
+  private planNeighborAlltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): Plan {
+    const nb = this.neighbors('neighborAlltoallv');
+    this.sameType('neighborAlltoallv', send, recv);
+    const sv = this.buf('neighborAlltoallv', send, 'send');
+    const rv = this.buf('neighborAlltoallv', recv, 'recv');
+    const bpe = bytesPerElement(dtypeOf(send));
+    const vec = (counts: Counts, displs: Counts, len: number, what: string): { c: Int32Array; d: Int32Array } => {
+      if (counts?.length !== nb.length || displs?.length !== nb.length) {
+        throw new NbcCountError(`Cannot neighborAlltoallv: ${what} counts and displacements must have ${nb.length} entries (one per neighbour)`);
+      }
+      const c = new Int32Array(nb.length);
+      const d = new Int32Array(nb.length);
+      for (let i = 0; i < nb.length; i++) {
+        const n = counts[i]!;
+        const at = displs[i]!;
+        if (!Number.isInteger(n) || n < 0 || !Number.isInteger(at) || at < 0 || at + n > len) {
+          throw new NbcCountError(`Cannot neighborAlltoallv: ${what} entry ${i} (count ${String(n)} at ${String(at)}) does not fit a buffer of ${len} elements`);
+        }
+        c[i] = n * bpe;
+        d[i] = at * bpe;
+      }
+      return { c, d };
+    };
+    const sx = vec(scounts, sdispls, send.length, 'send');
+    const rx = vec(rcounts, rdispls, recv.length, 'recv');
+    const s = { ...this.base(), neighbors: nb, counts: sx.c, displs: sx.d, rcounts: rx.c, rdispls: rx.d };
+    return { coll: 'neighborAlltoallv', sched: this.schedule('neighborAlltoallv', s, opts, false), send: sv, recv: rv };
+  }
+  neighborAlltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): void {
+    this.launchPlan(this.planNeighborAlltoallv(send, scounts, sdispls, recv, rcounts, rdispls, opts)).wait();
+  }
+  ineighborAlltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): CollRequest {
+    return this.launchPlan(this.planNeighborAlltoallv(send, scounts, sdispls, recv, rcounts, rdispls, opts));
+  }
+  neighborAlltoallvInit(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): PersistentRequest {
+    return this.persistent(this.planNeighborAlltoallv(send, scounts, sdispls, recv, rcounts, rdispls, opts));
+  }
+}
+
+/** A communicator with a Cartesian topology (made by cartCreate). */
+export type CartComm = Communicator;
+
+export type { Progressor };

@@ -1,0 +1,198 @@
+/**
+ * Algorithm selection as data (MPICH's decision tree, UCC's score table): for each collective,
+ * the algorithms it has and the rules that choose one. A choice is a pure function of what
+ * every rank shares (communicator size, bytes per rank, op commutativity), so all ranks pick
+ * the same schedule. Overrides: `{ algorithm }` per call, then NBC_<COLLECTIVE>_ALGORITHM
+ * (e.g. NBC_ALLREDUCE_ALGORITHM=ring), then these rules. "knomial" takes its degree as
+ * "knomial:4" (2..8; default 4), "dissemination" its n as "dissemination:2" (1..8; default 1).
+ *
+ * Every threshold names the measurement that chose it (BENCHMARKS.md, "Switch points").
+ */
+import { NbcArgError, NbcOpError } from '../errors.js';
+import type { Schedule } from '../sched/schedule.js';
+import * as allgather from './allgather.js';
+import * as allreduce from './allreduce.js';
+import * as alltoall from './alltoall.js';
+import * as barrier from './barrier.js';
+import * as bcast from './bcast.js';
+import * as gather from './gather.js';
+import * as neighbor from './neighbor.js';
+import * as reduce from './reduce.js';
+import * as reduceScatter from './reduce-scatter.js';
+import * as scan from './scan.js';
+import type { CollShape } from './shape.js';
+
+export type CollName =
+  | 'barrier' | 'bcast' | 'reduce' | 'allreduce' | 'gather' | 'gatherv' | 'scatter' | 'scatterv'
+  | 'allgather' | 'allgatherv' | 'alltoall' | 'alltoallv' | 'reduceScatterBlock' | 'reduceScatter'
+  | 'scan' | 'exscan' | 'neighborAllgather' | 'neighborAlltoall' | 'neighborAlltoallv';
+
+interface Algorithm {
+  build: (s: CollShape) => Schedule;
+  /** Only correct for commutative ops (ring and Rabenseifner reorder the fold). */
+  commutativeOnly?: boolean;
+  /** Takes a degree (k-nomial k, or dissemination's n): [min, max, default]. */
+  radix?: readonly [number, number, number];
+}
+
+const KNOMIAL = [2, 8, 4] as const;
+
+const neighborAll = (s: CollShape): Schedule => neighbor.allgather(s as neighbor.NeighborShape);
+const neighborV = (s: CollShape): Schedule => neighbor.alltoallv(s as neighbor.NeighborShape);
+
+/** Every algorithm of every collective, by name. */
+export const ALGORITHMS: Record<CollName, Record<string, Algorithm>> = {
+  barrier: { dissemination: { build: barrier.dissemination, radix: [1, 8, 1] } },
+  bcast: {
+    binomial: { build: bcast.binomial },
+    knomial: { build: bcast.knomial, radix: KNOMIAL },
+    'scatter-allgather': { build: bcast.scatterAllgather },
+  },
+  reduce: {
+    binomial: { build: reduce.binomial },
+    knomial: { build: reduce.knomial, radix: KNOMIAL },
+    'reduce-scatter-gather': { build: reduce.reduceScatterGather, commutativeOnly: true },
+  },
+  allreduce: {
+    'recursive-doubling': { build: allreduce.recursiveDoubling },
+    knomial: { build: allreduce.knomialReduceBcast, radix: KNOMIAL },
+    rabenseifner: { build: allreduce.rabenseifner, commutativeOnly: true },
+    ring: { build: allreduce.ring, commutativeOnly: true },
+  },
+  gather: { binomial: { build: gather.gatherBinomial }, linear: { build: gather.gatherLinear } },
+  gatherv: { linear: { build: gather.gathervLinear } },
+  scatter: { binomial: { build: gather.scatterBinomial }, linear: { build: gather.scatterLinear } },
+  scatterv: { linear: { build: gather.scattervLinear } },
+  allgather: {
+    ring: { build: allgather.ring },
+    'recursive-doubling': { build: allgather.recursiveDoubling },
+    bruck: { build: allgather.bruck },
+  },
+  allgatherv: { ring: { build: allgather.ringV } },
+  alltoall: {
+    bruck: { build: alltoall.bruck },
+    pairwise: { build: alltoall.pairwise },
+    scattered: { build: alltoall.scattered },
+  },
+  alltoallv: { scattered: { build: alltoall.scatteredV } },
+  reduceScatterBlock: {
+    'reduce-scatterv': { build: reduceScatter.reduceThenScatter, radix: KNOMIAL },
+    ring: { build: reduceScatter.ring, commutativeOnly: true },
+  },
+  reduceScatter: {
+    'reduce-scatterv': { build: reduceScatter.reduceThenScatter, radix: KNOMIAL },
+    ring: { build: reduceScatter.ring, commutativeOnly: true },
+  },
+  scan: { 'recursive-doubling': { build: scan.scanRecursiveDoubling } },
+  exscan: { 'recursive-doubling': { build: scan.exscanRecursiveDoubling } },
+  neighborAllgather: { direct: { build: neighborAll } },
+  neighborAlltoall: { direct: { build: neighborV } },
+  neighborAlltoallv: { direct: { build: neighborV } },
+};
+
+interface Rule {
+  algorithm: string;
+  radix?: number;
+  /** The rule applies when every given bound holds. */
+  minBytes?: number;
+  maxBytes?: number;
+  minSize?: number;
+  commutative?: boolean;
+  /** Why this rule and threshold (the measurement that chose it). */
+  why: string;
+}
+
+/** First matching rule wins; every list ends with a rule that always matches. */
+export const RULES: Record<CollName, Rule[]> = {
+  barrier: [{ algorithm: 'dissemination', radix: 1, why: 'log2(p) rounds of empty messages; provisional until measured' }],
+  bcast: [
+    { algorithm: 'scatter-allgather', minBytes: 256 << 10, minSize: 4, why: 'large messages: ~2x bytes on the critical path instead of log p; provisional' },
+    { algorithm: 'binomial', why: 'latency-bound default' },
+  ],
+  reduce: [
+    { algorithm: 'reduce-scatter-gather', minBytes: 256 << 10, minSize: 4, commutative: true, why: 'large commutative: halves bytes per step; provisional' },
+    { algorithm: 'binomial', why: 'latency-bound default, any op' },
+  ],
+  allreduce: [
+    { algorithm: 'ring', minBytes: 1 << 20, minSize: 3, commutative: true, why: 'bandwidth-optimal for large vectors; provisional' },
+    { algorithm: 'rabenseifner', minBytes: 32 << 10, minSize: 3, commutative: true, why: 'reduce-scatter + allgather beats whole-vector exchanges above tens of KiB; provisional' },
+    { algorithm: 'recursive-doubling', why: 'log2(p) exchanges: lowest latency for small vectors, any op' },
+  ],
+  gather: [{ algorithm: 'binomial', why: 'log p rounds' }],
+  gatherv: [{ algorithm: 'linear', why: 'the only one' }],
+  scatter: [{ algorithm: 'binomial', why: 'log p rounds' }],
+  scatterv: [{ algorithm: 'linear', why: 'the only one' }],
+  allgather: [
+    { algorithm: 'ring', minBytes: 64 << 10, why: 'large blocks: bandwidth-optimal; provisional' },
+    { algorithm: 'bruck', why: 'ceil(log2 p) rounds for any p' },
+  ],
+  allgatherv: [{ algorithm: 'ring', why: 'the only one' }],
+  alltoall: [
+    { algorithm: 'bruck', maxBytes: 256, minSize: 8, why: 'small blocks on many ranks: log p messages; provisional' },
+    { algorithm: 'scattered', why: 'all exchanges in flight, destinations spread (seed 004)' },
+  ],
+  alltoallv: [{ algorithm: 'scattered', why: 'the only one' }],
+  reduceScatterBlock: [
+    { algorithm: 'ring', minBytes: 64 << 10, commutative: true, why: 'large commutative: each block reduced once; provisional' },
+    { algorithm: 'reduce-scatterv', radix: 2, why: 'any op, rank-ordered' },
+  ],
+  reduceScatter: [
+    { algorithm: 'ring', minBytes: 64 << 10, commutative: true, why: 'large commutative: each block reduced once; provisional' },
+    { algorithm: 'reduce-scatterv', radix: 2, why: 'any op, rank-ordered' },
+  ],
+  scan: [{ algorithm: 'recursive-doubling', why: 'the only one' }],
+  exscan: [{ algorithm: 'recursive-doubling', why: 'the only one' }],
+  neighborAllgather: [{ algorithm: 'direct', why: 'the only one' }],
+  neighborAlltoall: [{ algorithm: 'direct', why: 'the only one' }],
+  neighborAlltoallv: [{ algorithm: 'direct', why: 'the only one' }],
+};
+
+export interface Choice {
+  name: string;
+  radix: number;
+  build: (s: CollShape) => Schedule;
+}
+
+const envName = (coll: CollName): string => `NBC_${coll.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}_ALGORITHM`;
+
+function parse(coll: CollName, text: string, source: string): { name: string; radix?: number } {
+  const [name = '', k] = text.split(':');
+  const algs = ALGORITHMS[coll];
+  const alg = algs[name];
+  if (alg === undefined) {
+    throw new NbcArgError(`Cannot run ${coll} with algorithm '${text}' (${source}): expected one of ${Object.keys(algs).join(', ')}`);
+  }
+  if (k === undefined) return { name };
+  const radix = Number(k);
+  const range = alg.radix;
+  if (range === undefined || !Number.isInteger(radix) || radix < range[0] || radix > range[1]) {
+    throw new NbcArgError(`Cannot run ${coll} with algorithm '${text}' (${source}): ${range ? `the degree must be an integer ${range[0]}..${range[1]}` : `'${name}' takes no degree`}`);
+  }
+  return { name, radix };
+}
+
+/** Picks the algorithm for a call: override, environment, then the rules. */
+export function select(coll: CollName, s: { size: number; bytes: number; commutative: boolean }, override?: string): Choice {
+  let pick: { name: string; radix?: number } | undefined;
+  if (override !== undefined) pick = parse(coll, override, '{ algorithm }');
+  else {
+    const env = process.env[envName(coll)];
+    if (env !== undefined && env !== '') pick = parse(coll, env, envName(coll));
+  }
+  if (pick !== undefined) {
+    const alg = ALGORITHMS[coll][pick.name]!;
+    if (alg.commutativeOnly && !s.commutative) {
+      throw new NbcOpError(`Cannot run ${coll} with algorithm '${pick.name}' and a non-commutative op: '${pick.name}' reorders the reduction; expected a commutative op or another algorithm`);
+    }
+    return { name: pick.name, radix: pick.radix ?? alg.radix?.[2] ?? 2, build: alg.build };
+  }
+  for (const r of RULES[coll]) {
+    if (r.minBytes !== undefined && s.bytes < r.minBytes) continue;
+    if (r.maxBytes !== undefined && s.bytes > r.maxBytes) continue;
+    if (r.minSize !== undefined && s.size < r.minSize) continue;
+    if (r.commutative !== undefined && r.commutative !== s.commutative) continue;
+    const alg = ALGORITHMS[coll][r.algorithm]!;
+    return { name: r.algorithm, radix: r.radix ?? alg.radix?.[2] ?? 2, build: alg.build };
+  }
+  throw new NbcArgError(`no selection rule matched ${coll}`);
+}
