@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { connect, createServer } from 'node:net';
 import { test } from 'node:test';
@@ -118,6 +119,39 @@ test('a client closing before DONE makes every other node receive ABORT naming i
     await server.close();
   }
 });
+
+test('a killed node process makes the others receive ABORT naming it, without waiting for a timeout',
+  { timeout: 20_000 }, async () => {
+    const { secret, server, port } = await startServer(3);
+    const joined = [0, 1].map((id) => join(secret, port, id));
+    // Node 2 is a real process that joins, reports the table, then is killed.
+    const script = `
+      import { RendezvousClient } from './src/runtime/rendezvous.ts';
+      const c = new RendezvousClient();
+      await c.connect({ secret: Buffer.from('${secret.toString('hex')}', 'hex'), nodeId: 2, host: '127.0.0.1',
+        port: ${port}, hello: { host: '127.0.0.1', port: 9, nranks: 1 } });
+      process.stdout.write('joined\\n');
+      setInterval(() => {}, 1000);
+    `;
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script],
+      { stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      await once(child.stdout, 'data');
+      await Promise.all(joined.map((j) => j.table));
+      const aborts = joined.map((j) => once(j.client, 'abort') as Promise<[AbortMessage]>);
+      // No deadline is involved: the server has no timer that could produce this ABORT; the
+      // socket closed by the kernel is what tells it.
+      child.kill('SIGKILL');
+      for (const [msg] of await Promise.all(aborts)) {
+        assert.equal(msg.origin, 2);
+        assert.match(msg.reason, new RegExp(`^node 2 \\(pid ${child.pid}\\) lost: connection closed`));
+      }
+    } finally {
+      child.kill('SIGKILL');
+      await Promise.all(joined.map((j) => j.client.close()));
+      await server.close();
+    }
+  });
 
 test('an ABORT from one node reaches every node, and BROADCAST reaches every node in order', { timeout: 15_000 },
   async () => {

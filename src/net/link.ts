@@ -85,7 +85,11 @@ export interface LinkManagerOptions {
 }
 
 export type LinkEvents = {
-  /** A frame from `fromNode`. `body` stays valid after the listener returns. */
+  /**
+   * A frame from `fromNode`. `body` stays valid after the listener returns (it may be a view of
+   * a larger socket chunk: copy it if you keep it long). A listener that throws drops the link,
+   * reported as 'peer-lost' with that error as the cause.
+   */
   frame: [fromNode: number, type: number, body: Buffer];
   /** The link to `nodeId` failed (closed without BYE, errored, or could not be opened). */
   'peer-lost': [nodeId: number, err: Error];

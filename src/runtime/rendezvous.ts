@@ -543,7 +543,10 @@ export class RendezvousClient extends EventEmitter<RendezvousClientEvents> {
           if (!RETRYABLE.has(code)) {
             throw new NbcLaunchError(`Cannot reach the rendezvous at ${address}: ${reasonOf(err)}`, { cause: err });
           }
-          if (left <= 0 || this.closed) {
+          if (this.closed) {
+            throw new NbcInternalError(`Cannot connect to the rendezvous at ${address}: the client was closed`);
+          }
+          if (left <= 0) {
             throw new NbcTimeoutError(
               `Cannot reach the rendezvous at ${address} within ${timeoutMs} ms: ${reasonOf(err)} (is node 0 running?)`,
               { cause: err });
