@@ -200,12 +200,14 @@ test('detectWireup() rejects bad values with NbcLaunchError naming the variable 
   assert.throws(() => detectWireup({ NBC_NODES: '2', OMPI_COMM_WORLD_RANK: '0', OMPI_COMM_WORLD_SIZE: '2' }), hasCode(ErrorCode.LAUNCH, /NBC_NODES is set but NBC_NODE_RANK is not/));
   assert.throws(() => detectWireup({}), hasCode(ErrorCode.LAUNCH, /no launcher variables found/));
   assert.throws(() => detectWireup({ NBC_NODE_RANK: '', NBC_NODES: '' }), hasCode(ErrorCode.LAUNCH, /no launcher variables/));
-  for (const port of ['0', '65536', 'http', '80.5']) {
+  for (const port of ['-1', '65536', 'http', '80.5']) {
     assert.throws(
       () => detectWireup({ NBC_NODE_RANK: '0', NBC_NODES: '1', NBC_MASTER_PORT: port }),
-      hasCode(ErrorCode.LAUNCH, new RegExp(`NBC_MASTER_PORT=${port.replace('.', '\\.')} is not a valid port; expected an integer in 1..65535`)),
+      hasCode(ErrorCode.LAUNCH, new RegExp(`NBC_MASTER_PORT=${port.replace('.', '\\.')} is not a valid port; expected an integer in 0..65535`)),
     );
   }
+  // 0 is valid: node 0 picks a free port and reports it to its launcher (nbc run).
+  assert.equal(detectWireup({ NBC_NODE_RANK: '0', NBC_NODES: '1', NBC_MASTER_PORT: '0' }).masterPort, 0);
 });
 
 test('detectWireup() rejects an NBC_SECRET that is not 64 hex digits, without echoing it', () => {
