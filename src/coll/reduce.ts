@@ -46,18 +46,14 @@ export function knomialReduceInto(b: ScheduleBuilder, s: CollShape, k: number,
     b.reduce(s.op, s.dtype, { buf: SEND, offset: 0, bytes: all }, { buf: TMP, offset: last });
     acc = { buf: TMP, offset: last };
   }
-  const isTreeRoot = node.parent < 0;
-  if (!isTreeRoot) {
+  if (node.parent >= 0) {
     b.send(toActual(node.parent, treeRoot, p), { ...acc, bytes: all });
     b.round();
-    return;
-  }
-  // tree root
-  if (treeRoot === s.root) {
+  } else if (treeRoot === s.root) {
     b.copy({ ...acc, bytes: all }, dst);
     b.round();
   } else {
-    b.send(s.root, { ...acc, bytes: all });
+    b.send(s.root, { ...acc, bytes: all }); // rank 0 hands the rank-ordered result to the root
     b.round();
   }
   if (s.rank === s.root && treeRoot !== s.root) {

@@ -31,7 +31,7 @@ export interface CollBuffers {
   tmp: Uint8Array;
 }
 
-const NOT_STARTED = 0;
+/** DAG action states (0 = not started). */
 const STARTED = 1;
 const DONE = 2;
 

@@ -1,0 +1,58 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { runOk } from './helpers.ts';
+
+const T = { timeout: 180_000 };
+
+/** Comm sizes 1..9 and 16 (non-powers of two included) over 1..3 nodes. */
+const shapes: Array<[number, number]> = [[1, 1], [2, 1], [3, 3], [4, 2], [5, 2], [6, 3], [7, 3], [8, 4], [9, 3], [16, 8]];
+
+describe('collectives against a sequential reference', () => {
+  for (const [n, ppn] of shapes) {
+    test(`every collective x algorithm x root x dtype/op (and IN_PLACE) matches the reference on ${n} ranks over ${Math.ceil(n / ppn)} node(s)`, T, async () => {
+      const r = await runOk('coll.ts', n, ppn, ['props']);
+      const checks = r.ranks.map((x) => x.result as number);
+      assert.ok(checks.every((c) => c === checks[0] && c > 150), `checks per rank: ${checks.join(', ')}`);
+    });
+  }
+
+  test('24 outstanding collectives on world, a dup and a split complete in scrambled order', T, async () => {
+    const r = await runOk('coll.ts', 6, 2, ['scrambled']);
+    assert.deepEqual(r.ranks.map((x) => x.result), new Array(6).fill(24));
+  });
+
+  test('a persistent allreduce restarted 1,000 times gives the right sum every time', T, async () => {
+    const r = await runOk('coll.ts', 4, 2, ['persistent', '1000']);
+    assert.deepEqual(r.ranks.map((x) => x.result), new Array(4).fill(1000));
+  });
+
+  test('allreduce of random floats: every rank holds identical bits, and reruns repeat them', T, async () => {
+    const r = await runOk('coll.ts', 7, 3, ['determinism']);
+    const digests = new Set(r.ranks.map((x) => x.result));
+    assert.equal(digests.size, 1, 'all ranks report the same values');
+  });
+
+  test('bad input raises the right NbcError code before any message is sent', T, async () => {
+    const r = await runOk('coll.ts', 3, 2, ['badinput']);
+    for (const x of r.ranks) {
+      assert.deepEqual(x.result, {
+        'allreduce length mismatch': 'NBC_ERR_COUNT',
+        'allreduce type mismatch': 'NBC_ERR_TYPE',
+        'bad root': 'NBC_ERR_ROOT',
+        'negative root': 'NBC_ERR_ROOT',
+        'band on Float64Array': 'NBC_ERR_OP',
+        'unknown op': 'NBC_ERR_OP',
+        'minloc odd count': 'NBC_ERR_COUNT',
+        'allgatherv counts short': 'NBC_ERR_COUNT',
+        'allgatherv counts overflow': 'NBC_ERR_COUNT',
+        'reduceScatter counts do not add up': 'NBC_ERR_COUNT',
+        'unknown algorithm': 'NBC_ERR_ARG',
+        'ring with non-commutative op': 'NBC_ERR_OP',
+        'offload executor': 'NBC_ERR_ARG',
+        'neighbor on a plain communicator': 'NBC_ERR_COMM',
+        'alltoall indivisible': 'NBC_ERR_COUNT',
+        messagesSentMeanwhile: '0',
+      });
+    }
+  });
+});

@@ -1,0 +1,472 @@
+/**
+ * Collective property checks, run on every rank of a job. Every rank generates every rank's
+ * inputs (deterministic in rank, index and case), so each can compute the expected result
+ * with the sequential reference (nbcoll/testing) and compare. Inputs are small integers, so
+ * every algorithm's fold order must give the reference's exact result, floats included.
+ *
+ * Modes (args[0]):
+ *   props [filter]   every collective x algorithm x root x dtype/op x in-place variant
+ *   scrambled        many outstanding collectives on world, dup and split, completed in
+ *                    a different order on different ranks
+ *   persistent N     one persistent allreduce restarted N times with fresh data
+ *   determinism      allreduce of random floats: every rank holds the same bits, run after run
+ *   badinput         invalid calls raise their NbcError code before any message is sent
+ */
+import assert from 'node:assert/strict';
+import {
+  ALGORITHMS, IN_PLACE, NbcError, Op, dimsCreate, type Communicator, type TypedArray,
+} from 'nbcoll';
+import { DType, ctorOf, dtypeOf, isBigInt, referenceReduce } from 'nbcoll/testing';
+
+type DT = (typeof DType)[keyof typeof DType];
+type OpSpec = { name: string; op: string | Op; item: number; commutative: boolean };
+
+// 2x2 integer matrices, row-major: inout = input x inout (not commutative).
+const matmul = Op.create((inout: Float64Array, input: Float64Array) => {
+  for (let k = 0; k < inout.length; k += 4) {
+    const a = input[k]!, b = input[k + 1]!, c = input[k + 2]!, d = input[k + 3]!;
+    const e = inout[k]!, f = inout[k + 1]!, g = inout[k + 2]!, h = inout[k + 3]!;
+    inout[k] = a * e + b * g;
+    inout[k + 1] = a * f + b * h;
+    inout[k + 2] = c * e + d * g;
+    inout[k + 3] = c * f + d * h;
+  }
+}, { commutative: false, itemLength: 4, name: 'matmul' });
+
+const COMBOS: Array<[DT, OpSpec]> = [
+  [DType.Float64, { name: 'sum', op: 'sum', item: 1, commutative: true }],
+  [DType.Int32, { name: 'prod', op: 'prod', item: 1, commutative: true }],
+  [DType.Float64, { name: 'matmul', op: matmul, item: 4, commutative: false }],
+  [DType.Uint8, { name: 'max', op: 'max', item: 1, commutative: true }],
+  [DType.Int16, { name: 'min', op: 'min', item: 1, commutative: true }],
+  [DType.Float32, { name: 'sum', op: 'sum', item: 1, commutative: true }],
+  [DType.BigInt64, { name: 'sum', op: 'sum', item: 1, commutative: true }],
+  [DType.Float64, { name: 'minloc', op: 'minloc', item: 2, commutative: true }],
+  [DType.BigUint64, { name: 'band', op: 'band', item: 1, commutative: true }],
+  [DType.Int8, { name: 'bxor', op: 'bxor', item: 1, commutative: true }],
+  [DType.Int32, { name: 'maxloc', op: 'maxloc', item: 2, commutative: true }],
+  [DType.Uint16, { name: 'lor', op: 'lor', item: 1, commutative: true }],
+  [DType.Uint32, { name: 'land', op: 'land', item: 1, commutative: true }],
+  [DType.Int32, { name: 'lxor', op: 'lxor', item: 1, commutative: true }],
+  [DType.Uint8Clamped, { name: 'sum', op: 'sum', item: 1, commutative: true }],
+  [DType.Int32, { name: 'bor', op: 'bor', item: 1, commutative: true }],
+  [DType.Float64, { name: 'prod', op: 'prod', item: 1, commutative: true }],
+];
+
+/** Input element i of `rank` for case `salt`: small integers so every fold order is exact. */
+function gen(dt: DT, op: string, rank: number, n: number, salt: number): TypedArray {
+  const a = new (ctorOf(dt) as unknown as new (n: number) => TypedArray)(n);
+  const unsigned = dt === DType.Uint8 || dt === DType.Uint16 || dt === DType.Uint32 || dt === DType.BigUint64 || dt === DType.Uint8Clamped;
+  for (let i = 0; i < n; i++) {
+    const h = (rank * 7919 + i * 104729 + salt * 31) % 1009;
+    let v: number;
+    if (op === 'prod' || op === 'matmul') v = (h % 4) - 1; // -1..2
+    else if (op === 'minloc' || op === 'maxloc') v = i % 2 === 1 ? rank : (h % 5) - 2; // (value, index) pairs
+    else if (op === 'sum') v = (h % 21) - 10;
+    else v = (h % 9) - 4;
+    if (unsigned) v = Math.abs(v) + (op === 'minloc' || op === 'maxloc' ? 0 : (h % 3));
+    (a as unknown as Array<number | bigint>)[i] = isBigInt(dt) ? BigInt(v) : v;
+  }
+  return a;
+}
+
+function eq(what: string, got: ArrayLike<unknown>, want: ArrayLike<unknown>): void {
+  if (got.length !== want.length) assert.fail(`${what}: length ${got.length}, expected ${want.length}`);
+  for (let i = 0; i < want.length; i++) {
+    if (got[i] !== want[i] && !(Number.isNaN(got[i]) && Number.isNaN(want[i]))) {
+      assert.fail(`${what}: element ${i} is ${String(got[i])}, expected ${String(want[i])} (got [${Array.from(got).slice(0, 12).join(', ')}], want [${Array.from(want).slice(0, 12).join(', ')}])`);
+    }
+  }
+}
+
+const like = (a: TypedArray, n = a.length): TypedArray => new (a.constructor as new (n: number) => TypedArray)(n);
+const poison = (a: TypedArray): TypedArray => {
+  (a as unknown as { fill(v: unknown): void }).fill(isBigInt(dtypeOf(a)) ? 77n : 77);
+  return a;
+};
+
+/** Algorithm names to try for a collective, with degree variants. */
+function algorithms(coll: string): string[] {
+  const names = Object.keys((ALGORITHMS as Record<string, Record<string, unknown>>)[coll]!);
+  const out: string[] = [];
+  for (const n of names) {
+    if (n === 'knomial' || n === 'reduce-scatterv') out.push(`${n}:2`, `${n}:3`, `${n}:8`);
+    else if (n === 'dissemination') out.push('dissemination:1', 'dissemination:2', 'dissemination:3');
+    else out.push(n);
+  }
+  return out;
+}
+
+const COMMUTATIVE_ONLY = new Set(['rabenseifner', 'ring', 'reduce-scatter-gather']);
+
+function props(w: Communicator, filter: string | undefined): number {
+  const p = w.size;
+  const roots = p <= 9 ? Array.from({ length: p }, (_, i) => i) : [0, 5, p - 1];
+  const counts = [0, 1, 3, 8, 33];
+  let checks = 0;
+  let salt = 0;
+  const want = (coll: string): boolean => filter === undefined || filter === coll;
+  const combosFor = (alg: string): Array<[DT, OpSpec]> =>
+    COMBOS.filter(([, o]) => o.commutative || !COMMUTATIVE_ONLY.has(alg.split(':')[0]!));
+
+  // -- barrier
+  if (want('barrier')) for (const alg of algorithms('barrier')) { w.barrier({ algorithm: alg }); checks++; }
+
+  // -- bcast
+  if (want('bcast')) for (const alg of algorithms('bcast')) for (const root of roots) {
+    for (const dt of [DType.Float64, DType.Int8, DType.BigUint64]) {
+      const n = counts[++salt % counts.length]! * 3;
+      const ref = gen(dt, 'x', root, n, salt);
+      const buf = w.rank === root ? gen(dt, 'x', root, n, salt) : poison(like(ref));
+      w.bcast(buf, root, { algorithm: alg });
+      eq(`bcast/${alg} root ${root} ${n} elements`, buf, ref);
+      checks++;
+    }
+  }
+
+  // -- reduce and allreduce
+  for (const coll of ['reduce', 'allreduce'] as const) {
+    if (!want(coll)) continue;
+    for (const alg of algorithms(coll)) {
+      for (const root of coll === 'reduce' ? roots : [0]) {
+        const combos = combosFor(alg);
+        for (let c = 0; c < 3; c++) {
+          const [dt, o] = combos[(++salt) % combos.length]!;
+          const n = counts[salt % counts.length]! * o.item * (salt % 4 === 0 ? 40 : 1);
+          const all = Array.from({ length: p }, (_, r) => gen(dt, o.name, r, n, salt));
+          const ref = referenceReduce(o.op as never, dt, all);
+          const inPlace = salt % 3 === 0;
+          const mine = gen(dt, o.name, w.rank, n, salt);
+          const what = `${coll}/${alg} ${o.name}/${dt} root ${root} n ${n}${inPlace ? ' in place' : ''}`;
+          if (coll === 'allreduce') {
+            if (inPlace) {
+              w.allreduce(IN_PLACE, mine, o.op, { algorithm: alg });
+              eq(what, mine, ref);
+            } else {
+              const out = poison(like(mine));
+              w.allreduce(mine, out, o.op, { algorithm: alg });
+              eq(what, out, ref);
+              eq(`${what} (send untouched)`, mine, all[w.rank]!);
+            }
+          } else if (w.rank === root) {
+            if (inPlace) {
+              w.reduce(IN_PLACE, mine, o.op, root, { algorithm: alg });
+              eq(what, mine, ref);
+            } else {
+              const out = poison(like(mine));
+              w.reduce(mine, out, o.op, root, { algorithm: alg });
+              eq(what, out, ref);
+            }
+          } else {
+            w.reduce(mine, null, o.op, root, { algorithm: alg });
+          }
+          checks++;
+        }
+      }
+    }
+  }
+
+  // -- gather, scatter, allgather, alltoall (and v-variants)
+  const dts = [DType.Float64, DType.Int32, DType.Uint8, DType.BigInt64];
+  if (want('gather')) for (const alg of algorithms('gather')) for (const root of roots) {
+    const dt = dts[++salt % dts.length]!;
+    const n = counts[salt % counts.length]!;
+    const blocks = Array.from({ length: p }, (_, r) => gen(dt, 'x', r, n, salt));
+    const inPlace = salt % 2 === 0;
+    const what = `gather/${alg} root ${root} n ${n}${inPlace ? ' in place' : ''}`;
+    if (w.rank === root) {
+      const out = poison(like(blocks[0]!, n * p));
+      if (inPlace) {
+        (out as Float64Array).set(blocks[root] as Float64Array, root * n);
+        w.gather(IN_PLACE, out, root, { algorithm: alg });
+      } else {
+        w.gather(blocks[w.rank]!, out, root, { algorithm: alg });
+      }
+      for (let r = 0; r < p; r++) eq(`${what} block ${r}`, out.subarray(r * n, (r + 1) * n), blocks[r]!);
+    } else {
+      w.gather(blocks[w.rank]!, null, root, { algorithm: alg });
+    }
+    checks++;
+  }
+  if (want('scatter')) for (const alg of algorithms('scatter')) for (const root of roots) {
+    const dt = dts[++salt % dts.length]!;
+    const n = counts[salt % counts.length]!;
+    const blocks = Array.from({ length: p }, (_, r) => gen(dt, 'x', r, n, salt));
+    const full = like(blocks[0]!, n * p);
+    blocks.forEach((b, r) => (full as Float64Array).set(b as Float64Array, r * n));
+    const inPlace = salt % 2 === 0;
+    const what = `scatter/${alg} root ${root} n ${n}${inPlace ? ' in place' : ''}`;
+    if (w.rank === root && inPlace) {
+      w.scatter(full, IN_PLACE, root, { algorithm: alg });
+      eq(what, full.subarray(root * n, (root + 1) * n), blocks[root]!);
+    } else {
+      const out = poison(like(blocks[0]!));
+      w.scatter(w.rank === root ? full : null, out, root, { algorithm: alg });
+      eq(what, out, blocks[w.rank]!);
+    }
+    checks++;
+  }
+  if (want('gatherv') || want('scatterv')) for (const root of roots) {
+    const dt = dts[++salt % dts.length]!;
+    const cnt = Array.from({ length: p }, (_, r) => (r * 3 + salt) % 4);
+    const dsp: number[] = [];
+    let at = 0;
+    for (let r = 0; r < p; r++) { dsp.push(at + 1); at += cnt[r]! + 1; }
+    const blocks = Array.from({ length: p }, (_, r) => gen(dt, 'x', r, cnt[r]!, salt));
+    if (want('gatherv')) {
+      const out = w.rank === root ? poison(like(blocks[0]!, at)) : null;
+      w.gatherv(blocks[w.rank]!, out, cnt, dsp, root);
+      if (out) for (let r = 0; r < p; r++) eq(`gatherv root ${root} block ${r}`, out.subarray(dsp[r]!, dsp[r]! + cnt[r]!), blocks[r]!);
+      checks++;
+    }
+    if (want('scatterv')) {
+      const full = poison(like(blocks[0]!, at));
+      blocks.forEach((b, r) => (full as Float64Array).set(b as Float64Array, dsp[r]!));
+      const out = poison(like(blocks[0]!, cnt[w.rank]!));
+      w.scatterv(w.rank === root ? full : null, cnt, dsp, out, root);
+      eq(`scatterv root ${root}`, out, blocks[w.rank]!);
+      checks++;
+    }
+  }
+  if (want('allgather')) for (const alg of algorithms('allgather')) for (let k = 0; k < 4; k++) {
+    const dt = dts[++salt % dts.length]!;
+    const n = counts[salt % counts.length]!;
+    const blocks = Array.from({ length: p }, (_, r) => gen(dt, 'x', r, n, salt));
+    const out = poison(like(blocks[0]!, n * p));
+    const inPlace = k % 2 === 1;
+    if (inPlace) {
+      (out as Float64Array).set(blocks[w.rank] as Float64Array, w.rank * n);
+      w.allgather(IN_PLACE, out, { algorithm: alg });
+    } else {
+      w.allgather(blocks[w.rank]!, out, { algorithm: alg });
+    }
+    for (let r = 0; r < p; r++) eq(`allgather/${alg} n ${n}${inPlace ? ' in place' : ''} block ${r}`, out.subarray(r * n, (r + 1) * n), blocks[r]!);
+    checks++;
+  }
+  if (want('allgatherv')) for (let k = 0; k < 3; k++) {
+    const dt = dts[++salt % dts.length]!;
+    const cnt = Array.from({ length: p }, (_, r) => (r + salt) % 3);
+    const dsp: number[] = [];
+    let at = 0;
+    for (let r = 0; r < p; r++) { dsp.push(at); at += cnt[r]! + (r % 2); }
+    const blocks = Array.from({ length: p }, (_, r) => gen(dt, 'x', r, cnt[r]!, salt));
+    const out = poison(like(blocks[0]!, at));
+    w.allgatherv(blocks[w.rank]!, out, cnt, dsp);
+    for (let r = 0; r < p; r++) eq(`allgatherv block ${r}`, out.subarray(dsp[r]!, dsp[r]! + cnt[r]!), blocks[r]!);
+    checks++;
+  }
+  if (want('alltoall')) for (const alg of algorithms('alltoall')) for (let k = 0; k < 4; k++) {
+    const dt = dts[++salt % dts.length]!;
+    const n = counts[salt % counts.length]!;
+    // rank r's block j: gen(r*p + j)
+    const block = (r: number, j: number): TypedArray => gen(dt, 'x', r * p + j, n, salt);
+    const send = like(block(0, 0), n * p);
+    for (let j = 0; j < p; j++) (send as Float64Array).set(block(w.rank, j) as Float64Array, j * n);
+    const inPlace = k === 3;
+    let out: TypedArray;
+    if (inPlace) {
+      out = send;
+      w.alltoall(IN_PLACE, out, { algorithm: alg });
+    } else {
+      out = poison(like(send));
+      w.alltoall(send, out, { algorithm: alg });
+    }
+    for (let i = 0; i < p; i++) eq(`alltoall/${alg} n ${n}${inPlace ? ' in place' : ''} block ${i}`, out.subarray(i * n, (i + 1) * n), block(i, w.rank));
+    checks++;
+  }
+  if (want('alltoallv')) for (let k = 0; k < 3; k++) {
+    const dt = dts[++salt % dts.length]!;
+    const c = (from: number, to: number): number => (from + 2 * to + salt) % 3;
+    const block = (from: number, to: number): TypedArray => gen(dt, 'x', from * p + to, c(from, to), salt);
+    const sc = Array.from({ length: p }, (_, j) => c(w.rank, j));
+    const rc = Array.from({ length: p }, (_, i) => c(i, w.rank));
+    const sd: number[] = [];
+    const rd: number[] = [];
+    let sa = 0;
+    let ra = 0;
+    for (let j = 0; j < p; j++) { sd.push(sa); sa += sc[j]!; rd.push(ra + 1); ra += rc[j]! + 1; }
+    const send = like(block(0, 0), sa);
+    for (let j = 0; j < p; j++) (send as Float64Array).set(block(w.rank, j) as Float64Array, sd[j]!);
+    const out = poison(like(send, ra + 1));
+    w.alltoallv(send, sc, sd, out, rc, rd);
+    for (let i = 0; i < p; i++) eq(`alltoallv from ${i}`, out.subarray(rd[i]!, rd[i]! + rc[i]!), block(i, w.rank));
+    checks++;
+  }
+
+  // -- reduce-scatter, scan, exscan
+  for (const coll of ['reduceScatterBlock', 'reduceScatter'] as const) {
+    if (!want(coll)) continue;
+    for (const alg of algorithms(coll)) for (let k = 0; k < 4; k++) {
+      const combos = combosFor(alg);
+      const [dt, o] = combos[(++salt) % combos.length]!;
+      const cnt = Array.from({ length: p }, (_, r) => (coll === 'reduceScatterBlock' ? counts[salt % counts.length]! : (r + salt) % 3) * o.item);
+      const total = cnt.reduce((a, b) => a + b, 0);
+      const all = Array.from({ length: p }, (_, r) => gen(dt, o.name, r, total, salt));
+      const ref = referenceReduce(o.op as never, dt, all);
+      const start = cnt.slice(0, w.rank).reduce((a, b) => a + b, 0);
+      const out = poison(like(all[0]!, cnt[w.rank]!));
+      const mine = gen(dt, o.name, w.rank, total, salt);
+      if (coll === 'reduceScatterBlock') w.reduceScatterBlock(mine, out, o.op, { algorithm: alg });
+      else w.reduceScatter(mine, out, cnt, o.op, { algorithm: alg });
+      eq(`${coll}/${alg} ${o.name}/${dt} counts [${cnt.join(',')}]`, out, ref.subarray(start, start + cnt[w.rank]!));
+      checks++;
+    }
+  }
+  for (const coll of ['scan', 'exscan'] as const) {
+    if (!want(coll)) continue;
+    for (let k = 0; k < COMBOS.length; k++) {
+      const [dt, o] = COMBOS[k]!;
+      const n = counts[(++salt) % counts.length]! * o.item;
+      const all = Array.from({ length: p }, (_, r) => gen(dt, o.name, r, n, salt));
+      const inPlace = k % 3 === 2;
+      const mine = gen(dt, o.name, w.rank, n, salt);
+      const out = inPlace ? mine : poison(like(mine));
+      const before = Array.from(out as ArrayLike<unknown>);
+      if (coll === 'scan') w.scan(inPlace ? IN_PLACE : mine, out, o.op);
+      else w.exscan(inPlace ? IN_PLACE : mine, out, o.op);
+      const upto = coll === 'scan' ? w.rank + 1 : w.rank;
+      const what = `${coll} ${o.name}/${dt} n ${n}${inPlace ? ' in place' : ''}`;
+      if (upto === 0) eq(`${what} (rank 0 untouched)`, out, before);
+      else eq(what, out, referenceReduce(o.op as never, dt, all.slice(0, upto)));
+      checks++;
+    }
+  }
+
+  // -- neighbour collectives on Cartesian grids (2-D periodic x non-periodic, 1-D periodic)
+  if (want('neighbor')) {
+    for (const [dims, periods] of [[dimsCreate(p, 2), [true, false]], [[p], [true]], [dimsCreate(p, 2), [true, true]]] as Array<[number[], boolean[]]>) {
+      const cart = w.cartCreate(dims, periods)!;
+      const slots: number[] = [];
+      for (let d = 0; d < dims.length; d++) {
+        const { source, dest } = cart.shift(d, 1);
+        slots.push(source, dest);
+      }
+      const m = slots.length;
+      const n = 2 + (salt++ % 3);
+      const out = poison(new Float64Array(n * m));
+      const fresh = poison(new Float64Array(n * m));
+      cart.neighborAllgather(gen(DType.Float64, 'x', cart.rank, n, salt) as Float64Array, out);
+      slots.forEach((nb, i) => eq(`neighborAllgather ${dims.join('x')} slot ${i}`, out.subarray(i * n, (i + 1) * n),
+        nb < 0 ? fresh.subarray(0, n) : gen(DType.Float64, 'x', nb, n, salt)));
+      // alltoall: rank r's block j is gen(r*m + j); slot i receives neighbour i's block i^1
+      const send = new Float64Array(n * m);
+      for (let j = 0; j < m; j++) send.set(gen(DType.Float64, 'x', cart.rank * m + j, n, salt) as Float64Array, j * n);
+      const out2 = poison(new Float64Array(n * m));
+      cart.neighborAlltoall(send, out2);
+      slots.forEach((nb, i) => eq(`neighborAlltoall ${dims.join('x')} periods ${periods.join(',')} slot ${i}`, out2.subarray(i * n, (i + 1) * n),
+        nb < 0 ? fresh.subarray(0, n) : gen(DType.Float64, 'x', nb * m + (i ^ 1), n, salt)));
+      const sc = Array.from({ length: m }, () => n);
+      const sd = Array.from({ length: m }, (_, j) => j * n);
+      const out3 = poison(new Float64Array(n * m));
+      const r = cart.ineighborAlltoallv(send, sc, sd, out3, sc, sd);
+      r.wait();
+      eq('neighborAlltoallv equals neighborAlltoall', out3, out2);
+      checks += 3;
+    }
+  }
+  return checks;
+}
+
+function scrambled(w: Communicator): number {
+  const dup = w.dup();
+  const half = w.split(w.rank % 2)!;
+  const comms = [w, dup, half, w, dup, half];
+  const reqs = [];
+  const outs: Float64Array[] = [];
+  const expect: number[] = [];
+  for (let k = 0; k < 24; k++) {
+    const c = comms[k % comms.length]!;
+    const n = 1 + (k * 37) % 300;
+    const send = new Float64Array(n).fill(c.rank + k);
+    const out = new Float64Array(n);
+    reqs.push(k % 4 === 3 ? c.ibcast(out.fill(c.rank === 0 ? k : -1), 0) : c.iallreduce(send, out, 'sum'));
+    outs.push(out);
+    expect.push(k % 4 === 3 ? k : (c.size * (c.size - 1)) / 2 + c.size * k);
+  }
+  // Complete in a rank-dependent order: reversed on odd ranks, rotated on even ones.
+  const order = reqs.map((_, i) => i);
+  if (w.rank % 2 === 1) order.reverse();
+  else order.push(...order.splice(0, w.rank % reqs.length));
+  for (const i of order) reqs[i]!.wait();
+  outs.forEach((o, k) => eq(`scrambled collective ${k}`, [o[0]], [expect[k]]));
+  return reqs.length;
+}
+
+function persistent(w: Communicator, times: number): number {
+  const n = 17;
+  const send = new Int32Array(n);
+  const recv = new Int32Array(n);
+  const req = w.allreduceInit(send, recv, 'sum');
+  for (let t = 0; t < times; t++) {
+    for (let i = 0; i < n; i++) send[i] = w.rank * t + i;
+    req.start();
+    req.wait();
+    const want = (w.size * (w.size - 1) / 2) * t;
+    for (let i = 0; i < n; i++) if (recv[i] !== want + w.size * i) assert.fail(`start ${t}: element ${i} is ${recv[i]}, expected ${want + w.size * i}`);
+  }
+  req.free();
+  return times;
+}
+
+function determinism(w: Communicator): string {
+  // random floats: tree orders round differently from the reference, but every rank must
+  // hold the same bits, and the same algorithm must give the same bits every time
+  const n = 1000;
+  const digests: string[] = [];
+  for (const alg of ['recursive-doubling', 'knomial:3', 'rabenseifner', 'ring']) {
+    let x = 1234567 + w.rank * 7;
+    const send = new Float64Array(n).map(() => ((x = (x * 48271) % 2147483647) / 2147483647 - 0.5) * 1e3);
+    const a = new Float64Array(n);
+    const b = new Float64Array(n);
+    w.allreduce(send, a, 'sum', { algorithm: alg });
+    w.allreduce(send, b, 'sum', { algorithm: alg });
+    eq(`${alg} run twice`, new Uint8Array(b.buffer), new Uint8Array(a.buffer));
+    const all = new Float64Array(n * w.size);
+    w.allgather(a, all);
+    for (let r = 0; r < w.size; r++) eq(`${alg} rank ${r} holds rank 0's bits`, new Uint8Array(all.buffer, r * n * 8, n * 8), new Uint8Array(all.buffer, 0, n * 8));
+    digests.push(`${alg}:${a[0]}`);
+  }
+  return digests.join(' ');
+}
+
+function badinput(w: Communicator): Record<string, string> {
+  const codes: Record<string, string> = {};
+  const before = w.stats().host.messagesSent;
+  const grab = (name: string, fn: () => unknown): void => {
+    try {
+      fn();
+      codes[name] = 'no error';
+    } catch (err) {
+      codes[name] = err instanceof NbcError ? err.code : `not an NbcError: ${String(err)}`;
+    }
+  };
+  const f8 = new Float64Array(8);
+  grab('allreduce length mismatch', () => w.allreduce(f8, new Float64Array(16), 'sum'));
+  grab('allreduce type mismatch', () => w.allreduce(f8, new Int32Array(8), 'sum'));
+  grab('bad root', () => w.bcast(f8, w.size));
+  grab('negative root', () => w.reduce(f8, f8, 'sum', -1));
+  grab('band on Float64Array', () => w.allreduce(f8, new Float64Array(8), 'band'));
+  grab('unknown op', () => w.allreduce(f8, new Float64Array(8), 'avg' as never));
+  grab('minloc odd count', () => w.allreduce(new Float64Array(3), new Float64Array(3), 'minloc'));
+  grab('allgatherv counts short', () => w.allgatherv(f8, new Float64Array(64), [1], [0]));
+  grab('allgatherv counts overflow', () => w.allgatherv(f8, new Float64Array(4), new Array(w.size).fill(8), new Array(w.size).fill(0)));
+  grab('reduceScatter counts do not add up', () => w.reduceScatter(f8, new Float64Array(1), new Array(w.size).fill(1000), 'sum'));
+  grab('unknown algorithm', () => w.allreduce(f8, new Float64Array(8), 'sum', { algorithm: 'quantum' }));
+  grab('ring with non-commutative op', () => w.allreduce(new Float64Array(8), new Float64Array(8), matmul, { algorithm: 'ring' }));
+  grab('offload executor', () => w.allreduce(f8, new Float64Array(8), 'sum', { executor: 'offload' }));
+  grab('neighbor on a plain communicator', () => w.neighborAllgather(f8, new Float64Array(8)));
+  grab('alltoall indivisible', () => w.alltoall(new Float64Array(w.size * 2 + 1), new Float64Array(w.size * 2 + 1)));
+  codes.messagesSentMeanwhile = String(w.stats().host.messagesSent - before);
+  return codes;
+}
+
+export default function main(w: Communicator, args: string[]): unknown {
+  switch (args[0]) {
+    case 'props': return props(w, args[1]);
+    case 'scrambled': return scrambled(w);
+    case 'persistent': return persistent(w, Number(args[1] ?? 1000));
+    case 'determinism': return determinism(w);
+    case 'badinput': return badinput(w);
+    default: throw new Error(`unknown mode ${args[0]}`);
+  }
+}
