@@ -143,6 +143,8 @@ export function launch(entry: string, opts: LaunchOptions): Promise<LaunchResult
         NBC_MASTER_PORT: String(masterPort),
         NBC_SECRET: secret,
         NBC_JOB_ID: jobId,
+        // every node of this job runs on this host: it decides how long waiting ranks spin
+        NBC_HOST_RANKS: String(n),
       };
       const args = [CLI, 'node', '--ppn', String(ranksOf(node))];
       if (opts.tagOutput) args.push('--tag-output');

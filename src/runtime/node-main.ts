@@ -9,6 +9,7 @@
  * node or link is lost) is reported once, by whoever saw it, and stops every node.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { NbcError, NbcLaunchError } from '../errors.js';
 import { LinkManager } from '../net/link.js';
@@ -184,6 +185,14 @@ export async function runNode(o: NodeOptions): Promise<number> {
   engine = new Engine(shared, enginePlacement, links, (err) => fail(`node ${nodeRank} engine failed: ${formatError(err)}`, 1));
   engine.start();
 
+  // Spin budget before parking. When the job's ranks on this host fit its cores, waiting ranks
+  // poll for up to 2 ms, as MPI ranks busy-poll: a parked thread takes tens of microseconds to
+  // wake here, which would otherwise dominate every round trip. On an oversubscribed host
+  // (e.g. 16 ranks on 2 cores) they spin 20 us and park, so waiting never starves the ranks
+  // that have work. Measured in BENCHMARKS.md ("Waiting"); NBC_SPIN_US overrides.
+  const hostRanks = Number(process.env.NBC_HOST_RANKS ?? o.ranks);
+  const spinUs = o.spinUs ?? (hostRanks <= availableParallelism() ? 2000 : 20);
+
   const results: Array<{ rank: number; result: unknown }> = [];
   let running = o.ranks;
   const rankMain = new URL('./rank-main.js', import.meta.url);
@@ -195,7 +204,7 @@ export async function runNode(o: NodeOptions): Promise<number> {
       entry: o.entry,
       args: o.args,
       eagerLimit: o.eagerLimit,
-      spinUs: o.spinUs,
+      spinUs,
     };
     const w = new Worker(rankMain, { workerData: boot, argv: o.args, stdout: true, stderr: true, name: `nbc rank ${rank}` });
     workers.push(w);
