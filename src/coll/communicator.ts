@@ -16,7 +16,7 @@ import {
   NbcArgError, NbcCountError, NbcRootError, NbcTypeError,
 } from '../errors.js';
 import {
-  builtinOpById, bytesPerElement, dtypeOf, reduceBytes, resolveOp, USER_OP_ID_BASE, type DType, type Op, type OpLike,
+  builtinOpById, bytesPerElement, ctorOf, dtypeOf, reduceBytes, resolveOp, USER_OP_ID_BASE, type DType, type Op, type OpLike,
 } from '../ops/index.js';
 import { IN_PLACE, type InPlace } from '../p2p/constants.js';
 import type { Progressor, Status } from '../p2p/request.js';
@@ -24,7 +24,7 @@ import type { Transport } from '../p2p/transport.js';
 import { CollRequest, HostExecutor, type ReduceFn } from '../sched/host.js';
 import type { Schedule } from '../sched/schedule.js';
 import { select, type CollName } from './select.js';
-import { shape, type CollShape } from './shape.js';
+import { pow2Floor, shape, type CollShape } from './shape.js';
 
 export interface CollOptions {
   /** Algorithm name (see select.ts), e.g. 'ring' or 'knomial:4'. */
@@ -126,6 +126,47 @@ export class Communicator extends Comm {
 
   // ---- plumbing ---------------------------------------------------------------------
 
+  /** Tag of the next collective instance: its sequence number, times 16 sub-tags. */
+  private nextTag(): number {
+    return ((this.collSeq++ & 0x7ffffff) * 16) | 0;
+  }
+
+  /** Scratch memory of the lean paths, grown on demand, with one cached view per dtype. */
+  private scratch = new ArrayBuffer(0);
+  private scratchU8 = new Uint8Array(0);
+  private scratchViews: Array<TypedArray | undefined> = [];
+
+  private scratchView(dt: DType, bytes: number): TypedArray {
+    if (this.scratch.byteLength < bytes) {
+      this.scratch = new ArrayBuffer(Math.max(bytes, 2 * this.scratch.byteLength, 64));
+      this.scratchU8 = new Uint8Array(this.scratch);
+      this.scratchViews = [];
+    }
+    let v = this.scratchViews[dt];
+    if (v === undefined) {
+      const Ctor = ctorOf(dt) as unknown as new (b: ArrayBufferLike) => TypedArray;
+      v = new Ctor(this.scratch);
+      this.scratchViews[dt] = v;
+    }
+    return v;
+  }
+
+  /**
+   * The lean path applies to a blocking call that leaves the algorithm to the selection table,
+   * on the host executor, with a message that travels eagerly.
+   */
+  private leanEligible(opts: CollOptions | undefined, bytes: number): boolean {
+    return (opts === undefined || (opts.algorithm === undefined && (opts.executor ?? 'host') === 'host')) &&
+      bytes <= this.transport.eagerLimit && this.size > 1;
+  }
+
+  private leanRecv(into: Uint8Array, from: number, tag: number): void {
+    const t = this.transport;
+    const req = t.irecv(into, 1, from, this.collCtx, tag);
+    t.waitUntil(req);
+    if (req.error) throw req.error;
+  }
+
   private schedule(coll: CollName, s: CollShape, opts: CollOptions | undefined, cacheable: boolean): Schedule {
     this.check(coll);
     if (opts?.executor !== undefined && opts.executor !== 'host') {
@@ -158,7 +199,7 @@ export class Communicator extends Comm {
   launchPlan(plan: Plan): CollRequest {
     this.check(plan.coll);
     plan.before?.();
-    const tag = ((this.collSeq++ & 0x7ffffff) * 16) | 0;
+    const tag = this.nextTag();
     const sched = plan.sched;
     const t = this.transport;
     let tmp = EMPTY;
@@ -244,7 +285,30 @@ export class Communicator extends Comm {
   private planBarrier(opts?: CollOptions): Plan {
     return { coll: 'barrier', sched: this.schedule('barrier', this.base(), opts, true), send: EMPTY, recv: EMPTY };
   }
-  barrier(opts?: CollOptions): void { this.launchPlan(this.planBarrier(opts)).wait(); }
+  barrier(opts?: CollOptions): void {
+    this.check('barrier');
+    if (this.leanEligible(opts, 0)) {
+      const c = select('barrier', { size: this.size, bytes: 0, commutative: true });
+      if (c.radix === 1) {
+        this.leanBarrier();
+        return;
+      }
+    }
+    this.launchPlan(this.planBarrier(opts)).wait();
+  }
+
+  /** Blocking dissemination barrier (n = 1) straight on the transport; same messages as its schedule. */
+  private leanBarrier(): void {
+    const t = this.transport;
+    const tag = this.nextTag();
+    const p = this.size;
+    for (let dist = 1; dist < p; dist *= 2) {
+      const req = t.irecv(EMPTY, 1, (this.rank - dist + p) % p, this.collCtx, tag);
+      t.send(EMPTY, this.worldRanks[(this.rank + dist) % p]!, this.collCtx, this.rank, tag);
+      t.waitUntil(req);
+      if (req.error) throw req.error;
+    }
+  }
   ibarrier(opts?: CollOptions): CollRequest { return this.launchPlan(this.planBarrier(opts)); }
   barrierInit(opts?: CollOptions): PersistentRequest { return this.persistent(this.planBarrier(opts)); }
 
@@ -307,7 +371,7 @@ export class Communicator extends Comm {
   }
 
   /** allreduce: the result in `recv` on every rank. Either buffer may be IN_PLACE (the other is reduced in place). */
-  private planAllreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): Plan {
+  private checkAllreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike) {
     if (send === IN_PLACE && recv === IN_PLACE) throw new NbcArgError('Cannot allreduce with both buffers IN_PLACE: expected one real buffer');
     const input = (send === IN_PLACE ? recv : send) as Buf;
     const output = (recv === IN_PLACE ? send : recv) as Buf;
@@ -316,17 +380,82 @@ export class Communicator extends Comm {
     this.sameType('allreduce', input, output);
     this.count('allreduce', 'recv', output.length, input.length);
     const red = this.reduction('allreduce', op, input);
+    return { sv, rv, output, red };
+  }
+  private planAllreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): Plan {
+    const { sv, rv, red } = this.checkAllreduce(send, recv, op);
     const s = { ...this.base(), ...red, bytes: sv.byteLength };
     return { coll: 'allreduce', sched: this.schedule('allreduce', s, opts, true), send: sv, recv: rv };
   }
   allreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): void {
-    this.launchPlan(this.planAllreduce(send, recv, op, opts)).wait();
+    this.check('allreduce');
+    const c = this.checkAllreduce(send, recv, op);
+    const bytes = c.sv.byteLength;
+    if (this.leanEligible(opts, bytes) &&
+      select('allreduce', { size: this.size, bytes, commutative: c.red.commutative }).name === 'recursive-doubling') {
+      this.leanAllreduce(c.sv, c.rv, c.output, c.red.op, c.red.dtype as DType);
+      return;
+    }
+    const s = { ...this.base(), ...c.red, bytes };
+    this.launchPlan({ coll: 'allreduce', sched: this.schedule('allreduce', s, opts, true), send: c.sv, recv: c.rv }).wait();
   }
   iallreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): CollRequest {
     return this.launchPlan(this.planAllreduce(send, recv, op, opts));
   }
   allreduceInit(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): PersistentRequest {
     return this.persistent(this.planAllreduce(send, recv, op, opts));
+  }
+
+  /**
+   * Blocking small allreduce without the schedule machinery: exactly the recursive-doubling
+   * schedule (allreduce.ts) — same messages, same tags, same fold order, so the same bits —
+   * run straight on the transport. Per call it saves the plan, the request and the rounds,
+   * which is most of the cost of an 8-byte allreduce.
+   */
+  private leanAllreduce(sv: Uint8Array, rv: Uint8Array, mine: TypedArray, opId: number, dt: DType): void {
+    const t = this.transport;
+    const tag = this.nextTag();
+    const bytes = sv.byteLength;
+    if (sv.buffer !== rv.buffer || sv.byteOffset !== rv.byteOffset) rv.set(sv);
+    const count = mine.length;
+    const kernel = opById(opId).kernel(dt);
+    const theirs = this.scratchView(dt, bytes);
+    const theirBytes = this.scratchU8.subarray(0, bytes);
+    const p = this.size;
+    const rank = this.rank;
+    const pp = pow2Floor(p);
+    const r = p - pp;
+    let newrank = rank - r;
+    if (rank < 2 * r) {
+      if (rank % 2 === 0) {
+        t.send(rv, this.worldRanks[rank + 1]!, this.collCtx, rank, tag);
+        newrank = -1;
+      } else {
+        this.leanRecv(theirBytes, rank - 1, tag);
+        kernel(mine, 0, theirs, 0, count);
+        newrank = rank >> 1;
+      }
+    }
+    if (newrank >= 0) {
+      for (let mask = 1; mask < pp; mask <<= 1) {
+        const pnr = newrank ^ mask;
+        const partner = pnr < r ? pnr * 2 + 1 : pnr + r;
+        const req = t.irecv(theirBytes, 1, partner, this.collCtx, tag);
+        t.send(rv, this.worldRanks[partner]!, this.collCtx, rank, tag);
+        t.waitUntil(req);
+        if (req.error) throw req.error;
+        if (pnr < newrank) {
+          kernel(mine, 0, theirs, 0, count);
+        } else {
+          kernel(theirs, 0, mine, 0, count);
+          rv.set(theirBytes);
+        }
+      }
+    }
+    if (rank < 2 * r) {
+      if (rank % 2 === 1) t.send(rv, this.worldRanks[rank - 1]!, this.collCtx, rank, tag);
+      else this.leanRecv(rv, rank + 1, tag);
+    }
   }
 
   // ---- gather / scatter -----------------------------------------------------------------

@@ -171,13 +171,26 @@ function parse(coll: CollName, text: string, source: string): { name: string; ra
   return { name, radix };
 }
 
+/** NBC_<COLL>_ALGORITHM, read once per process (reading process.env costs ~0.2 us). */
+const envOverrides = new Map<CollName, string | null>();
+
+function envOverride(coll: CollName): string | null {
+  let v = envOverrides.get(coll);
+  if (v === undefined) {
+    const text = process.env[envName(coll)];
+    v = text === undefined || text === '' ? null : text;
+    envOverrides.set(coll, v);
+  }
+  return v;
+}
+
 /** Picks the algorithm for a call: override, environment, then the rules. */
 export function select(coll: CollName, s: { size: number; bytes: number; commutative: boolean }, override?: string): Choice {
   let pick: { name: string; radix?: number } | undefined;
   if (override !== undefined) pick = parse(coll, override, '{ algorithm }');
   else {
-    const env = process.env[envName(coll)];
-    if (env !== undefined && env !== '') pick = parse(coll, env, envName(coll));
+    const env = envOverride(coll);
+    if (env !== null) pick = parse(coll, env, envName(coll));
   }
   if (pick !== undefined) {
     const alg = ALGORITHMS[coll][pick.name]!;

@@ -95,7 +95,7 @@ export class HostExecutor {
       if (finished || req.round + req.remaining !== before) any = true;
       if (!finished) this.active[w++] = req;
     }
-    this.active.length = w;
+    if (w !== this.active.length) this.active.length = w;
     return any;
   }
 
