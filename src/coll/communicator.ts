@@ -17,6 +17,7 @@ import {
 } from '../errors.js';
 import {
   builtinOpById, bytesPerElement, ctorOf, dtypeOf, reduceBytes, resolveOp, USER_OP_ID_BASE, type DType, type Op, type OpLike,
+  type ReduceKernel,
 } from '../ops/index.js';
 import { IN_PLACE, type InPlace } from '../p2p/constants.js';
 import type { Progressor, Status } from '../p2p/request.js';
@@ -45,6 +46,8 @@ interface Plan {
   recv: Uint8Array;
   /** Runs before every start (e.g. snapshotting an in-place alltoall's input). */
   before?: () => void;
+  /** Scratch owned by a persistent request (one instance at a time); else pooled per start. */
+  tmp?: Uint8Array;
 }
 
 const EMPTY: Uint8Array = new Uint8Array(0);
@@ -54,9 +57,32 @@ const executors = new WeakMap<Transport, HostExecutor>();
 
 const opById = (id: number): Op => (id < USER_OP_ID_BASE ? builtinOpById(id) : userOps.get(id)!);
 
-const reduceFn: ReduceFn = (opId, dt, input, inout) => {
-  reduceBytes(opById(opId), dt as DType, inout.buffer, inout.byteOffset, input.buffer, input.byteOffset,
-    input.byteLength / bytesPerElement(dt as DType));
+/** Kernels by op id and dtype, resolved (and validated) once. */
+const kernels: Array<Array<ReduceKernel | undefined>> = [];
+
+function kernelFor(opId: number, dt: DType): ReduceKernel {
+  const row = (kernels[opId] ??= []);
+  return (row[dt] ??= opById(opId).kernel(dt));
+}
+
+/**
+ * The executor's reduction: two views and the cached kernel. (reduceBytes' per-buffer view
+ * cache suits long-lived buffers; collectives see fresh user and scratch buffers all the time,
+ * which would only churn that cache.) Unaligned or overlapping operands take reduceBytes,
+ * which handles both.
+ */
+const reduceFn: ReduceFn = (opId, dtId, input, inout) => {
+  const dt = dtId as DType;
+  const bpe = bytesPerElement(dt);
+  const n = input.byteLength / bpe;
+  const overlap = input.buffer === inout.buffer &&
+    input.byteOffset < inout.byteOffset + inout.byteLength && inout.byteOffset < input.byteOffset + input.byteLength;
+  if (input.byteOffset % bpe !== 0 || inout.byteOffset % bpe !== 0 || overlap) {
+    reduceBytes(opById(opId), dt, inout.buffer, inout.byteOffset, input.buffer, input.byteOffset, n);
+    return;
+  }
+  const Ctor = ctorOf(dt) as unknown as new (b: ArrayBufferLike, off: number, len: number) => TypedArray;
+  kernelFor(opId, dt)(new Ctor(inout.buffer, inout.byteOffset, n), 0, new Ctor(input.buffer, input.byteOffset, n), 0, n);
 };
 
 /** A persistent collective: start() it any number of times; wait()/test() each start. */
@@ -112,7 +138,13 @@ export class PersistentRequest implements PromiseLike<Status> {
 
 export class Communicator extends Comm {
   private collSeq = 0;
-  private readonly cache = new Map<string, Schedule>();
+  /**
+   * Schedules by call shape. Hits update a use tick in place (no delete/re-insert: that would
+   * leave a dead entry and a promoted key string in a long-lived Map on every call, which is
+   * old-space garbage and, in a tight loop, major GCs).
+   */
+  private readonly cache = new Map<string, { sched: Schedule; used: number }>();
+  private cacheTick = 0;
 
   private get executor(): HostExecutor {
     const t = this.transport;
@@ -179,9 +211,8 @@ export class Communicator extends Comm {
       key = `${coll}|${choice.name}|${choice.radix}|${s.root}|${s.bytes}|${s.esize}|${s.dtype}|${s.op}|${s.commutative}`;
       const hit = this.cache.get(key);
       if (hit !== undefined) {
-        this.cache.delete(key); // refresh its place in the LRU order
-        this.cache.set(key, hit);
-        return hit;
+        hit.used = ++this.cacheTick;
+        return hit.sched;
       }
     }
     const sched = choice.build(full);
@@ -189,8 +220,18 @@ export class Communicator extends Comm {
       process.stderr.write(`[rank ${this.rank} comm ${this.ctx}] ${sched.toString((id) => opById(id).name)}\n`);
     }
     if (cacheable) {
-      this.cache.set(key, sched);
-      if (this.cache.size > CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value!);
+      if (this.cache.size >= CACHE_LIMIT) {
+        let oldest = '';
+        let oldestUse = Infinity;
+        for (const [k, v] of this.cache) {
+          if (v.used < oldestUse) {
+            oldest = k;
+            oldestUse = v.used;
+          }
+        }
+        this.cache.delete(oldest);
+      }
+      this.cache.set(key, { sched, used: ++this.cacheTick });
     }
     return sched;
   }
@@ -202,22 +243,45 @@ export class Communicator extends Comm {
     const tag = this.nextTag();
     const sched = plan.sched;
     const t = this.transport;
-    let tmp = EMPTY;
-    let arenaOffset = -1;
-    if (sched.tmpBytes > 0) {
-      // Large scratch comes from the arena, so messages sent from it need no staging copy.
-      if (sched.tmpBytes > t.eagerLimit) arenaOffset = t.allocator.alloc(sched.tmpBytes);
-      tmp = arenaOffset >= 0
-        ? new Uint8Array(t.shared.slices[t.ep]!, arenaOffset, sched.tmpBytes)
-        : new Uint8Array(sched.tmpBytes);
+    let tmp = plan.tmp ?? EMPTY;
+    let release: (() => void) | null = null;
+    if (sched.tmpBytes > 0 && plan.tmp === undefined) {
+      // Large scratch comes from the arena, so messages sent from it need no staging copy;
+      // small scratch is recycled through a pool rather than allocated per call.
+      const arenaOffset = sched.tmpBytes > t.eagerLimit ? t.allocator.alloc(sched.tmpBytes) : -1;
+      if (arenaOffset >= 0) {
+        tmp = new Uint8Array(t.shared.slices[t.ep]!, arenaOffset, sched.tmpBytes);
+        release = () => t.allocator.free(arenaOffset);
+      } else {
+        const pooled = this.takeTmp(sched.tmpBytes);
+        tmp = pooled.subarray(0, sched.tmpBytes);
+        release = () => this.tmpPool.push(pooled);
+      }
     }
     const req = this.executor.start(sched, { collCtx: this.collCtx, rank: this.rank, worldRanks: this.worldRanks },
       { send: plan.send, recv: plan.recv, tmp }, tag);
-    if (arenaOffset >= 0) {
-      if (req.done) t.allocator.free(arenaOffset);
-      else req.onDone = () => t.allocator.free(arenaOffset);
+    if (release !== null) {
+      if (req.done) release();
+      else req.onDone = release;
     }
     return req;
+  }
+
+  /** Recycled scratch buffers of finished collectives. */
+  private readonly tmpPool: Uint8Array[] = [];
+
+  private takeTmp(bytes: number): Uint8Array {
+    const pool = this.tmpPool;
+    for (let i = pool.length - 1; i >= 0; i--) {
+      const b = pool[i]!;
+      if (b.byteLength >= bytes) {
+        pool[i] = pool[pool.length - 1]!;
+        pool.pop();
+        return b;
+      }
+    }
+    if (pool.length > 32) pool.length = 0; // only too-small buffers left: let them go
+    return new Uint8Array(Math.max(64, 1 << Math.ceil(Math.log2(bytes))));
   }
 
   private base(root = 0): CollShape {
@@ -277,6 +341,7 @@ export class Communicator extends Comm {
   }
 
   private persistent(plan: Plan): PersistentRequest {
+    if (plan.sched.tmpBytes > 0) plan.tmp = new Uint8Array(plan.sched.tmpBytes);
     return new PersistentRequest(this, plan);
   }
 
