@@ -104,40 +104,38 @@ interface Rule {
 
 /** First matching rule wins; every list ends with a rule that always matches. */
 export const RULES: Record<CollName, Rule[]> = {
-  barrier: [{ algorithm: 'dissemination', radix: 1, why: 'log2(p) rounds of empty messages; provisional until measured' }],
+  barrier: [{ algorithm: 'dissemination', radix: 1, why: 'ceil(log2 p) rounds of empty messages; n > 1 only adds messages per round on 2 cores' }],
   bcast: [
-    { algorithm: 'scatter-allgather', minBytes: 256 << 10, minSize: 4, why: 'large messages: ~2x bytes on the critical path instead of log p; provisional' },
-    { algorithm: 'binomial', why: 'latency-bound default' },
+    { algorithm: 'binomial', why: 'bench/results/bcast-n4-*.json: binomial or knomial:4 fastest at every size to 2 MiB on 4 ranks; scatter-allgather slower everywhere (2-3x), so it is never chosen automatically here' },
   ],
   reduce: [
-    { algorithm: 'reduce-scatter-gather', minBytes: 256 << 10, minSize: 4, commutative: true, why: 'large commutative: halves bytes per step; provisional' },
-    { algorithm: 'binomial', why: 'latency-bound default, any op' },
+    { algorithm: 'reduce-scatter-gather', minBytes: 512 << 10, minSize: 2, commutative: true, why: 'same halving phase that makes Rabenseifner allreduce win from 128-512 KiB (allreduce-n2/n4-*.json)' },
+    { algorithm: 'binomial', why: 'latency-bound default, any op (rank-ordered for non-commutative ops)' },
   ],
   allreduce: [
-    { algorithm: 'ring', minBytes: 1 << 20, minSize: 3, commutative: true, why: 'bandwidth-optimal for large vectors; provisional' },
-    { algorithm: 'rabenseifner', minBytes: 32 << 10, minSize: 3, commutative: true, why: 'reduce-scatter + allgather beats whole-vector exchanges above tens of KiB; provisional' },
-    { algorithm: 'recursive-doubling', why: 'log2(p) exchanges: lowest latency for small vectors, any op' },
+    { algorithm: 'rabenseifner', minBytes: 128 << 10, commutative: true, why: 'allreduce-n2-*.json: 48 vs 59 us at 128 KiB, 134 vs 183 us at 512 KiB against recursive doubling; n4: wins from 512 KiB (529 vs 770 us), 2 MiB 1267 vs 4153 us' },
+    { algorithm: 'recursive-doubling', why: 'allreduce-n2-*.json: fastest or tied below 128 KiB; any op; its blocking small case runs on the lean path' },
   ],
   gather: [{ algorithm: 'binomial', why: 'log p rounds' }],
   gatherv: [{ algorithm: 'linear', why: 'the only one' }],
   scatter: [{ algorithm: 'binomial', why: 'log p rounds' }],
   scatterv: [{ algorithm: 'linear', why: 'the only one' }],
   allgather: [
-    { algorithm: 'ring', minBytes: 64 << 10, why: 'large blocks: bandwidth-optimal; provisional' },
-    { algorithm: 'bruck', why: 'ceil(log2 p) rounds for any p' },
+    { algorithm: 'ring', minBytes: 64 << 10, why: 'large blocks: p-1 neighbour steps, no block sent twice (theory; not yet measured apart on 2 cores)' },
+    { algorithm: 'bruck', why: 'ceil(log2 p) rounds for any p (theory; not yet measured apart on 2 cores)' },
   ],
   allgatherv: [{ algorithm: 'ring', why: 'the only one' }],
   alltoall: [
-    { algorithm: 'bruck', maxBytes: 256, minSize: 8, why: 'small blocks on many ranks: log p messages; provisional' },
-    { algorithm: 'scattered', why: 'all exchanges in flight, destinations spread (seed 004)' },
+    { algorithm: 'bruck', maxBytes: 256, minSize: 8, why: 'small blocks on many ranks: log2 p messages instead of p-1 (theory: at 4 ranks, alltoall-n4-*.json shows a tie at <= 256 B, so it only applies from 8 ranks)' },
+    { algorithm: 'scattered', why: 'alltoall-n4-*.json: fastest from 2 KiB (126 vs 138/179 us; 158 vs 292/384 us at 32 KiB)' },
   ],
   alltoallv: [{ algorithm: 'scattered', why: 'the only one' }],
   reduceScatterBlock: [
-    { algorithm: 'ring', minBytes: 64 << 10, commutative: true, why: 'large commutative: each block reduced once; provisional' },
+    { algorithm: 'ring', minBytes: 128 << 10, commutative: true, why: 'large commutative: each block reduced once, like the Rabenseifner allreduce that wins from 128 KiB' },
     { algorithm: 'reduce-scatterv', radix: 2, why: 'any op, rank-ordered' },
   ],
   reduceScatter: [
-    { algorithm: 'ring', minBytes: 64 << 10, commutative: true, why: 'large commutative: each block reduced once; provisional' },
+    { algorithm: 'ring', minBytes: 128 << 10, commutative: true, why: 'large commutative: each block reduced once, like the Rabenseifner allreduce that wins from 128 KiB' },
     { algorithm: 'reduce-scatterv', radix: 2, why: 'any op, rank-ordered' },
   ],
   scan: [{ algorithm: 'recursive-doubling', why: 'the only one' }],
