@@ -73,6 +73,14 @@ describe('launcher', () => {
     assert.deepEqual(processesMatching(token), []);
   });
 
+  test('the flagship demo (npm start) runs on 3 emulated nodes and checks its own results', T, () => {
+    const demo = fileURLToPath(new URL('../dist/examples/demo.js', import.meta.url));
+    const p = spawnSync(process.execPath, [CLI, 'run', '-n', '6', '--ppn', '2', '--tag-output', demo], { encoding: 'utf8', timeout: 45_000 });
+    assert.equal(p.status, 0, p.stderr);
+    assert.match(p.stdout, /\[0\] token came back from rank 5 after visiting \[0 -> 1 -> 2 -> 3 -> 4 -> 5\]/);
+    assert.match(p.stdout, /allreduce of 1000 doubles over 6 ranks: correct/);
+  });
+
   test('a job that returns results resolves launch() with them per rank', T, async () => {
     const r = await runOk('p2p.ts', 3, 2, ['ring', '16']);
     assert.deepEqual(r.ranks.map((x) => [x.rank, x.node]), [[0, 0], [1, 0], [2, 1]]);

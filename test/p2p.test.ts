@@ -68,7 +68,21 @@ describe('point-to-point', () => {
   }
 });
 
+describe('requests', () => {
+  for (const ppn of [2, 1]) {
+    test(`waitAny, testAny, testAll, await req, probe and iprobe behave as in MPI (${ppn === 2 ? 'intra' : 'inter'}-node)`, T, async () => {
+      const r = await runOk('p2p.ts', 2, ppn, ['requests']);
+      assert.deepEqual(r.ranks.map((x) => x.result), ['ok', 'ok']);
+    });
+  }
+});
+
 describe('communicators', () => {
+  test('create(group) gives the group members a working communicator and the others null', T, async () => {
+    const r = await runOk('p2p.ts', 5, 2, ['groups']);
+    assert.deepEqual(r.ranks.map((x) => x.result), [6, null, 6, null, 6]);
+  });
+
   test('world, dup and split traffic never cross; split orders by key; splitShared groups a node', T, async () => {
     const r = await runOk('p2p.ts', 7, 3, ['isolation']);
     for (const x of r.ranks) {

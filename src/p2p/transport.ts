@@ -564,7 +564,11 @@ export class Transport implements Progressor {
     this.spinThenPark(() => reqs.some((r) => r.done));
   }
 
-  /** Calls `callback` after the next doorbell (or 50 ms), without blocking the thread. */
+  /**
+   * Calls `callback` after the next doorbell (or 50 ms), without blocking the thread. A timer
+   * backs the Atomics.waitAsync up: a pending waitAsync does not keep Node's event loop alive,
+   * so without a ref'd handle `await req` at a job's top level would let the worker exit.
+   */
   parkAsync(callback: () => void): void {
     this.asyncWaiters.push(callback);
     if (this.asyncArmed) return;
@@ -572,7 +576,12 @@ export class Transport implements Progressor {
     const c = this.control;
     Atomics.store(c, this.sleepIdx, 1);
     const seen = Atomics.load(c, this.doorbellIdx);
+    let fired = false;
+    let timer: NodeJS.Timeout | undefined = undefined;
     const fire = (): void => {
+      if (fired) return;
+      fired = true;
+      if (timer !== undefined) clearTimeout(timer);
       Atomics.store(c, this.sleepIdx, 0);
       this.asyncArmed = false;
       const waiters = this.asyncWaiters;
@@ -583,6 +592,7 @@ export class Transport implements Progressor {
       setImmediate(fire);
       return;
     }
+    timer = setTimeout(fire, 50);
     const r = Atomics.waitAsync(c, this.doorbellIdx, seen, 50);
     if (r.async) void r.value.then(fire);
     else setImmediate(fire);

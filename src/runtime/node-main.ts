@@ -47,6 +47,10 @@ export type NodeToLauncher =
 const log = (msg: string): void => {
   process.stderr.write(`nbc: ${msg}\n`);
 };
+/** For net/ and the rendezvous, whose messages carry their own "nbc: " prefix. */
+const rawLog = (msg: string): void => {
+  process.stderr.write(`${msg}\n`);
+};
 
 function toParent(msg: NodeToLauncher): void {
   if (process.send !== undefined && process.connected) process.send(msg);
@@ -133,11 +137,11 @@ export async function runNode(o: NodeOptions): Promise<number> {
   // ---- wire-up ----------------------------------------------------------------------
   let counts = [o.ranks];
   if (nodes > 1) {
-    links = new LinkManager({ nodeId: nodeRank, secret, host: o.bindHost, log, emulate: o.link });
+    links = new LinkManager({ nodeId: nodeRank, secret, host: o.bindHost, log: rawLog, emulate: o.link });
     const addr = await links.listen();
     let masterPort = o.wireup.masterPort;
     if (nodeRank === 0) {
-      server = new RendezvousServer({ secret, nodes, host: o.bindHost ?? '127.0.0.1', port: masterPort, log });
+      server = new RendezvousServer({ secret, nodes, host: o.bindHost ?? '127.0.0.1', port: masterPort, log: rawLog });
       masterPort = await server.listen();
       toParent({ type: 'master', port: masterPort });
     }

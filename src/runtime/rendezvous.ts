@@ -413,10 +413,14 @@ export class RendezvousServer extends EventEmitter<RendezvousServerEvents> {
     }
   }
 
-  private abortJob(msg: AbortMessage): void {
+  /**
+   * Sends ABORT to every node. `announce`: log the reason here, for aborts the server itself
+   * detected (a lost node); a node that asks for an abort has reported its reason already.
+   */
+  private abortJob(msg: AbortMessage, announce = false): void {
     if (this.aborted || this.shutdownSent) return;
     this.aborted = true;
-    this.log(`nbc: rendezvous: aborting job (origin node ${msg.origin}, exit code ${msg.exitCode}): ${msg.reason}`);
+    if (announce) this.log(`nbc: ${msg.reason}; stopping the job`);
     this.sendAll(RendezvousMsg.Abort, msg);
     this.emit('abort', msg);
   }
@@ -431,7 +435,7 @@ export class RendezvousServer extends EventEmitter<RendezvousServerEvents> {
       reason: `node ${member.nodeId} (pid ${pid}) lost: connection closed${error !== null ? ` (${error.message})` : ''}`,
       exitCode: 1,
       origin: member.nodeId,
-    });
+    }, true);
   }
 }
 

@@ -5,7 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import {
-  ANY_SOURCE, ANY_TAG, PROC_NULL, NbcError, waitAll, type Comm, type Request, type TypedArray,
+  ANY_SOURCE, ANY_TAG, PROC_NULL, NbcError, testAll, testAny, waitAll, waitAny, type Communicator,
+  type Request, type TypedArray,
 } from 'nbcoll';
 
 /** Deterministic content for (src, dst, i). */
@@ -22,7 +23,7 @@ function check(a: Uint8Array, src: number, dst: number): void {
   }
 }
 
-const modes: Record<string, (w: Comm, args: string[]) => unknown> = {
+const modes: Record<string, (w: Communicator, args: string[]) => unknown> = {
   ring(w, args) {
     const bytes = Number(args[1] ?? 8);
     const right = (w.rank + 1) % w.size;
@@ -254,6 +255,66 @@ const modes: Record<string, (w: Comm, args: string[]) => unknown> = {
     return { dims: cart.dims, coords: cart.coords(), ...out };
   },
 
+  async requests(w) {
+    // waitAny, testAny, testAll and `await req`, between rank 0 and rank 1.
+    if (w.rank > 1) return null;
+    const peer = 1 - w.rank;
+    const bufs = [new Int32Array(1), new Int32Array(1), new Int32Array(1)];
+    const recvs = bufs.map((b, i) => w.irecv(b, peer, 20 + i));
+    // The peer sends tag 22 first: waitAny must return index 2 before the others arrive.
+    // Rank 1 sends tag 22 first, then waits for a go-ahead (tag 40) before tags 20 and 21,
+    // so rank 0's waitAny can only see tag 22 complete.
+    if (w.rank === 0) {
+      const first = waitAny(recvs);
+      assert.equal(first, 2);
+      assert.equal(recvs[0]!.done || recvs[1]!.done, false, 'tags 20 and 21 have not been sent yet');
+      assert.equal(bufs[2]![0], 12, 'the peer sent 12 on tag 22');
+      w.send(Int32Array.of(0), peer, 40);
+      w.send(Int32Array.of(10), peer, 20);
+      w.send(Int32Array.of(11), peer, 21);
+      w.send(Int32Array.of(12), peer, 22);
+    } else {
+      w.send(Int32Array.of(12), peer, 22);
+      w.recv(new Int32Array(1), peer, 40);
+      w.send(Int32Array.of(10), peer, 20);
+      w.send(Int32Array.of(11), peer, 21);
+    }
+    if (w.rank === 1) assert.ok(waitAny(recvs) >= 0);
+    while (!testAll(recvs)) { /* each call progresses */ }
+    assert.deepEqual(bufs.map((b) => b[0]), [10, 11, 12]);
+    assert.ok(testAny(recvs) >= 0);
+    // await: a request is a PromiseLike that progresses without blocking the thread
+    const r = w.irecv(new Float64Array(1), peer, 30);
+    w.send(Float64Array.of(3.5), peer, 30);
+    const st = await r;
+    assert.deepEqual([st.source, st.tag, st.count], [peer, 30, 1]);
+    // probe/iprobe see a message without receiving it
+    w.send(Uint8Array.of(1, 2, 3, 4, 5), peer, 31);
+    const p = w.probe(peer, 31);
+    assert.deepEqual([p.source, p.tag, p.bytes], [peer, 31, 5]);
+    assert.notEqual(w.iprobe(peer, 31), null);
+    w.recv(new Uint8Array(5), peer, 31);
+    assert.equal(w.iprobe(peer, 31), null);
+    return 'ok';
+  },
+
+  groups(w) {
+    // create(group): the even ranks get a communicator, the odd ones null; excl/incl compose.
+    const evens = w.group().incl(Array.from({ length: Math.ceil(w.size / 2) }, (_, i) => 2 * i));
+    const c = w.create(evens);
+    if (w.rank % 2 === 1) {
+      assert.equal(c, null);
+      return null;
+    }
+    assert.ok(c !== null);
+    assert.equal(c.size, evens.size);
+    assert.equal(c.rank, w.rank / 2);
+    const sum = new Int32Array(1);
+    c.allreduce(Int32Array.of(w.rank), sum, 'sum');
+    assert.equal(c.group().excl([0]).size, c.size - 1);
+    return sum[0];
+  },
+
   errors(w) {
     const codes: Record<string, string> = {};
     const grab = (name: string, fn: () => unknown): void => {
@@ -288,7 +349,7 @@ function dimsCreateLocal(n: number): number[] {
   return [n / a, a];
 }
 
-export default function main(world: Comm, args: string[]): unknown {
+export default function main(world: Communicator, args: string[]): unknown {
   const mode = modes[args[0] ?? ''];
   if (mode === undefined) throw new Error(`unknown mode ${args[0]}; expected one of ${Object.keys(modes).join(', ')}`);
   return mode(world, args);
