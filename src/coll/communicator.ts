@@ -166,6 +166,8 @@ export class Communicator extends Comm {
   /** Scratch memory of the lean paths, grown on demand, with one cached view per dtype. */
   private scratch = new ArrayBuffer(0);
   private scratchU8 = new Uint8Array(0);
+  /** The first n bytes of scratch, for the last n asked for. */
+  private scratchPart = new Uint8Array(0);
   private scratchViews: Array<TypedArray | undefined> = [];
 
   private scratchView(dt: DType, bytes: number): TypedArray {
@@ -452,12 +454,31 @@ export class Communicator extends Comm {
     const s = { ...this.base(), ...red, bytes: sv.byteLength };
     return { coll: 'allreduce', sched: this.schedule('allreduce', s, opts, true), send: sv, recv: rv };
   }
+  /**
+   * The last blocking allreduce's validated call, reused when the next call passes the same
+   * buffers (same lengths) and op: loops do, and validation plus selection is most of the cost
+   * of an 8-byte allreduce. Only derived facts are cached, never the data.
+   */
+  private lastAllreduce: {
+    send: BufOrInPlace; recv: BufOrInPlace; op: OpLike; opts: CollOptions | undefined; len: number;
+    c: ReturnType<Communicator['checkAllreduce']>; lean: boolean;
+  } | null = null;
+
   allreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): void {
     this.check('allreduce');
+    const last = this.lastAllreduce;
+    if (last !== null && last.send === send && last.recv === recv && last.op === op && last.opts === opts &&
+      last.len === (send === IN_PLACE ? (recv as Buf).length : send.length) && last.lean) {
+      const c = last.c;
+      this.leanAllreduce(c.sv, c.rv, c.output, c.red.op, c.red.dtype as DType);
+      return;
+    }
     const c = this.checkAllreduce(send, recv, op);
     const bytes = c.sv.byteLength;
-    if (this.leanEligible(opts, bytes) &&
-      select('allreduce', { size: this.size, bytes, commutative: c.red.commutative }).name === 'recursive-doubling') {
+    const lean = this.leanEligible(opts, bytes) &&
+      select('allreduce', { size: this.size, bytes, commutative: c.red.commutative }).name === 'recursive-doubling';
+    this.lastAllreduce = { send, recv, op, opts, len: c.output.length, c, lean };
+    if (lean) {
       this.leanAllreduce(c.sv, c.rv, c.output, c.red.op, c.red.dtype as DType);
       return;
     }
@@ -483,9 +504,12 @@ export class Communicator extends Comm {
     const bytes = sv.byteLength;
     if (sv.buffer !== rv.buffer || sv.byteOffset !== rv.byteOffset) rv.set(sv);
     const count = mine.length;
-    const kernel = opById(opId).kernel(dt);
+    const kernel = kernelFor(opId, dt);
     const theirs = this.scratchView(dt, bytes);
-    const theirBytes = this.scratchU8.subarray(0, bytes);
+    if (this.scratchPart.byteLength !== bytes || this.scratchPart.buffer !== this.scratch) {
+      this.scratchPart = this.scratchU8.subarray(0, bytes);
+    }
+    const theirBytes = this.scratchPart;
     const p = this.size;
     const rank = this.rank;
     const pp = pow2Floor(p);

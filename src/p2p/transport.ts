@@ -546,6 +546,8 @@ export class Transport implements Progressor {
 
   waitUntil(req: Request): void {
     if (req.done) return;
+    this.progress();
+    if (req.done) return;
     const start = performance.now();
     let n = 0;
     for (;;) {
