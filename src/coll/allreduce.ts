@@ -167,42 +167,50 @@ export function rabenseifner(s: CollShape): Schedule {
   return b.build();
 }
 
+/**
+ * Pipelined ring, as a DAG: no artificial rounds. Step k of the reduce-scatter sends block
+ * rank-k as soon as it is reduced (it was received at step k-1) and receives block rank-k-1
+ * into one of two alternating scratch slots; the allgather forwards each block as soon as it
+ * arrives. Every write-after-read hazard is an explicit dependency (noted below), so a send
+ * never waits for an unrelated receive.
+ */
 export function ring(s: CollShape): Schedule {
   const b = new ScheduleBuilder('allreduce/ring');
-  copyIn(b, s);
   const p = s.size;
+  const copied = b.copy({ buf: SEND, offset: 0, bytes: s.bytes }, { buf: RECV, offset: 0 }, []);
   if (p === 1) return b.build();
   const E = s.esize;
   const { start, len } = blocks(s.bytes / E, p);
   let maxLen = 0;
   for (let i = 0; i < p; i++) maxLen = Math.max(maxLen, len[i]!);
-  const tmp = b.tmpAlloc(maxLen * E);
+  const slots = [b.tmpAlloc(maxLen * E), b.tmpAlloc(maxLen * E)];
   const right = (s.rank + 1) % p;
   const left = (s.rank - 1 + p) % p;
-  const blk = (i: number) => ({ buf: RECV, offset: start[i]! * E, bytes: len[i]! * E }) as const;
   const mod = (x: number) => ((x % p) + p) % p;
-  // reduce-scatter: at step k send block rank-k, receive block rank-k-1 and fold it in
+  const blk = (i: number) => ({ buf: RECV, offset: start[i]! * E, bytes: len[i]! * E }) as const;
+  const dep = (...xs: number[]): number[] => xs.filter((x) => x >= 0);
+  // reduce-scatter
+  const sends: number[] = [];
+  const reduces: number[] = [];
   for (let k = 0; k < p - 1; k++) {
-    if (k > 0) {
-      const got = mod(s.rank - k);
-      b.reduce(s.op, s.dtype, { buf: TMP, offset: tmp, bytes: len[got]! * E }, { buf: RECV, offset: start[got]! * E });
-    }
     const out = mod(s.rank - k);
     const inn = mod(s.rank - k - 1);
-    if (len[out]! > 0) b.send(right, blk(out));
-    if (len[inn]! > 0) b.recv(left, { buf: TMP, offset: tmp, bytes: len[inn]! * E });
-    b.round();
+    // block `out` is final for this step once step k-1 folded it in (or, at k = 0, copied)
+    sends.push(len[out]! > 0 ? b.send(right, blk(out), dep(k === 0 ? copied : reduces[k - 1]!)) : -1);
+    // slot k%2 is free once the reduction two steps back has consumed it
+    const slot = slots[k % 2]!;
+    const got = len[inn]! > 0 ? b.recv(left, { buf: TMP, offset: slot, bytes: len[inn]! * E }, dep(k >= 2 ? reduces[k - 2]! : -1)) : -1;
+    reduces.push(b.reduce(s.op, s.dtype, { buf: TMP, offset: slot, bytes: len[inn]! * E }, { buf: RECV, offset: start[inn]! * E },
+      dep(got, copied, k > 0 ? reduces[k - 1]! : -1)));
   }
-  const last = mod(s.rank - (p - 1));
-  b.reduce(s.op, s.dtype, { buf: TMP, offset: tmp, bytes: len[last]! * E }, { buf: RECV, offset: start[last]! * E });
-  b.round();
-  // allgather: this rank now owns block rank+1
+  // allgather: this rank owns block rank+1 once the last reduction is done
+  let prevRecv = reduces[p - 2]!;
   for (let k = 0; k < p - 1; k++) {
     const out = mod(s.rank + 1 - k);
     const inn = mod(s.rank - k);
-    if (len[out]! > 0) b.send(right, blk(out));
-    if (len[inn]! > 0) b.recv(left, blk(inn));
-    b.round();
+    if (len[out]! > 0) b.send(right, blk(out), dep(prevRecv, reduces[p - 2]!));
+    // block `inn` may still be leaving in the reduce-scatter's send of step k
+    prevRecv = len[inn]! > 0 ? b.recv(left, blk(inn), dep(sends[k]!, reduces[p - 2]!)) : prevRecv;
   }
   return b.build();
 }

@@ -1,0 +1,67 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import * as allreduce from '../src/coll/allreduce.ts';
+import * as barrier from '../src/coll/barrier.ts';
+import { shape } from '../src/coll/shape.ts';
+import { A_RECV, A_REDUCE, A_SEND, RECV, SEND, ScheduleBuilder, TMP } from '../src/sched/schedule.ts';
+
+test('a round-mode schedule stores actions compactly and dumps them readably', () => {
+  const b = new ScheduleBuilder('demo');
+  const tmp = b.tmpAlloc(16);
+  b.copy({ buf: SEND, offset: 0, bytes: 16 }, { buf: RECV, offset: 0 });
+  b.round();
+  b.send(1, { buf: RECV, offset: 0, bytes: 16 });
+  b.recv(1, { buf: TMP, offset: tmp, bytes: 16 });
+  b.round();
+  b.reduce(0, 8, { buf: TMP, offset: tmp, bytes: 16 }, { buf: RECV, offset: 0 });
+  const s = b.build();
+  assert.equal(s.nActions, 4);
+  assert.equal(s.nRounds, 3);
+  assert.deepEqual(Array.from(s.rounds), [0, 1, 3, 4]);
+  assert.equal(s.isDag, false);
+  assert.equal(s.tmpBytes, 16);
+  assert.equal(s.toString((op) => (op === 0 ? 'sum' : String(op))), [
+    'schedule demo: 4 actions, 3 rounds, tmp 16 B',
+    '  round 0',
+    '    #0 copy SEND[0:+16] -> RECV[0:+16]',
+    '  round 1',
+    '    #1 send RECV[0:+16] -> rank 1',
+    '    #2 recv TMP[0:+16] <- rank 1',
+    '  round 2',
+    '    #3 reduce sum/8 TMP[0:+16] into RECV[0:+16]',
+  ].join('\n'));
+});
+
+test('zero-byte local actions are dropped, zero-byte messages are kept (barriers need them)', () => {
+  const b = new ScheduleBuilder('empty');
+  assert.equal(b.copy({ buf: SEND, offset: 0, bytes: 0 }, { buf: RECV, offset: 0 }), -1);
+  assert.equal(b.send(1, { buf: RECV, offset: 0, bytes: 0 }), 0);
+  assert.equal(b.build().nActions, 1);
+  const d = barrier.dissemination(shape({ rank: 0, size: 5, radix: 1 }));
+  assert.equal(d.nRounds, 3, 'ceil(log2 5) rounds');
+  assert.equal(d.nActions, 6);
+});
+
+test('the pipelined ring is a DAG whose sends wait only for the reduction that produced their block', () => {
+  const s = allreduce.ring(shape({ rank: 1, size: 4, bytes: 4 * 8 * 3, esize: 8, dtype: 8, op: 0 }));
+  assert.equal(s.isDag, true);
+  // 1 copy + 3 steps x (send, recv, reduce) + 3 allgather steps x (send, recv)
+  assert.equal(s.nActions, 1 + 9 + 6);
+  const kinds = Array.from(s.kind);
+  assert.equal(kinds.filter((k) => k === A_SEND).length, 6);
+  assert.equal(kinds.filter((k) => k === A_RECV).length, 6);
+  assert.equal(kinds.filter((k) => k === A_REDUCE).length, 3);
+  // the send of reduce-scatter step 1 depends on exactly the reduction of step 0
+  const sendStep1 = 4;
+  assert.equal(s.kind[sendStep1], A_SEND);
+  const deps = Array.from(s.deps!.subarray(s.depStart![sendStep1]!, s.depStart![sendStep1 + 1]!));
+  assert.deepEqual(deps.map((d) => s.kind[d]), [A_REDUCE]);
+  assert.match(s.toString(), /#4 send .* after #3/);
+});
+
+test('schedules are pure functions of the call shape', () => {
+  const sh = shape({ rank: 2, size: 7, bytes: 7 * 64, esize: 8, dtype: 8, op: 0 });
+  for (const build of [allreduce.recursiveDoubling, allreduce.rabenseifner, allreduce.ring, allreduce.knomialReduceBcast]) {
+    assert.equal(build(sh).toString(), build({ ...sh }).toString(), build.name);
+  }
+});
