@@ -10,18 +10,11 @@ import {
   parseSize,
   parseSizeRange,
 } from '../src/runtime/env.js';
-import { ErrorCode, NbcError } from '../src/errors.js';
+import { ErrorCode } from '../src/errors.js';
+import { hasCode } from './assert.ts';
 
 const SECRET = 'a1'.repeat(32);
 
-function hasCode(code: string, pattern?: RegExp) {
-  return (e: unknown): boolean => {
-    assert.ok(e instanceof NbcError, `expected an NbcError, got ${String(e)}`);
-    assert.equal(e.code, code);
-    if (pattern) assert.match(e.message, pattern);
-    return true;
-  };
-}
 
 test('detectWireup() reads NBC_* variables, including address, port and secret', () => {
   const w = detectWireup({

@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
-import { ErrorCode, NbcError } from '../src/errors.js';
+import { ErrorCode } from '../src/errors.js';
+import { hasCode } from './assert.ts';
 import type { TypedArray, TypedArrayConstructor } from '../src/comm/validate.js';
 import {
   BUILTIN_OP_NAMES, DType, DTYPE_COUNT, Op, OpCode, bytesPerElement, builtinOpById, ctorOf, dtypeName,
@@ -17,14 +18,6 @@ const ALL_DTYPES: DType[] = Array.from({ length: DTYPE_COUNT }, (_, i) => i as D
 const BITWISE = new Set<string>(['band', 'bor', 'bxor']);
 const LOC = new Set<string>(['minloc', 'maxloc']);
 
-function hasCode(code: string, ...patterns: RegExp[]) {
-  return (e: unknown): boolean => {
-    assert.ok(e instanceof NbcError, `expected an NbcError, got ${String(e)}`);
-    assert.equal(e.code, code, e.message);
-    for (const p of patterns) assert.match(e.message, p);
-    return true;
-  };
-}
 
 /** mulberry32: small, seedable, good enough to generate test data reproducibly. */
 function rng(seed: number): () => number {

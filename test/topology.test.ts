@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PROC_NULL, cartCoords, cartNeighbors, cartRank, cartShift, dimsCreate } from '../src/comm/topology.js';
-import { ErrorCode, NbcError } from '../src/errors.js';
+import { ErrorCode } from '../src/errors.js';
+import { hasCode } from './assert.ts';
 
 /** Every ordered k-tuple of positive integers whose product is n (brute force). */
 function allFactorizations(n: number, k: number): number[][] {
@@ -20,14 +21,6 @@ const lexLess = (a: readonly number[], b: readonly number[]): boolean => {
   return false;
 };
 
-function hasCode(code: string, pattern?: RegExp) {
-  return (e: unknown): boolean => {
-    assert.ok(e instanceof NbcError, `expected an NbcError, got ${String(e)}`);
-    assert.equal(e.code, code);
-    if (pattern) assert.match(e.message, pattern);
-    return true;
-  };
-}
 
 /** Row-major reference: enumerate the grid with an odometer whose last digit turns fastest. */
 function gridInOrder(dims: readonly number[]): number[][] {

@@ -619,7 +619,7 @@ export class Communicator extends Comm {
     if (isRoot) {
       rv = this.buf('gatherv', recv, 'recv');
       const r = recv as Buf;
-      const bpe = rv.byteLength / Math.max(1, r.length) || bytesPerElement(dtypeOf(r));
+      const bpe = bytesPerElement(dtypeOf(r));
       const { c, d } = this.vector('gatherv', counts, displs, bpe, r.length, 'recv');
       if (send !== IN_PLACE) {
         this.sameType('gatherv', send, r);

@@ -39,6 +39,7 @@ import {
 } from './auth.js';
 import { checkEmulation, EmulatedWire, type LinkEmulation } from './emulate.js';
 import { encodeFrame, encodeFrameHeader, FRAME_HEADER_BYTES, FrameDecoder, MAX_FRAME_BODY } from './frame.js';
+import { listenOn } from './listen.js';
 
 /** Frame type reserved for link control (ACCEPT, DECLINE, BYE); user frames use 1..255. */
 export const LINK_CONTROL_TYPE = 0;
@@ -224,13 +225,7 @@ export class LinkManager extends EventEmitter<LinkEvents> {
     const server = createServer((socket) => this.onIncoming(socket));
     this.server = server;
     try {
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(this.port, this.host, () => {
-          server.removeListener('error', reject);
-          resolve();
-        });
-      });
+      await listenOn(server, this.port, this.host);
     } catch (err) {
       this.server = null;
       throw new NbcLaunchError(

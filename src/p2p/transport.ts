@@ -200,16 +200,7 @@ export class Transport implements Progressor {
         const len = align8(HEADER_BYTES + bytes);
         const at = ring.reserve(len);
         if (at >= 0) {
-          const i32 = ring.i32;
-          const w = at >> 2;
-          i32[w + H_KIND] = KIND_EAGER;
-          i32[w + H_LEN] = len;
-          i32[w + H_CTX] = ctx;
-          i32[w + H_SRC] = src;
-          i32[w + H_TAG] = tag;
-          i32[w + H_BYTES] = bytes;
-          i32[w + H_DST] = dstWorld;
-          i32[w + H_SRC_WORLD] = this.placement.worldRank;
+          this.putHeader(ring.i32, at >> 2, KIND_EAGER, len, ctx, src, tag, bytes, dstWorld, 0, -1, 0);
           copyBytes(view, ring.u8, at + HEADER_BYTES, bytes);
           ring.publish(len);
           wake(this.control, ep);
@@ -256,19 +247,8 @@ export class Transport implements Progressor {
     const len = align8(HEADER_BYTES + (rendezvous ? 0 : bytes));
     const at = ring.reserve(len);
     if (at < 0) return false;
-    const i32 = ring.i32;
-    const w = at >> 2;
-    i32[w + H_KIND] = rendezvous ? KIND_RTS : KIND_EAGER;
-    i32[w + H_LEN] = len;
-    i32[w + H_CTX] = req.ctx;
-    i32[w + H_SRC] = req.src;
-    i32[w + H_TAG] = req.tag;
-    i32[w + H_BYTES] = bytes;
-    i32[w + H_DST] = req.dstWorld;
-    i32[w + H_TOKEN] = req.token;
-    i32[w + H_SLICE] = req.slice;
-    i32[w + H_OFFSET] = req.offset;
-    i32[w + H_SRC_WORLD] = this.placement.worldRank;
+    this.putHeader(ring.i32, at >> 2, rendezvous ? KIND_RTS : KIND_EAGER, len, req.ctx, req.src, req.tag, bytes,
+      req.dstWorld, req.token, req.slice, req.offset);
     if (!rendezvous) copyBytes(req.view, ring.u8, at + HEADER_BYTES, bytes);
     ring.publish(len);
     wake(this.control, req.ep);
@@ -280,6 +260,22 @@ export class Transport implements Progressor {
     if (rendezvous) this.awaitingAck.set(req.token, req);
     else req.complete();
     return true;
+  }
+
+  /** Writes a record header at Int32 index `w` (every field, so no stale word survives). */
+  private putHeader(i32: Int32Array, w: number, kind: number, len: number, ctx: number, src: number, tag: number,
+    bytes: number, dst: number, token: number, slice: number, offset: number): void {
+    i32[w + H_KIND] = kind;
+    i32[w + H_LEN] = len;
+    i32[w + H_CTX] = ctx;
+    i32[w + H_SRC] = src;
+    i32[w + H_TAG] = tag;
+    i32[w + H_BYTES] = bytes;
+    i32[w + H_DST] = dst;
+    i32[w + H_TOKEN] = token;
+    i32[w + H_SLICE] = slice;
+    i32[w + H_OFFSET] = offset;
+    i32[w + H_SRC_WORLD] = this.placement.worldRank;
   }
 
   private writeAck(ep: number, token: number, slice: number): boolean {

@@ -29,6 +29,7 @@ import {
   remoteAddressOf, SECRET_BYTES,
 } from '../net/auth.js';
 import { encodeFrame, FrameDecoder, MAX_FRAME_BODY } from '../net/frame.js';
+import { listenOn } from '../net/listen.js';
 
 /** Frame types of the control channel. */
 export const RendezvousMsg = {
@@ -279,13 +280,7 @@ export class RendezvousServer extends EventEmitter<RendezvousServerEvents> {
     const server = createServer((socket) => this.onConnection(socket));
     this.server = server;
     try {
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(this.port, this.host, () => {
-          server.removeListener('error', reject);
-          resolve();
-        });
-      });
+      await listenOn(server, this.port, this.host);
     } catch (err) {
       this.server = null;
       throw new NbcLaunchError(`Cannot listen for the rendezvous on ${this.host}:${this.port}: ${reasonOf(err)}`,

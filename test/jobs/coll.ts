@@ -14,9 +14,10 @@
  */
 import assert from 'node:assert/strict';
 import {
-  ALGORITHMS, IN_PLACE, NbcError, Op, dimsCreate, type Communicator, type TypedArray,
+  ALGORITHMS, IN_PLACE, Op, dimsCreate, type Communicator, type TypedArray,
 } from 'nbcoll';
 import { DType, ctorOf, dtypeOf, isBigInt, referenceReduce } from 'nbcoll/testing';
+import { errorCodes } from './common.ts';
 
 type DT = (typeof DType)[keyof typeof DType];
 type OpSpec = { name: string; op: string | Op; item: number; commutative: boolean };
@@ -430,32 +431,25 @@ function determinism(w: Communicator): string {
 }
 
 function badinput(w: Communicator): Record<string, string> {
-  const codes: Record<string, string> = {};
   const before = w.stats().host.messagesSent;
-  const grab = (name: string, fn: () => unknown): void => {
-    try {
-      fn();
-      codes[name] = 'no error';
-    } catch (err) {
-      codes[name] = err instanceof NbcError ? err.code : `not an NbcError: ${String(err)}`;
-    }
-  };
   const f8 = new Float64Array(8);
-  grab('allreduce length mismatch', () => w.allreduce(f8, new Float64Array(16), 'sum'));
-  grab('allreduce type mismatch', () => w.allreduce(f8, new Int32Array(8), 'sum'));
-  grab('bad root', () => w.bcast(f8, w.size));
-  grab('negative root', () => w.reduce(f8, f8, 'sum', -1));
-  grab('band on Float64Array', () => w.allreduce(f8, new Float64Array(8), 'band'));
-  grab('unknown op', () => w.allreduce(f8, new Float64Array(8), 'avg' as never));
-  grab('minloc odd count', () => w.allreduce(new Float64Array(3), new Float64Array(3), 'minloc'));
-  grab('allgatherv counts short', () => w.allgatherv(f8, new Float64Array(64), [1], [0]));
-  grab('allgatherv counts overflow', () => w.allgatherv(f8, new Float64Array(4), new Array(w.size).fill(8), new Array(w.size).fill(0)));
-  grab('reduceScatter counts do not add up', () => w.reduceScatter(f8, new Float64Array(1), new Array(w.size).fill(1000), 'sum'));
-  grab('unknown algorithm', () => w.allreduce(f8, new Float64Array(8), 'sum', { algorithm: 'quantum' }));
-  grab('ring with non-commutative op', () => w.allreduce(new Float64Array(8), new Float64Array(8), matmul, { algorithm: 'ring' }));
-  grab('offload executor', () => w.allreduce(f8, new Float64Array(8), 'sum', { executor: 'offload' }));
-  grab('neighbor on a plain communicator', () => w.neighborAllgather(f8, new Float64Array(8)));
-  grab('alltoall indivisible', () => w.alltoall(new Float64Array(w.size * 2 + 1), new Float64Array(w.size * 2 + 1)));
+  const codes = errorCodes({
+    'allreduce length mismatch': () => w.allreduce(f8, new Float64Array(16), 'sum'),
+    'allreduce type mismatch': () => w.allreduce(f8, new Int32Array(8), 'sum'),
+    'bad root': () => w.bcast(f8, w.size),
+    'negative root': () => w.reduce(f8, f8, 'sum', -1),
+    'band on Float64Array': () => w.allreduce(f8, new Float64Array(8), 'band'),
+    'unknown op': () => w.allreduce(f8, new Float64Array(8), 'avg' as never),
+    'minloc odd count': () => w.allreduce(new Float64Array(3), new Float64Array(3), 'minloc'),
+    'allgatherv counts short': () => w.allgatherv(f8, new Float64Array(64), [1], [0]),
+    'allgatherv counts overflow': () => w.allgatherv(f8, new Float64Array(4), new Array(w.size).fill(8), new Array(w.size).fill(0)),
+    'reduceScatter counts do not add up': () => w.reduceScatter(f8, new Float64Array(1), new Array(w.size).fill(1000), 'sum'),
+    'unknown algorithm': () => w.allreduce(f8, new Float64Array(8), 'sum', { algorithm: 'quantum' }),
+    'ring with non-commutative op': () => w.allreduce(new Float64Array(8), new Float64Array(8), matmul, { algorithm: 'ring' }),
+    'offload executor': () => w.allreduce(f8, new Float64Array(8), 'sum', { executor: 'offload' }),
+    'neighbor on a plain communicator': () => w.neighborAllgather(f8, new Float64Array(8)),
+    'alltoall indivisible': () => w.alltoall(new Float64Array(w.size * 2 + 1), new Float64Array(w.size * 2 + 1)),
+  });
   codes.messagesSentMeanwhile = String(w.stats().host.messagesSent - before);
   return codes;
 }

@@ -4,6 +4,7 @@
  * small summary that the test inspects too.
  */
 import assert from 'node:assert/strict';
+import { errorCodes } from './common.ts';
 import {
   ANY_SOURCE, ANY_TAG, PROC_NULL, NbcError, testAll, testAny, waitAll, waitAny, type Communicator,
   type Request, type TypedArray,
@@ -316,30 +317,22 @@ const modes: Record<string, (w: Communicator, args: string[]) => unknown> = {
   },
 
   errors(w) {
-    const codes: Record<string, string> = {};
-    const grab = (name: string, fn: () => unknown): void => {
-      try {
-        fn();
-        codes[name] = 'no error';
-      } catch (err) {
-        codes[name] = err instanceof NbcError ? err.code : `not an NbcError: ${String(err)}`;
-      }
-    };
     const b = new Float64Array(1);
-    grab('rank', () => w.send(b, w.size, 0));
-    grab('negative rank', () => w.isend(b, -5, 0));
-    grab('source', () => w.irecv(b, w.size + 3, 0));
-    grab('tag', () => w.isend(b, 0, -1));
-    grab('float tag', () => w.isend(b, 0, 1.5));
-    grab('buffer', () => w.isend([1, 2, 3] as unknown as Float64Array, 0, 0));
-    grab('dataview', () => w.isend(new DataView(new ArrayBuffer(8)) as unknown as Float64Array, 0, 0));
     const d = w.dup();
     d.free();
-    grab('freed comm', () => d.isend(b, 0, 0));
-    grab('free world', () => w.free());
-    grab('split color', () => w.split(-3));
-    grab('cart too big', () => w.cartCreate([w.size + 1], [false]));
-    return codes;
+    return errorCodes({
+      'rank': () => w.send(b, w.size, 0),
+      'negative rank': () => w.isend(b, -5, 0),
+      'source': () => w.irecv(b, w.size + 3, 0),
+      'tag': () => w.isend(b, 0, -1),
+      'float tag': () => w.isend(b, 0, 1.5),
+      'buffer': () => w.isend([1, 2, 3] as unknown as Float64Array, 0, 0),
+      'dataview': () => w.isend(new DataView(new ArrayBuffer(8)) as unknown as Float64Array, 0, 0),
+      'freed comm': () => d.isend(b, 0, 0),
+      'free world': () => w.free(),
+      'split color': () => w.split(-3),
+      'cart too big': () => w.cartCreate([w.size + 1], [false]),
+    });
   },
 };
 
