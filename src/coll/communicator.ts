@@ -21,7 +21,7 @@ import {
 } from '../ops/index.js';
 import { IN_PLACE, type InPlace } from '../p2p/constants.js';
 import type { Progressor, Status } from '../p2p/request.js';
-import type { Transport } from '../p2p/transport.js';
+import { copyView, type RecvRequest, type Transport } from '../p2p/transport.js';
 import { CollRequest, HostExecutor, type ReduceFn } from '../sched/host.js';
 import type { Schedule } from '../sched/schedule.js';
 import { select, type CollName } from './select.js';
@@ -194,10 +194,18 @@ export class Communicator extends Comm {
       bytes <= this.transport.eagerLimit && this.size > 1;
   }
 
+  /** The lean paths' receive request, posted again once complete (they block until it is). */
+  private leanReq: RecvRequest | undefined = undefined;
+
+  private leanIrecv(into: Uint8Array, from: number, tag: number): RecvRequest {
+    const req = this.transport.irecv(into, 1, from, this.collCtx, tag, this.leanReq);
+    this.leanReq = req;
+    return req;
+  }
+
   private leanRecv(into: Uint8Array, from: number, tag: number): void {
-    const t = this.transport;
-    const req = t.irecv(into, 1, from, this.collCtx, tag);
-    t.waitUntil(req);
+    const req = this.leanIrecv(into, from, tag);
+    this.transport.waitUntil(req);
     if (req.error) throw req.error;
   }
 
@@ -370,7 +378,7 @@ export class Communicator extends Comm {
     const tag = this.nextTag();
     const p = this.size;
     for (let dist = 1; dist < p; dist *= 2) {
-      const req = t.irecv(EMPTY, 1, (this.rank - dist + p) % p, this.collCtx, tag);
+      const req = this.leanIrecv(EMPTY, (this.rank - dist + p) % p, tag);
       t.send(EMPTY, this.worldRanks[(this.rank + dist) % p]!, this.collCtx, this.rank, tag);
       t.waitUntil(req);
       if (req.error) throw req.error;
@@ -455,29 +463,33 @@ export class Communicator extends Comm {
     return { coll: 'allreduce', sched: this.schedule('allreduce', s, opts, true), send: sv, recv: rv };
   }
   /**
-   * The last blocking allreduce's validated call, reused when the next call passes the same
-   * buffers (same lengths) and op: loops do, and validation plus selection is most of the cost
-   * of an 8-byte allreduce. Only derived facts are cached, never the data.
+   * The last few blocking allreduces' validated calls, reused when a call passes the same
+   * buffers (same lengths) and op again: loops do (a CG iteration alternates a few), and
+   * validation plus selection is most of the cost of an 8-byte allreduce. Only derived facts
+   * are cached, never the data.
    */
-  private lastAllreduce: {
+  private readonly recentAllreduce: Array<{
     send: BufOrInPlace; recv: BufOrInPlace; op: OpLike; opts: CollOptions | undefined; len: number;
     c: ReturnType<Communicator['checkAllreduce']>; lean: boolean;
-  } | null = null;
+  }> = [];
 
   allreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): void {
     this.check('allreduce');
-    const last = this.lastAllreduce;
-    if (last !== null && last.send === send && last.recv === recv && last.op === op && last.opts === opts &&
-      last.len === (send === IN_PLACE ? (recv as Buf).length : send.length) && last.lean) {
-      const c = last.c;
-      this.leanAllreduce(c.sv, c.rv, c.output, c.red.op, c.red.dtype as DType);
-      return;
+    const recent = this.recentAllreduce;
+    for (let i = 0; i < recent.length; i++) {
+      const m = recent[i]!;
+      if (m.send === send && m.recv === recv && m.op === op && m.opts === opts && m.lean &&
+        m.len === (send === IN_PLACE ? (recv as Buf).length : send.length)) {
+        this.leanAllreduce(m.c.sv, m.c.rv, m.c.output, m.c.red.op, m.c.red.dtype as DType);
+        return;
+      }
     }
     const c = this.checkAllreduce(send, recv, op);
     const bytes = c.sv.byteLength;
     const lean = this.leanEligible(opts, bytes) &&
       select('allreduce', { size: this.size, bytes, commutative: c.red.commutative }).name === 'recursive-doubling';
-    this.lastAllreduce = { send, recv, op, opts, len: c.output.length, c, lean };
+    if (recent.length === 4) recent.pop();
+    recent.unshift({ send, recv, op, opts, len: c.output.length, c, lean });
     if (lean) {
       this.leanAllreduce(c.sv, c.rv, c.output, c.red.op, c.red.dtype as DType);
       return;
@@ -502,7 +514,7 @@ export class Communicator extends Comm {
     const t = this.transport;
     const tag = this.nextTag();
     const bytes = sv.byteLength;
-    if (sv.buffer !== rv.buffer || sv.byteOffset !== rv.byteOffset) rv.set(sv);
+    if (sv.buffer !== rv.buffer || sv.byteOffset !== rv.byteOffset) copyView(sv, rv);
     const count = mine.length;
     const kernel = kernelFor(opId, dt);
     const theirs = this.scratchView(dt, bytes);
@@ -529,7 +541,7 @@ export class Communicator extends Comm {
       for (let mask = 1; mask < pp; mask <<= 1) {
         const pnr = newrank ^ mask;
         const partner = pnr < r ? pnr * 2 + 1 : pnr + r;
-        const req = t.irecv(theirBytes, 1, partner, this.collCtx, tag);
+        const req = this.leanIrecv(theirBytes, partner, tag);
         t.send(rv, this.worldRanks[partner]!, this.collCtx, rank, tag);
         t.waitUntil(req);
         if (req.error) throw req.error;
@@ -537,7 +549,7 @@ export class Communicator extends Comm {
           kernel(mine, 0, theirs, 0, count);
         } else {
           kernel(theirs, 0, mine, 0, count);
-          rv.set(theirBytes);
+          copyView(theirBytes, rv);
         }
       }
     }

@@ -324,8 +324,16 @@ export class Transport implements Progressor {
 
   // ---- receiving ---------------------------------------------------------------------
 
-  irecv(view: Uint8Array, elementBytes: number, src: number, ctx: number, tag: number): RecvRequest {
-    const req = new RecvRequest(this);
+  irecv(view: Uint8Array, elementBytes: number, src: number, ctx: number, tag: number, reuse?: RecvRequest): RecvRequest {
+    let req: RecvRequest;
+    if (reuse !== undefined && reuse.done) {
+      // A caller-owned request that is complete may be posted again (lean blocking paths).
+      req = reuse;
+      req.done = false;
+      req.error = null;
+    } else {
+      req = new RecvRequest(this);
+    }
     req.view = view;
     req.elementBytes = elementBytes;
     req.src = src;
@@ -603,6 +611,16 @@ export class Transport implements Progressor {
    */
   drain(): void {
     if (this.queuedEndpoints > 0) this.spinThenPark(() => this.queuedEndpoints === 0);
+  }
+}
+
+/** Copies a small view into another of the same length; larger ones go through set(). */
+export function copyView(src: Uint8Array, dst: Uint8Array): void {
+  const n = src.byteLength;
+  if (n <= 64) {
+    for (let i = 0; i < n; i++) dst[i] = src[i]!;
+  } else {
+    dst.set(src);
   }
 }
 
