@@ -32,6 +32,13 @@ describe('collectives against a sequential reference', () => {
     assert.equal(digests.size, 1, 'all ranks report the same values');
   });
 
+  test('a collective whose ranks disagree on sizes completes with NBC_ERR_TRUNCATE instead of hanging', T, async () => {
+    for (const ppn of [3, 1]) {
+      const r = await runOk('coll.ts', 3, ppn, ['mismatch']);
+      assert.deepEqual(r.ranks.map((x) => x.result), ['ok', 'NBC_ERR_TRUNCATE', 'NBC_ERR_TRUNCATE']);
+    }
+  });
+
   test('bad input raises the right NbcError code before any message is sent', T, async () => {
     const r = await runOk('coll.ts', 3, 2, ['badinput']);
     for (const x of r.ranks) {

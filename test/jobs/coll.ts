@@ -14,7 +14,7 @@
  */
 import assert from 'node:assert/strict';
 import {
-  ALGORITHMS, IN_PLACE, Op, dimsCreate, type Communicator, type TypedArray,
+  ALGORITHMS, IN_PLACE, NbcError, Op, dimsCreate, type Communicator, type TypedArray,
 } from 'nbcoll';
 import { DType, ctorOf, dtypeOf, isBigInt, referenceReduce } from 'nbcoll/testing';
 import { errorCodes } from './common.ts';
@@ -454,6 +454,17 @@ function badinput(w: Communicator): Record<string, string> {
   return codes;
 }
 
+/** Ranks that disagree on a bcast's size: the short receiver fails with NBC_ERR_TRUNCATE, nobody hangs. */
+function mismatch(w: Communicator): string {
+  const n = w.rank === 0 ? 64 : 16;
+  try {
+    w.bcast(new Float64Array(n), 0);
+    return 'ok';
+  } catch (err) {
+    return err instanceof NbcError ? err.code : String(err);
+  }
+}
+
 export default function main(w: Communicator, args: string[]): unknown {
   switch (args[0]) {
     case 'props': return props(w, args[1]);
@@ -461,6 +472,7 @@ export default function main(w: Communicator, args: string[]): unknown {
     case 'persistent': return persistent(w, Number(args[1] ?? 1000));
     case 'determinism': return determinism(w);
     case 'badinput': return badinput(w);
+    case 'mismatch': return mismatch(w);
     default: throw new Error(`unknown mode ${args[0]}`);
   }
 }
