@@ -1,129 +1,251 @@
 /**
- * `nbc bench ...`: benchmarks that print each result beside the physical limit measured in
- * the same run (PERFORMANCE.md), as a table and optionally as JSON.
+ * `nbc bench ...`: nbcbench. Latency, overhead and overlap of every collective (blocking,
+ * non-blocking, persistent) and of point-to-point, each printed beside the physical limit
+ * measured in the same run (PERFORMANCE.md), as a table, CSV, OSU-format text, JSON and charts.
+ *
+ *   nbc bench iallreduce --ranks 2 --ppn 1 --sizes 8:1M --test-interval 10us --json r.json --chart r.svg
+ *   nbc bench compare A.json B.json [--chart cmp.svg]
+ *   nbc bench chart out.png A.json B.json ... [--metric latency|overlap]
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import cliProgress from 'cli-progress';
 import Table from 'cli-table3';
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
+import { NbcArgError } from '../errors.js';
 import { atomicsPingPongOneWayUs, tcpPingPongOneWayUs, typedArraySetGBs } from '../bench/limits.js';
+import { parseNoise, parseTestInterval, STATS, type Stat } from '../bench/metrics.js';
+import { BENCH_OPS, opKind, type OpJobArgs, type OpJobResult } from '../bench/op-job.js';
 import type { P2pRow } from '../bench/p2p-job.js';
-import { BENCH_COLLECTIVES, type CollRow } from '../bench/coll-job.js';
+import { renderChart } from '../bench/chart.js';
+import { compareResults } from '../bench/compare.js';
+import { formatCsv, formatOsu, formatTable } from '../bench/report.js';
+import type { BenchResult, BenchRow } from '../bench/result.js';
 import { parseSizeRange } from '../runtime/env.js';
 import { launch } from '../runtime/launcher.js';
+import { parseLinkSpec } from '../runtime/link-spec.js';
 
+const OP_JOB = fileURLToPath(new URL('../bench/op-job.js', import.meta.url));
 const P2P_JOB = fileURLToPath(new URL('../bench/p2p-job.js', import.meta.url));
-const COLL_JOB = fileURLToPath(new URL('../bench/coll-job.js', import.meta.url));
 
 export function machineInfo(): { cpu: string; cores: number; node: string } {
   const c = cpus();
   return { cpu: c[0]?.model ?? 'unknown', cores: c.length, node: process.version };
 }
 
-function fmtBytes(n: number): string {
-  if (n >= 1 << 20 && n % (1 << 20) === 0) return `${n >> 20} MiB`;
-  if (n >= 1 << 10 && n % (1 << 10) === 0) return `${n >> 10} KiB`;
-  return `${n} B`;
+function positiveInt(name: string, text: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${name} must be a positive integer, got '${text}'`);
+  return n;
+}
+
+/** `8:1M` (x4 steps, as OSU), `8:1M:2` (x2), or a list `8,1K,64K`. */
+export function parseSizes(text: string): number[] {
+  if (text.includes(',')) return text.split(',').map((s) => parseSizeRange(`${s}:${s}`)[0]!);
+  const [from, to, step] = text.split(':');
+  return parseSizeRange(`${from}:${to ?? from}`, step === undefined ? 4 : Number(step));
+}
+
+interface BenchOptions {
+  ranks: string; ppn?: string; sizes: string; iters: string; warmup: string; executor: string;
+  algorithm?: string; testInterval: string; compute: string; link?: string; noise?: string;
+  stat: string; perRank?: boolean; json?: string; csv?: boolean; osu?: boolean; chart?: string;
+  plain?: boolean; window: string; label?: string; metric?: string;
+}
+
+function writeJson(file: string, value: unknown): void {
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, JSON.stringify(value, null, 2) + '\n');
+}
+
+function readResult(file: string): BenchResult {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as BenchResult;
+  } catch (err) {
+    throw new NbcArgError(`Cannot read benchmark results from ${file}: ${(err as Error).message}`);
+  }
+}
+
+/** Runs `op` for every size (one job per size, so progress can be shown) and collects the rows. */
+async function runOp(op: string, o: BenchOptions, ranks: number, ppn: number, sizes: number[]): Promise<BenchRow[] | null> {
+  const kind = opKind(op);
+  const common: Omit<OpJobArgs, 'sizes'> = {
+    op,
+    iters: positiveInt('--iters', o.iters),
+    warmup: Number(o.warmup),
+    algorithm: o.algorithm,
+    compute: o.compute as 'busy' | 'dgemm',
+    testInterval: parseTestInterval(o.testInterval),
+    noise: o.noise === undefined ? null : parseNoise(o.noise),
+    stat: o.stat as Stat,
+    perRank: !!o.perRank,
+  };
+  if (kind !== 'blocking' && common.testInterval.kind === 'bytes' && common.compute !== 'dgemm') {
+    throw new NbcArgError(`Cannot use --test-interval ${o.testInterval} with --compute busy: a size interval counts the data --compute dgemm processes; use a time (e.g. 10us) or --compute dgemm`);
+  }
+  const runSizes = op === 'barrier' || op === 'ibarrier' ? [0] : sizes;
+  const bar = new cliProgress.SingleBar({
+    format: `${op} {bar} {value}/{total} sizes | {size}`, stream: process.stderr, hideCursor: true, clearOnComplete: true,
+  }, cliProgress.Presets.shades_classic);
+  if (process.stderr.isTTY) bar.start(runSizes.length, 0, { size: '' });
+  const rows: BenchRow[] = [];
+  for (const bytes of runSizes) {
+    if (process.stderr.isTTY) bar.update(rows.length, { size: `${bytes} B` });
+    const r = await launch(OP_JOB, {
+      ranks, ppn, args: [JSON.stringify({ ...common, sizes: [bytes] })], output: 'pipe', timeoutMs: 600_000, link: o.link,
+    });
+    if (r.exitCode !== 0) {
+      if (process.stderr.isTTY) bar.stop();
+      process.stderr.write(r.stderr);
+      process.exitCode = r.exitCode;
+      return null;
+    }
+    rows.push(...(r.ranks[0]!.result as OpJobResult).rows);
+  }
+  if (process.stderr.isTTY) {
+    bar.update(rows.length);
+    bar.stop();
+  }
+  return rows;
+}
+
+async function measureLimits(intra: boolean, sizes: number[]): Promise<Record<string, number>> {
+  const limits: Record<string, number> = {};
+  if (intra) limits.atomicsPingPongOneWayUs = await atomicsPingPongOneWayUs();
+  else limits.tcpPingPongOneWayUs = await tcpPingPongOneWayUs();
+  const big = Math.max(...sizes);
+  if (big >= 1024) {
+    limits.typedArraySetGBs = await typedArraySetGBs(big);
+    limits.sharedCopyGBs = await typedArraySetGBs(big, true);
+  }
+  return limits;
+}
+
+function emit(result: BenchResult, o: BenchOptions): Promise<void> | void {
+  if (o.csv) process.stdout.write(formatCsv(result));
+  else if (o.osu) process.stdout.write(formatOsu(result));
+  else process.stdout.write(formatTable(result) + '\n');
+  if (o.json) writeJson(o.json, result);
+  if (o.chart) return renderChart([result], o.chart, o.metric === undefined ? undefined : { metric: o.metric as 'latency' | 'overlap' });
+}
+
+async function benchP2p(o: BenchOptions, ranks: number, ppn: number, sizes: number[]): Promise<void> {
+  const intra = ppn >= 2;
+  process.stderr.write('measuring physical limits... ');
+  const limitLatencyUs = intra ? await atomicsPingPongOneWayUs() : await tcpPingPongOneWayUs();
+  const setGBs = new Map<number, number>();
+  const sharedGBs = new Map<number, number>();
+  for (const s of sizes) {
+    if (s < 1024) continue;
+    setGBs.set(s, await typedArraySetGBs(s));
+    sharedGBs.set(s, await typedArraySetGBs(s, true));
+  }
+  process.stderr.write('done\nrunning the benchmark job... ');
+  const args = JSON.stringify({ sizes, iters: Number(o.iters), warmup: Number(o.warmup), window: Number(o.window), plain: !!o.plain });
+  const r = await launch(P2P_JOB, { ranks, ppn, args: [args], output: 'pipe', timeoutMs: 600_000, link: o.link });
+  process.stderr.write('done\n');
+  if (r.exitCode !== 0) {
+    process.stderr.write(r.stderr);
+    process.exitCode = r.exitCode;
+    return;
+  }
+  const rows = (r.ranks[0]!.result as P2pRow[]).map((row) => ({
+    ...row,
+    limitLatencyUs,
+    limitBandwidthGBs: setGBs.get(row.bytes) ?? null,
+    limitSharedCopyGBs: sharedGBs.get(row.bytes) ?? null,
+    bandwidthPctOfLimit: setGBs.has(row.bytes) ? (100 * row.bandwidthGBs) / setGBs.get(row.bytes)! : null,
+  }));
+  const path = intra ? 'intra-node (shared memory)' : 'inter-node (TCP loopback)';
+  const table = new Table({
+    head: ['size', 'latency us', `limit us (${intra ? 'Atomics' : 'TCP'} ping-pong)`, 'bandwidth GB/s', 'TypedArray.set GB/s', '% of set', 'shared-memory copy GB/s'],
+    colAligns: ['right', 'right', 'right', 'right', 'right', 'right', 'right'],
+  });
+  for (const row of rows) {
+    table.push([
+      row.bytes, row.latencyUs.toFixed(2), limitLatencyUs.toFixed(2), row.bandwidthGBs.toFixed(2),
+      row.limitBandwidthGBs === null ? '' : row.limitBandwidthGBs.toFixed(1),
+      row.bandwidthPctOfLimit === null ? '' : `${row.bandwidthPctOfLimit.toFixed(0)} %`,
+      row.limitSharedCopyGBs === null ? '' : row.limitSharedCopyGBs.toFixed(1),
+    ]);
+  }
+  process.stdout.write(`p2p, ${ranks} ranks, ppn ${ppn}: ${path}, ${o.plain ? 'plain' : 'registered'} buffers\n${table.toString()}\n`);
+  if (o.json) {
+    writeJson(o.json, {
+      op: 'p2p', kind: 'p2p', ranks, ppn, path, buffers: o.plain ? 'plain' : 'registered', machine: machineInfo(),
+      limits: { latencyUs: limitLatencyUs, kind: intra ? 'atomics-ping-pong' : 'tcp-ping-pong' }, results: rows,
+    });
+  }
 }
 
 export function registerBench(program: Command): void {
-  const bench = program.command('bench').description('measure latency and bandwidth (see BENCHMARKS.md)');
-  bench.command('p2p')
-    .description('point-to-point one-way latency and bandwidth between 2 ranks')
-    .option('--ranks <N>', 'ranks (the benchmark uses ranks 0 and 1)', '2')
-    .option('--ppn <P>', 'ranks per node: 2 = intra-node (shared memory), 1 = inter-node (TCP)', '2')
-    .option('--sizes <A:B>', 'message sizes, powers of two from A to B (e.g. 8:16M) or a list', '8:16M')
-    .option('--iters <n>', 'ping-pong iterations per size (fewer for large sizes)', '2000')
-    .option('--warmup <n>', 'warm-up iterations per size', '200')
-    .option('--window <n>', 'messages in flight for the bandwidth test', '16')
-    .option('--plain', 'send from plain typed arrays instead of registered (comm.alloc) memory')
-    .option('--json <file>', 'also write the results as JSON')
-    .action(async (o: { ranks: string; ppn: string; sizes: string; iters: string; warmup: string; window: string; plain?: boolean; json?: string }) => {
-      const sizes = o.sizes.includes(',') ? o.sizes.split(',').map((s) => parseSizeRange(`${s}:${s}`)[0]!) : parseSizeRange(o.sizes);
-      const ranks = Number(o.ranks);
-      const ppn = Number(o.ppn);
-      const intra = ppn >= 2;
-      process.stderr.write('measuring physical limits... ');
-      const limitLatencyUs = intra ? await atomicsPingPongOneWayUs() : await tcpPingPongOneWayUs();
-      const setGBs = new Map<number, number>();
-      const sharedGBs = new Map<number, number>();
-      for (const s of sizes) {
-        if (s < 1024) continue;
-        setGBs.set(s, await typedArraySetGBs(s));
-        sharedGBs.set(s, await typedArraySetGBs(s, true));
-      }
-      process.stderr.write('done\nrunning the benchmark job... ');
-      const args = JSON.stringify({ sizes, iters: Number(o.iters), warmup: Number(o.warmup), window: Number(o.window), plain: !!o.plain });
-      const r = await launch(P2P_JOB, { ranks, ppn, args: [args], output: 'pipe', timeoutMs: 600_000 });
-      process.stderr.write('done\n');
-      if (r.exitCode !== 0) {
-        process.stderr.write(r.stderr);
-        process.exitCode = r.exitCode;
+  program.command('bench')
+    .description('nbcbench: latency, overhead and overlap (see BENCHMARKS.md); also "bench compare A.json B.json" and "bench chart OUT A.json ..."')
+    .argument('<op>', `p2p, compare, chart, or one of: ${BENCH_OPS.join(', ')}`)
+    .argument('[files...]', 'compare: two JSON results; chart: output file, then JSON results')
+    .option('--ranks <N>', 'ranks', '2')
+    .option('--ppn <P>', 'ranks per node (default: all ranks on one node; p2p default 2)')
+    .option('--sizes <A:B>', 'bytes per rank: A:B in x4 steps (A:B:2 for x2) or a list 8,1K,64K', '8:1M')
+    .option('--iters <n>', 'measured iterations per size (fewer from 1 MiB)', '500')
+    .option('--warmup <n>', 'warm-up iterations per size', '50')
+    .option('--executor <e>', 'host | offload | agg', 'host')
+    .option('--algorithm <name>', 'force an algorithm (see docs/architecture.md)')
+    .option('--test-interval <x>', 'time (10us) or data (64KiB, dgemm) between test() calls while computing; 0 = none', '0')
+    .option('--compute <kind>', 'busy | dgemm: what runs between start and wait', 'busy')
+    .option('--link <spec>', 'emulated network between nodes, e.g. latency=50us,bandwidth=1gbit')
+    .option('--noise <d@f>', 'per-rank CPU noise while computing, e.g. 100us@1kHz')
+    .option('--stat <s>', 'median | min | max | avg over iterations (of the max over ranks)', 'median')
+    .option('--per-rank', "also report each rank's own figure, to see skew")
+    .option('--json <file>', 'write the results as JSON')
+    .option('--csv', 'print CSV instead of a table')
+    .option('--osu', 'print OSU micro-benchmarks format (diff against osu_* output)')
+    .option('--chart <file>', 'write a chart (.svg or .png)')
+    .option('--metric <m>', 'chart metric: latency | overlap')
+    .option('--label <text>', 'legend label of this result in charts')
+    .option('--window <n>', 'p2p: messages in flight for the bandwidth test', '16')
+    .option('--plain', 'p2p: send from plain typed arrays instead of registered memory')
+    .action(async (op: string, files: string[], o: BenchOptions) => {
+      if (op === 'compare') {
+        if (files.length !== 2) throw new NbcArgError('Cannot compare: expected exactly two JSON result files, e.g. nbc bench compare A.json B.json');
+        const a = readResult(files[0]!);
+        const b = readResult(files[1]!);
+        process.stdout.write(compareResults(a, b).text + '\n');
+        if (o.chart) await renderChart([a, b], o.chart, o.metric === undefined ? undefined : { metric: o.metric as 'latency' | 'overlap' });
         return;
       }
-      const rows = (r.ranks[0]!.result as P2pRow[]).map((row) => ({
-        ...row,
-        limitLatencyUs,
-        limitBandwidthGBs: setGBs.get(row.bytes) ?? null,
-        limitSharedCopyGBs: sharedGBs.get(row.bytes) ?? null,
-        bandwidthPctOfLimit: setGBs.has(row.bytes) ? (100 * row.bandwidthGBs) / setGBs.get(row.bytes)! : null,
-      }));
-      const path = intra ? 'intra-node (shared memory)' : 'inter-node (TCP loopback)';
-      const table = new Table({
-        head: ['size', 'latency us', `limit us (${intra ? 'Atomics' : 'TCP'} ping-pong)`, 'bandwidth GB/s', 'TypedArray.set GB/s', '% of set', 'shared-memory copy GB/s'],
-        colAligns: ['right', 'right', 'right', 'right', 'right', 'right', 'right'],
-      });
-      for (const row of rows) {
-        table.push([
-          fmtBytes(row.bytes), row.latencyUs.toFixed(2), limitLatencyUs.toFixed(2), row.bandwidthGBs.toFixed(2),
-          row.limitBandwidthGBs === null ? '' : row.limitBandwidthGBs.toFixed(1),
-          row.bandwidthPctOfLimit === null ? '' : `${row.bandwidthPctOfLimit.toFixed(0)} %`,
-          row.limitSharedCopyGBs === null ? '' : row.limitSharedCopyGBs.toFixed(1),
-        ]);
+      if (op === 'chart') {
+        if (files.length < 2) throw new NbcArgError('Cannot chart: expected an output file (.svg or .png) and at least one JSON result');
+        await renderChart(files.slice(1).map(readResult), files[0]!, o.metric === undefined ? undefined : { metric: o.metric as 'latency' | 'overlap' });
+        return;
       }
-      process.stdout.write(`p2p, ${ranks} ranks, ppn ${ppn}: ${path}, ${o.plain ? 'plain' : 'registered'} buffers\n${table.toString()}\n`);
-      if (o.json) {
-        mkdirSync(dirname(o.json), { recursive: true });
-        writeFileSync(o.json, JSON.stringify({
-          op: 'p2p', ranks, ppn, path, buffers: o.plain ? 'plain' : 'registered', machine: machineInfo(),
-          limits: { latencyUs: limitLatencyUs, kind: intra ? 'atomics-ping-pong' : 'tcp-ping-pong' },
-          results: rows,
-        }, null, 2) + '\n');
+      const ranks = positiveInt('--ranks', o.ranks);
+      const sizes = parseSizes(o.sizes);
+      if (o.link !== undefined) parseLinkSpec(o.link);
+      if (!STATS.includes(o.stat as Stat)) throw new NbcArgError(`Cannot use --stat ${o.stat}: expected one of ${STATS.join(', ')}`);
+      if (o.compute !== 'busy' && o.compute !== 'dgemm') throw new NbcArgError(`Cannot use --compute ${o.compute}: expected busy or dgemm`);
+      if (o.executor !== 'host') {
+        if (o.executor === 'offload' || o.executor === 'agg') {
+          throw new NbcArgError(`Cannot benchmark with --executor ${o.executor}: that executor is not available in this build yet (${o.executor === 'offload' ? 'the offload engine' : 'in-network aggregation'} comes in a later release); use --executor host`);
+        }
+        throw new NbcArgError(`Cannot benchmark with --executor ${o.executor}: expected host, offload or agg`);
       }
+      if (op === 'p2p') {
+        await benchP2p(o, ranks, o.ppn === undefined ? 2 : positiveInt('--ppn', o.ppn), sizes);
+        return;
+      }
+      if (!BENCH_OPS.includes(op)) throw new NbcArgError(`Cannot benchmark '${op}': expected p2p, compare, chart or one of ${BENCH_OPS.join(', ')}`);
+      const ppn = o.ppn === undefined ? ranks : positiveInt('--ppn', o.ppn);
+      const limits = await measureLimits(ppn >= ranks, sizes);
+      const rows = await runOp(op, o, ranks, ppn, sizes);
+      if (rows === null) return;
+      const result: BenchResult = {
+        op, kind: opKind(op), ranks, ppn, executor: o.executor, algorithm: o.algorithm ?? 'auto', link: o.link ?? null,
+        compute: opKind(op) === 'blocking' ? null : (o.compute as 'busy' | 'dgemm'), testInterval: o.testInterval,
+        noise: o.noise ?? null, stat: o.stat as Stat, ...(o.label ? { label: o.label } : {}),
+        machine: machineInfo(), limits, results: rows,
+      };
+      await emit(result, o);
     });
-
-  for (const op of BENCH_COLLECTIVES) {
-    bench.command(op)
-      .description(`blocking ${op} latency vs message size (median over iterations of the max over ranks)`)
-      .option('--ranks <N>', 'ranks', '2')
-      .option('--ppn <P>', 'ranks per node (default: all on one node)')
-      .option('--sizes <A:B>', 'bytes per rank, powers of two from A to B, or a list', '8:1M')
-      .option('--iters <n>', 'measured iterations per size (fewer for >= 1 MiB)', '500')
-      .option('--warmup <n>', 'warm-up iterations per size', '50')
-      .option('--algorithm <name>', 'force an algorithm (see docs/collectives.md)')
-      .option('--json <file>', 'also write the results as JSON')
-      .action(async (o: { ranks: string; ppn?: string; sizes: string; iters: string; warmup: string; algorithm?: string; json?: string }) => {
-        const sizes = o.sizes.includes(',') ? o.sizes.split(',').map((s) => parseSizeRange(`${s}:${s}`)[0]!) : parseSizeRange(o.sizes);
-        const ranks = Number(o.ranks);
-        const ppn = o.ppn === undefined ? ranks : Number(o.ppn);
-        const args = JSON.stringify({ op, sizes, iters: Number(o.iters), warmup: Number(o.warmup), algorithm: o.algorithm });
-        const r = await launch(COLL_JOB, { ranks, ppn, args: [args], output: 'pipe', timeoutMs: 600_000 });
-        if (r.exitCode !== 0) {
-          process.stderr.write(r.stderr);
-          process.exitCode = r.exitCode;
-          return;
-        }
-        const rows = r.ranks[0]!.result as CollRow[];
-        const algorithm = o.algorithm ?? 'auto (select.ts)';
-        const table = new Table({ head: ['size', 'latency us (median)', 'min us', 'max us'], colAligns: ['right', 'right', 'right', 'right'] });
-        for (const row of rows) table.push([fmtBytes(row.bytes), row.latencyUs.toFixed(2), row.minUs.toFixed(2), row.maxUs.toFixed(2)]);
-        process.stdout.write(`${op}, ${ranks} ranks, ppn ${ppn}, algorithm ${algorithm}\n${table.toString()}\n`);
-        if (o.json) {
-          mkdirSync(dirname(o.json), { recursive: true });
-          writeFileSync(o.json, JSON.stringify({ op, ranks, ppn, executor: 'host', algorithm, machine: machineInfo(), results: rows }, null, 2) + '\n');
-        }
-      });
-  }
 }

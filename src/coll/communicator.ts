@@ -52,6 +52,8 @@ interface Plan {
 
 const EMPTY: Uint8Array = new Uint8Array(0);
 const CACHE_LIMIT = 128;
+/** Largest buffer a memoised plan may hold on to. */
+const MEMO_MAX_BYTES = 256 << 10;
 const userOps = new Map<number, Op>();
 const executors = new WeakMap<Transport, HostExecutor>();
 
@@ -157,6 +159,34 @@ export class Communicator extends Comm {
   }
 
   // ---- plumbing ---------------------------------------------------------------------
+
+  /**
+   * Recent plans by argument identity. A plan depends only on the buffers' identity and
+   * length, the scalars and the op, so a loop that passes the same arguments again reuses it
+   * and skips validation, selection and the cache lookup. Only for collectives without count
+   * arrays: a caller may change a counts array in place between calls.
+   */
+  private readonly planMemo: Array<{ coll: CollName; args: readonly unknown[]; lens: readonly number[]; plan: Plan }> = [];
+
+  private memoPlan(coll: CollName, args: readonly unknown[], build: () => Plan): Plan {
+    const memo = this.planMemo;
+    next: for (let i = 0; i < memo.length; i++) {
+      const m = memo[i]!;
+      if (m.coll !== coll || m.args.length !== args.length) continue;
+      for (let k = 0; k < args.length; k++) {
+        const a = args[k];
+        if (m.args[k] !== a) continue next;
+        if (ArrayBuffer.isView(a) && m.lens[k] !== a.byteLength) continue next;
+      }
+      return m.plan;
+    }
+    const plan = build();
+    // A memoised plan keeps its buffers alive: only small ones, whose per-call cost matters.
+    for (const a of args) if (ArrayBuffer.isView(a) && a.byteLength > MEMO_MAX_BYTES) return plan;
+    if (memo.length === 8) memo.pop();
+    memo.unshift({ coll, args, lens: args.map((a) => (ArrayBuffer.isView(a) ? a.byteLength : -1)), plan });
+    return plan;
+  }
 
   /** Tag of the next collective instance: its sequence number, times 16 sub-tags. */
   private nextTag(): number {
@@ -384,7 +414,7 @@ export class Communicator extends Comm {
       if (req.error) throw req.error;
     }
   }
-  ibarrier(opts?: CollOptions): CollRequest { return this.launchPlan(this.planBarrier(opts)); }
+  ibarrier(opts?: CollOptions): CollRequest { return this.launchPlan(this.memoPlan('barrier', [opts], () => this.planBarrier(opts))); }
   barrierInit(opts?: CollOptions): PersistentRequest { return this.persistent(this.planBarrier(opts)); }
 
   // ---- bcast --------------------------------------------------------------------------
@@ -396,7 +426,9 @@ export class Communicator extends Comm {
     return { coll: 'bcast', sched: this.schedule('bcast', s, opts, true), send: v, recv: v };
   }
   bcast(buf: Buf, root: number, opts?: CollOptions): void { this.launchPlan(this.planBcast(buf, root, opts)).wait(); }
-  ibcast(buf: Buf, root: number, opts?: CollOptions): CollRequest { return this.launchPlan(this.planBcast(buf, root, opts)); }
+  ibcast(buf: Buf, root: number, opts?: CollOptions): CollRequest {
+    return this.launchPlan(this.memoPlan('bcast', [buf, root, opts], () => this.planBcast(buf, root, opts)));
+  }
   bcastInit(buf: Buf, root: number, opts?: CollOptions): PersistentRequest { return this.persistent(this.planBcast(buf, root, opts)); }
 
   // ---- reduce / allreduce ---------------------------------------------------------------
@@ -439,7 +471,7 @@ export class Communicator extends Comm {
     this.launchPlan(this.planReduce(send, recv, op, root, opts)).wait();
   }
   ireduce(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): CollRequest {
-    return this.launchPlan(this.planReduce(send, recv, op, root, opts));
+    return this.launchPlan(this.memoPlan('reduce', [send, recv, op, root, opts], () => this.planReduce(send, recv, op, root, opts)));
   }
   reduceInit(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): PersistentRequest {
     return this.persistent(this.planReduce(send, recv, op, root, opts));
@@ -498,7 +530,7 @@ export class Communicator extends Comm {
     this.launchPlan({ coll: 'allreduce', sched: this.schedule('allreduce', s, opts, true), send: c.sv, recv: c.rv }).wait();
   }
   iallreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): CollRequest {
-    return this.launchPlan(this.planAllreduce(send, recv, op, opts));
+    return this.launchPlan(this.memoPlan('allreduce', [send, recv, op, opts], () => this.planAllreduce(send, recv, op, opts)));
   }
   allreduceInit(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): PersistentRequest {
     return this.persistent(this.planAllreduce(send, recv, op, opts));
@@ -706,7 +738,9 @@ export class Communicator extends Comm {
     return { coll: 'allgather', sched: this.schedule('allgather', s, opts, true), send: sv, recv: rv };
   }
   allgather(send: BufOrInPlace, recv: Buf, opts?: CollOptions): void { this.launchPlan(this.planAllgather(send, recv, opts)).wait(); }
-  iallgather(send: BufOrInPlace, recv: Buf, opts?: CollOptions): CollRequest { return this.launchPlan(this.planAllgather(send, recv, opts)); }
+  iallgather(send: BufOrInPlace, recv: Buf, opts?: CollOptions): CollRequest {
+    return this.launchPlan(this.memoPlan('allgather', [send, recv, opts], () => this.planAllgather(send, recv, opts)));
+  }
   allgatherInit(send: BufOrInPlace, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(this.planAllgather(send, recv, opts)); }
 
   private planAllgatherv(send: BufOrInPlace, recv: Buf, counts: Counts, displs: Counts, opts?: CollOptions): Plan {
@@ -757,7 +791,9 @@ export class Communicator extends Comm {
     return { coll: 'alltoall', sched: this.schedule('alltoall', s, opts, true), send: sv, recv: rv, before };
   }
   alltoall(send: BufOrInPlace, recv: Buf, opts?: CollOptions): void { this.launchPlan(this.planAlltoall(send, recv, opts)).wait(); }
-  ialltoall(send: BufOrInPlace, recv: Buf, opts?: CollOptions): CollRequest { return this.launchPlan(this.planAlltoall(send, recv, opts)); }
+  ialltoall(send: BufOrInPlace, recv: Buf, opts?: CollOptions): CollRequest {
+    return this.launchPlan(this.memoPlan('alltoall', [send, recv, opts], () => this.planAlltoall(send, recv, opts)));
+  }
   alltoallInit(send: BufOrInPlace, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(this.planAlltoall(send, recv, opts)); }
 
   private planAlltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): Plan {

@@ -1,0 +1,73 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { test } from 'node:test';
+
+const CLI = fileURLToPath(new URL('../dist/cli/nbc.js', import.meta.url));
+const T = { timeout: 120_000 };
+
+function nbc(...args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const p = spawnSync(process.execPath, [CLI, 'bench', ...args], { encoding: 'utf8', timeout: 110_000 });
+  return { status: p.status, stdout: p.stdout, stderr: p.stderr };
+}
+
+const NB_FIELDS = ['bytes', 'latencyUs', 'initUs', 'testUs', 'waitUs', 'overheadUs', 'pureUs', 'overallUs', 'computeUs', 'overlapPct'];
+
+test('a tiny iallreduce sweep writes JSON with every field, an SVG chart and a PNG chart', T, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'nbcbench-'));
+  const small = ['--ranks', '2', '--sizes', '8,1K', '--iters', '20', '--warmup', '5', '--test-interval', '5us'];
+  const a = nbc('iallreduce', ...small, '--json', join(dir, 'r.json'), '--chart', join(dir, 'r.svg'), '--per-rank');
+  assert.equal(a.status, 0, a.stderr);
+  const r = JSON.parse(readFileSync(join(dir, 'r.json'), 'utf8'));
+  for (const k of ['op', 'ranks', 'ppn', 'executor', 'algorithm', 'link', 'results', 'machine', 'limits']) assert.ok(k in r, `JSON has ${k}`);
+  assert.equal(r.op, 'iallreduce');
+  assert.equal(r.executor, 'host');
+  assert.deepEqual(r.results.map((x: { bytes: number }) => x.bytes), [8, 1024]);
+  for (const row of r.results) {
+    for (const f of NB_FIELDS) assert.equal(typeof row[f], 'number', `row has numeric ${f}`);
+    assert.ok(row.overlapPct >= 0 && row.overlapPct <= 100);
+    assert.ok(Math.abs(row.overheadUs - (row.initUs + row.testUs + row.waitUs)) < 1e-6);
+    assert.equal(row.perRank.length, 2);
+  }
+  assert.ok(typeof r.limits.atomicsPingPongOneWayUs === 'number', 'the physical limit measured in the same run');
+  const svg = readFileSync(join(dir, 'r.svg'), 'utf8');
+  assert.match(svg, /^<svg[\s>]/);
+  assert.match(svg, /<path/);
+  assert.match(svg, /<\/svg>\s*$/);
+  const b = nbc('chart', join(dir, 'r.png'), join(dir, 'r.json'));
+  assert.equal(b.status, 0, b.stderr);
+  const png = readFileSync(join(dir, 'r.png'));
+  assert.deepEqual([...png.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'PNG signature');
+  assert.equal(png.subarray(12, 16).toString('latin1'), 'IHDR');
+  assert.ok(png.readUInt32BE(16) > 0 && png.readUInt32BE(20) > 0, 'non-empty image');
+});
+
+test('--osu prints OSU-format text for a blocking op, one row per size', T, () => {
+  const a = nbc('allreduce', '--ranks', '2', '--sizes', '8:128', '--iters', '20', '--warmup', '5', '--osu');
+  assert.equal(a.status, 0, a.stderr);
+  const lines = a.stdout.trim().split('\n');
+  assert.ok(lines.some((l) => /^# OSU MPI Allreduce Latency Test/.test(l)), a.stdout);
+  assert.ok(lines.some((l) => /^# Size\s+Avg Latency\(us\)/.test(l)), a.stdout);
+  const rows = lines.filter((l) => /^\d+\s+[\d.]+$/.test(l));
+  assert.deepEqual(rows.map((l) => Number(l.split(/\s+/)[0])), [8, 32, 128]);
+});
+
+test('compare prints B/A ratios for two results', T, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'nbcbench-'));
+  for (const name of ['a', 'b']) {
+    const r = nbc('barrier', '--ranks', '2', '--iters', '20', '--warmup', '5', '--json', join(dir, `${name}.json`));
+    assert.equal(r.status, 0, r.stderr);
+  }
+  const c = nbc('compare', join(dir, 'a.json'), join(dir, 'b.json'));
+  assert.equal(c.status, 0, c.stderr);
+  assert.match(c.stdout, /ratio|B\/A/i);
+});
+
+test('an executor that is not available yet is refused with a clear message', T, () => {
+  const a = nbc('iallreduce', '--executor', 'offload', '--ranks', '2', '--sizes', '8');
+  assert.equal(a.status, 2);
+  assert.match(a.stderr, /--executor offload: that executor is not available in this build yet.*NBC_ERR_ARG/s);
+});
