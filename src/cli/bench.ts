@@ -41,11 +41,14 @@ function positiveInt(name: string, text: string): number {
   return n;
 }
 
-/** `8:1M` (x4 steps, as OSU), `8:1M:2` (x2), or a list `8,1K,64K`. */
+/** `8:1M` (x4 steps; the upper bound is always included), `8:1M:2` (x2), or a list `8,1K,64K`. */
 export function parseSizes(text: string): number[] {
   if (text.includes(',')) return text.split(',').map((s) => parseSizeRange(`${s}:${s}`)[0]!);
   const [from, to, step] = text.split(':');
-  return parseSizeRange(`${from}:${to ?? from}`, step === undefined ? 4 : Number(step));
+  const sizes = parseSizeRange(`${from}:${to ?? from}`, step === undefined ? 4 : Number(step));
+  const last = parseSizeRange(`${to ?? from}:${to ?? from}`)[0]!;
+  if (sizes[sizes.length - 1] !== last) sizes.push(last);
+  return sizes;
 }
 
 interface BenchOptions {
