@@ -15,14 +15,13 @@ import { bytesOf, describe, type TypedArray } from '../comm/validate.js';
 import {
   NbcArgError, NbcCountError, NbcRootError, NbcTypeError,
 } from '../errors.js';
-import {
-  builtinOpById, bytesPerElement, ctorOf, dtypeOf, reduceBytes, resolveOp, USER_OP_ID_BASE, type DType, type Op, type OpLike,
-  type ReduceKernel,
-} from '../ops/index.js';
+import { bytesPerElement, ctorOf, dtypeOf, resolveOp, type DType, type OpLike } from '../ops/index.js';
+import { kernelFor, opById, reduceRegions, registerUserOp } from '../ops/regions.js';
 import { IN_PLACE, type InPlace } from '../p2p/constants.js';
-import type { Progressor, Status } from '../p2p/request.js';
+import type { Progressor, Request, Status } from '../p2p/request.js';
 import { copyView, type RecvRequest, type Transport } from '../p2p/transport.js';
-import { CollRequest, HostExecutor, type ReduceFn } from '../sched/host.js';
+import { HostExecutor, type ReduceFn } from '../sched/host.js';
+import { OffloadClient } from './offload-client.js';
 import type { Schedule } from '../sched/schedule.js';
 import { select, type CollName } from './select.js';
 import { pow2Floor, shape, type CollShape } from './shape.js';
@@ -48,48 +47,22 @@ interface Plan {
   before?: () => void;
   /** Scratch owned by a persistent request (one instance at a time); else pooled per start. */
   tmp?: Uint8Array;
+  /** 'offload': the node engine runs the schedule (coll/offload-client.ts). */
+  offload?: boolean;
 }
 
 const EMPTY: Uint8Array = new Uint8Array(0);
 const CACHE_LIMIT = 128;
 /** Largest buffer a memoised plan may hold on to. */
 const MEMO_MAX_BYTES = 256 << 10;
-const userOps = new Map<number, Op>();
 const executors = new WeakMap<Transport, HostExecutor>();
+const offloaders = new WeakMap<Transport, OffloadClient>();
 
-const opById = (id: number): Op => (id < USER_OP_ID_BASE ? builtinOpById(id) : userOps.get(id)!);
-
-/** Kernels by op id and dtype, resolved (and validated) once. */
-const kernels: Array<Array<ReduceKernel | undefined>> = [];
-
-function kernelFor(opId: number, dt: DType): ReduceKernel {
-  const row = (kernels[opId] ??= []);
-  return (row[dt] ??= opById(opId).kernel(dt));
-}
-
-/**
- * The executor's reduction: two views and the cached kernel. (reduceBytes' per-buffer view
- * cache suits long-lived buffers; collectives see fresh user and scratch buffers all the time,
- * which would only churn that cache.) Unaligned or overlapping operands take reduceBytes,
- * which handles both.
- */
-const reduceFn: ReduceFn = (opId, dtId, input, inout) => {
-  const dt = dtId as DType;
-  const bpe = bytesPerElement(dt);
-  const n = input.byteLength / bpe;
-  const overlap = input.buffer === inout.buffer &&
-    input.byteOffset < inout.byteOffset + inout.byteLength && inout.byteOffset < input.byteOffset + input.byteLength;
-  if (input.byteOffset % bpe !== 0 || inout.byteOffset % bpe !== 0 || overlap) {
-    reduceBytes(opById(opId), dt, inout.buffer, inout.byteOffset, input.buffer, input.byteOffset, n);
-    return;
-  }
-  const Ctor = ctorOf(dt) as unknown as new (b: ArrayBufferLike, off: number, len: number) => TypedArray;
-  kernelFor(opId, dt)(new Ctor(inout.buffer, inout.byteOffset, n), 0, new Ctor(input.buffer, input.byteOffset, n), 0, n);
-};
+const reduceFn: ReduceFn = (opId, dt, input, inout) => reduceRegions(opId, dt as DType, input, inout);
 
 /** A persistent collective: start() it any number of times; wait()/test() each start. */
 export class PersistentRequest implements PromiseLike<Status> {
-  private current: CollRequest | null = null;
+  private current: Request | null = null;
   private freed = false;
 
   constructor(private readonly comm: Communicator, private readonly plan: Plan) {}
@@ -104,7 +77,7 @@ export class PersistentRequest implements PromiseLike<Status> {
     return this;
   }
 
-  private active(op: string): CollRequest {
+  private active(op: string): Request {
     if (this.current === null) throw new NbcArgError(`Cannot ${op} persistent ${this.plan.coll}: it was never started`);
     return this.current;
   }
@@ -241,8 +214,8 @@ export class Communicator extends Comm {
 
   private schedule(coll: CollName, s: CollShape, opts: CollOptions | undefined, cacheable: boolean): Schedule {
     this.check(coll);
-    if (opts?.executor !== undefined && opts.executor !== 'host') {
-      throw new NbcArgError(`Cannot run ${coll} with executor '${opts.executor}': it is not available in this build; expected 'host'`);
+    if (opts?.executor !== undefined && opts.executor !== 'host' && opts.executor !== 'offload') {
+      throw new NbcArgError(`Cannot run ${coll} with executor '${String(opts.executor)}': ${opts.executor === 'agg' ? 'in-network aggregation is not available in this build' : 'unknown executor'}; expected 'host' or 'offload'`);
     }
     const choice = select(coll, { size: s.size, bytes: s.bytes, commutative: s.commutative }, opts?.algorithm);
     const full: CollShape = { ...s, radix: choice.radix };
@@ -277,10 +250,18 @@ export class Communicator extends Comm {
   }
 
   /** Starts a planned collective; the next sequence number names its messages. */
-  launchPlan(plan: Plan): CollRequest {
+  launchPlan(plan: Plan): Request {
     this.check(plan.coll);
     plan.before?.();
     const tag = this.nextTag();
+    if (plan.offload) {
+      let client = offloaders.get(this.transport);
+      if (client === undefined) {
+        client = new OffloadClient(this.transport);
+        offloaders.set(this.transport, client);
+      }
+      return client.post(plan.sched, { collCtx: this.collCtx, rank: this.rank, worldRanks: this.worldRanks }, plan.send, plan.recv, tag);
+    }
     const sched = plan.sched;
     const t = this.transport;
     let tmp = plan.tmp ?? EMPTY;
@@ -355,7 +336,7 @@ export class Communicator extends Comm {
     const o = resolveOp(op, coll);
     const dt = dtypeOf(b);
     o.check(dt, b.length, coll);
-    if (!o.isBuiltin) userOps.set(o.id, o);
+    registerUserOp(o);
     return { dtype: dt, op: o.id, commutative: o.commutative, esize: bytesPerElement(dt) * o.itemLength };
   }
 
@@ -388,7 +369,7 @@ export class Communicator extends Comm {
   // ---- barrier ------------------------------------------------------------------------
 
   private planBarrier(opts?: CollOptions): Plan {
-    return { coll: 'barrier', sched: this.schedule('barrier', this.base(), opts, true), send: EMPTY, recv: EMPTY };
+    return { coll: 'barrier', offload: opts?.executor === 'offload', sched: this.schedule('barrier', this.base(), opts, true), send: EMPTY, recv: EMPTY };
   }
   barrier(opts?: CollOptions): void {
     this.check('barrier');
@@ -414,7 +395,7 @@ export class Communicator extends Comm {
       if (req.error) throw req.error;
     }
   }
-  ibarrier(opts?: CollOptions): CollRequest { return this.launchPlan(this.memoPlan('barrier', [opts], () => this.planBarrier(opts))); }
+  ibarrier(opts?: CollOptions): Request { return this.launchPlan(this.memoPlan('barrier', [opts], () => this.planBarrier(opts))); }
   barrierInit(opts?: CollOptions): PersistentRequest { return this.persistent(this.planBarrier(opts)); }
 
   // ---- bcast --------------------------------------------------------------------------
@@ -423,10 +404,10 @@ export class Communicator extends Comm {
     const v = this.buf('bcast', buf, 'buffer');
     this.checkRoot(root, 'bcast');
     const s = { ...this.base(root), bytes: v.byteLength, esize: bytesPerElement(dtypeOf(buf)) };
-    return { coll: 'bcast', sched: this.schedule('bcast', s, opts, true), send: v, recv: v };
+    return { coll: 'bcast', offload: opts?.executor === 'offload', sched: this.schedule('bcast', s, opts, true), send: v, recv: v };
   }
   bcast(buf: Buf, root: number, opts?: CollOptions): void { this.launchPlan(this.planBcast(buf, root, opts)).wait(); }
-  ibcast(buf: Buf, root: number, opts?: CollOptions): CollRequest {
+  ibcast(buf: Buf, root: number, opts?: CollOptions): Request {
     return this.launchPlan(this.memoPlan('bcast', [buf, root, opts], () => this.planBcast(buf, root, opts)));
   }
   bcastInit(buf: Buf, root: number, opts?: CollOptions): PersistentRequest { return this.persistent(this.planBcast(buf, root, opts)); }
@@ -465,12 +446,12 @@ export class Communicator extends Comm {
       rv = new Uint8Array(sv.byteLength); // working space for algorithms that use RECV everywhere
     }
     const s = { ...this.base(root), ...red, bytes: sv.byteLength };
-    return { coll: 'reduce', sched: this.schedule('reduce', s, opts, true), send: sv, recv: rv };
+    return { coll: 'reduce', offload: opts?.executor === 'offload', sched: this.schedule('reduce', s, opts, true), send: sv, recv: rv };
   }
   reduce(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): void {
     this.launchPlan(this.planReduce(send, recv, op, root, opts)).wait();
   }
-  ireduce(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): CollRequest {
+  ireduce(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): Request {
     return this.launchPlan(this.memoPlan('reduce', [send, recv, op, root, opts], () => this.planReduce(send, recv, op, root, opts)));
   }
   reduceInit(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): PersistentRequest {
@@ -492,7 +473,7 @@ export class Communicator extends Comm {
   private planAllreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): Plan {
     const { sv, rv, red } = this.checkAllreduce(send, recv, op);
     const s = { ...this.base(), ...red, bytes: sv.byteLength };
-    return { coll: 'allreduce', sched: this.schedule('allreduce', s, opts, true), send: sv, recv: rv };
+    return { coll: 'allreduce', offload: opts?.executor === 'offload', sched: this.schedule('allreduce', s, opts, true), send: sv, recv: rv };
   }
   /**
    * The last few blocking allreduces' validated calls, reused when a call passes the same
@@ -527,9 +508,9 @@ export class Communicator extends Comm {
       return;
     }
     const s = { ...this.base(), ...c.red, bytes };
-    this.launchPlan({ coll: 'allreduce', sched: this.schedule('allreduce', s, opts, true), send: c.sv, recv: c.rv }).wait();
+    this.launchPlan({ coll: 'allreduce', offload: opts?.executor === 'offload', sched: this.schedule('allreduce', s, opts, true), send: c.sv, recv: c.rv }).wait();
   }
-  iallreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): CollRequest {
+  iallreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): Request {
     return this.launchPlan(this.memoPlan('allreduce', [send, recv, op, opts], () => this.planAllreduce(send, recv, op, opts)));
   }
   allreduceInit(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): PersistentRequest {
@@ -610,12 +591,12 @@ export class Communicator extends Comm {
       sv = this.buf('gather', send, 'send');
     }
     const s = { ...this.base(root), bytes: sv.byteLength };
-    return { coll: 'gather', sched: this.schedule('gather', s, opts, true), send: sv, recv: rv };
+    return { coll: 'gather', offload: opts?.executor === 'offload', sched: this.schedule('gather', s, opts, true), send: sv, recv: rv };
   }
   gather(send: BufOrInPlace, recv: Buf | null | undefined, root: number, opts?: CollOptions): void {
     this.launchPlan(this.planGather(send, recv, root, opts)).wait();
   }
-  igather(send: BufOrInPlace, recv: Buf | null | undefined, root: number, opts?: CollOptions): CollRequest {
+  igather(send: BufOrInPlace, recv: Buf | null | undefined, root: number, opts?: CollOptions): Request {
     return this.launchPlan(this.planGather(send, recv, root, opts));
   }
   gatherInit(send: BufOrInPlace, recv: Buf | null | undefined, root: number, opts?: CollOptions): PersistentRequest {
@@ -640,12 +621,12 @@ export class Communicator extends Comm {
       rv = this.buf('scatter', recv, 'recv');
     }
     const s = { ...this.base(root), bytes: rv.byteLength };
-    return { coll: 'scatter', sched: this.schedule('scatter', s, opts, true), send: sv, recv: rv };
+    return { coll: 'scatter', offload: opts?.executor === 'offload', sched: this.schedule('scatter', s, opts, true), send: sv, recv: rv };
   }
   scatter(send: Buf | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): void {
     this.launchPlan(this.planScatter(send, recv, root, opts)).wait();
   }
-  iscatter(send: Buf | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): CollRequest {
+  iscatter(send: Buf | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): Request {
     return this.launchPlan(this.planScatter(send, recv, root, opts));
   }
   scatterInit(send: Buf | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): PersistentRequest {
@@ -676,12 +657,12 @@ export class Communicator extends Comm {
       sv = this.buf('gatherv', send, 'send');
     }
     s.bytes = sv.byteLength;
-    return { coll: 'gatherv', sched: this.schedule('gatherv', s, opts, false), send: sv, recv: rv };
+    return { coll: 'gatherv', offload: opts?.executor === 'offload', sched: this.schedule('gatherv', s, opts, false), send: sv, recv: rv };
   }
   gatherv(send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts, displs: Counts, root: number, opts?: CollOptions): void {
     this.launchPlan(this.planGatherv(send, recv, counts, displs, root, opts)).wait();
   }
-  igatherv(send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts, displs: Counts, root: number, opts?: CollOptions): CollRequest {
+  igatherv(send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts, displs: Counts, root: number, opts?: CollOptions): Request {
     return this.launchPlan(this.planGatherv(send, recv, counts, displs, root, opts));
   }
   gathervInit(send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts, displs: Counts, root: number, opts?: CollOptions): PersistentRequest {
@@ -712,12 +693,12 @@ export class Communicator extends Comm {
       rv = this.buf('scatterv', recv, 'recv');
     }
     s.bytes = rv.byteLength;
-    return { coll: 'scatterv', sched: this.schedule('scatterv', s, opts, false), send: sv, recv: rv };
+    return { coll: 'scatterv', offload: opts?.executor === 'offload', sched: this.schedule('scatterv', s, opts, false), send: sv, recv: rv };
   }
   scatterv(send: Buf | null | undefined, counts: Counts, displs: Counts, recv: BufOrInPlace, root: number, opts?: CollOptions): void {
     this.launchPlan(this.planScatterv(send, counts, displs, recv, root, opts)).wait();
   }
-  iscatterv(send: Buf | null | undefined, counts: Counts, displs: Counts, recv: BufOrInPlace, root: number, opts?: CollOptions): CollRequest {
+  iscatterv(send: Buf | null | undefined, counts: Counts, displs: Counts, recv: BufOrInPlace, root: number, opts?: CollOptions): Request {
     return this.launchPlan(this.planScatterv(send, counts, displs, recv, root, opts));
   }
   scattervInit(send: Buf | null | undefined, counts: Counts, displs: Counts, recv: BufOrInPlace, root: number, opts?: CollOptions): PersistentRequest {
@@ -735,10 +716,10 @@ export class Communicator extends Comm {
     const B = rv.byteLength / this.size;
     const sv = send === IN_PLACE ? rv.subarray(this.rank * B, (this.rank + 1) * B) : this.buf('allgather', send, 'send');
     const s = { ...this.base(), bytes: sv.byteLength };
-    return { coll: 'allgather', sched: this.schedule('allgather', s, opts, true), send: sv, recv: rv };
+    return { coll: 'allgather', offload: opts?.executor === 'offload', sched: this.schedule('allgather', s, opts, true), send: sv, recv: rv };
   }
   allgather(send: BufOrInPlace, recv: Buf, opts?: CollOptions): void { this.launchPlan(this.planAllgather(send, recv, opts)).wait(); }
-  iallgather(send: BufOrInPlace, recv: Buf, opts?: CollOptions): CollRequest {
+  iallgather(send: BufOrInPlace, recv: Buf, opts?: CollOptions): Request {
     return this.launchPlan(this.memoPlan('allgather', [send, recv, opts], () => this.planAllgather(send, recv, opts)));
   }
   allgatherInit(send: BufOrInPlace, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(this.planAllgather(send, recv, opts)); }
@@ -753,12 +734,12 @@ export class Communicator extends Comm {
     }
     const sv = send === IN_PLACE ? rv.subarray(d[this.rank]!, d[this.rank]! + c[this.rank]!) : this.buf('allgatherv', send, 'send');
     const s = { ...this.base(), bytes: sv.byteLength, counts: c, displs: d };
-    return { coll: 'allgatherv', sched: this.schedule('allgatherv', s, opts, false), send: sv, recv: rv };
+    return { coll: 'allgatherv', offload: opts?.executor === 'offload', sched: this.schedule('allgatherv', s, opts, false), send: sv, recv: rv };
   }
   allgatherv(send: BufOrInPlace, recv: Buf, counts: Counts, displs: Counts, opts?: CollOptions): void {
     this.launchPlan(this.planAllgatherv(send, recv, counts, displs, opts)).wait();
   }
-  iallgatherv(send: BufOrInPlace, recv: Buf, counts: Counts, displs: Counts, opts?: CollOptions): CollRequest {
+  iallgatherv(send: BufOrInPlace, recv: Buf, counts: Counts, displs: Counts, opts?: CollOptions): Request {
     return this.launchPlan(this.planAllgatherv(send, recv, counts, displs, opts));
   }
   allgathervInit(send: BufOrInPlace, recv: Buf, counts: Counts, displs: Counts, opts?: CollOptions): PersistentRequest {
@@ -788,10 +769,10 @@ export class Communicator extends Comm {
       sv = this.buf('alltoall', send, 'send');
     }
     const s = { ...this.base(), bytes: rv.byteLength / this.size };
-    return { coll: 'alltoall', sched: this.schedule('alltoall', s, opts, true), send: sv, recv: rv, before };
+    return { coll: 'alltoall', offload: opts?.executor === 'offload', sched: this.schedule('alltoall', s, opts, true), send: sv, recv: rv, before };
   }
   alltoall(send: BufOrInPlace, recv: Buf, opts?: CollOptions): void { this.launchPlan(this.planAlltoall(send, recv, opts)).wait(); }
-  ialltoall(send: BufOrInPlace, recv: Buf, opts?: CollOptions): CollRequest {
+  ialltoall(send: BufOrInPlace, recv: Buf, opts?: CollOptions): Request {
     return this.launchPlan(this.memoPlan('alltoall', [send, recv, opts], () => this.planAlltoall(send, recv, opts)));
   }
   alltoallInit(send: BufOrInPlace, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(this.planAlltoall(send, recv, opts)); }
@@ -804,12 +785,12 @@ export class Communicator extends Comm {
     const sx = this.vector('alltoallv', scounts, sdispls, bpe, send.length, 'send');
     const rx = this.vector('alltoallv', rcounts, rdispls, bpe, recv.length, 'recv');
     const s = { ...this.base(), counts: sx.c, displs: sx.d, rcounts: rx.c, rdispls: rx.d };
-    return { coll: 'alltoallv', sched: this.schedule('alltoallv', s, opts, false), send: sv, recv: rv };
+    return { coll: 'alltoallv', offload: opts?.executor === 'offload', sched: this.schedule('alltoallv', s, opts, false), send: sv, recv: rv };
   }
   alltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): void {
     this.launchPlan(this.planAlltoallv(send, scounts, sdispls, recv, rcounts, rdispls, opts)).wait();
   }
-  ialltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): CollRequest {
+  ialltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): Request {
     return this.launchPlan(this.planAlltoallv(send, scounts, sdispls, recv, rcounts, rdispls, opts));
   }
   alltoallvInit(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): PersistentRequest {
@@ -845,12 +826,12 @@ export class Communicator extends Comm {
     }
     const out = send === IN_PLACE ? rv.subarray(0, c[this.rank]!) : rv;
     const s = { ...this.base(), ...red, bytes: sv.byteLength, counts: c };
-    return { coll, sched: this.schedule(coll, s, opts, false), send: sv, recv: out };
+    return { coll, offload: opts?.executor === 'offload', sched: this.schedule(coll, s, opts, false), send: sv, recv: out };
   }
   reduceScatterBlock(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): void {
     this.launchPlan(this.planReduceScatter('reduceScatterBlock', send, recv, null, op, opts)).wait();
   }
-  ireduceScatterBlock(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): CollRequest {
+  ireduceScatterBlock(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): Request {
     return this.launchPlan(this.planReduceScatter('reduceScatterBlock', send, recv, null, op, opts));
   }
   reduceScatterBlockInit(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): PersistentRequest {
@@ -859,7 +840,7 @@ export class Communicator extends Comm {
   reduceScatter(send: BufOrInPlace, recv: Buf, counts: Counts, op: OpLike, opts?: CollOptions): void {
     this.launchPlan(this.planReduceScatter('reduceScatter', send, recv, counts, op, opts)).wait();
   }
-  ireduceScatter(send: BufOrInPlace, recv: Buf, counts: Counts, op: OpLike, opts?: CollOptions): CollRequest {
+  ireduceScatter(send: BufOrInPlace, recv: Buf, counts: Counts, op: OpLike, opts?: CollOptions): Request {
     return this.launchPlan(this.planReduceScatter('reduceScatter', send, recv, counts, op, opts));
   }
   reduceScatterInit(send: BufOrInPlace, recv: Buf, counts: Counts, op: OpLike, opts?: CollOptions): PersistentRequest {
@@ -883,13 +864,13 @@ export class Communicator extends Comm {
       before = () => copy.set(rv);
     }
     const s = { ...this.base(), ...red, bytes: rv.byteLength };
-    return { coll, sched: this.schedule(coll, s, opts, true), send: sv, recv: rv, before };
+    return { coll, offload: opts?.executor === 'offload', sched: this.schedule(coll, s, opts, true), send: sv, recv: rv, before };
   }
   scan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): void { this.launchPlan(this.planScan('scan', send, recv, op, opts)).wait(); }
-  iscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): CollRequest { return this.launchPlan(this.planScan('scan', send, recv, op, opts)); }
+  iscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): Request { return this.launchPlan(this.planScan('scan', send, recv, op, opts)); }
   scanInit(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): PersistentRequest { return this.persistent(this.planScan('scan', send, recv, op, opts)); }
   exscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): void { this.launchPlan(this.planScan('exscan', send, recv, op, opts)).wait(); }
-  iexscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): CollRequest { return this.launchPlan(this.planScan('exscan', send, recv, op, opts)); }
+  iexscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): Request { return this.launchPlan(this.planScan('exscan', send, recv, op, opts)); }
   exscanInit(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): PersistentRequest { return this.persistent(this.planScan('exscan', send, recv, op, opts)); }
 
   // ---- neighbour collectives (Cartesian communicators) ----------------------------------------
@@ -908,10 +889,10 @@ export class Communicator extends Comm {
     this.sameType('neighborAllgather', send, recv);
     this.count('neighborAllgather', 'recv', recv.length, send.length * nb.length);
     const s = { ...this.base(), bytes: sv.byteLength, neighbors: nb };
-    return { coll: 'neighborAllgather', sched: this.schedule('neighborAllgather', s, opts, false), send: sv, recv: rv };
+    return { coll: 'neighborAllgather', offload: opts?.executor === 'offload', sched: this.schedule('neighborAllgather', s, opts, false), send: sv, recv: rv };
   }
   neighborAllgather(send: Buf, recv: Buf, opts?: CollOptions): void { this.launchPlan(this.planNeighborAllgather(send, recv, opts)).wait(); }
-  ineighborAllgather(send: Buf, recv: Buf, opts?: CollOptions): CollRequest { return this.launchPlan(this.planNeighborAllgather(send, recv, opts)); }
+  ineighborAllgather(send: Buf, recv: Buf, opts?: CollOptions): Request { return this.launchPlan(this.planNeighborAllgather(send, recv, opts)); }
   neighborAllgatherInit(send: Buf, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(this.planNeighborAllgather(send, recv, opts)); }
 
   /** neighborAlltoall: send block i goes to neighbour i, recv block i comes from neighbour i. */
@@ -928,10 +909,10 @@ export class Communicator extends Comm {
     const c = new Int32Array(nb.length).fill(B);
     const d = Int32Array.from({ length: nb.length }, (_, i) => i * B);
     const s = { ...this.base(), neighbors: nb, counts: c, displs: d, rcounts: c, rdispls: d };
-    return { coll: 'neighborAlltoall', sched: this.schedule('neighborAlltoall', s, opts, false), send: sv, recv: rv };
+    return { coll: 'neighborAlltoall', offload: opts?.executor === 'offload', sched: this.schedule('neighborAlltoall', s, opts, false), send: sv, recv: rv };
   }
   neighborAlltoall(send: Buf, recv: Buf, opts?: CollOptions): void { this.launchPlan(this.planNeighborAlltoall(send, recv, opts)).wait(); }
-  ineighborAlltoall(send: Buf, recv: Buf, opts?: CollOptions): CollRequest { return this.launchPlan(this.planNeighborAlltoall(send, recv, opts)); }
+  ineighborAlltoall(send: Buf, recv: Buf, opts?: CollOptions): Request { return this.launchPlan(this.planNeighborAlltoall(send, recv, opts)); }
   neighborAlltoallInit(send: Buf, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(this.planNeighborAlltoall(send, recv, opts)); }
 
   private planNeighborAlltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): Plan {
@@ -960,12 +941,12 @@ export class Communicator extends Comm {
     const sx = vec(scounts, sdispls, send.length, 'send');
     const rx = vec(rcounts, rdispls, recv.length, 'recv');
     const s = { ...this.base(), neighbors: nb, counts: sx.c, displs: sx.d, rcounts: rx.c, rdispls: rx.d };
-    return { coll: 'neighborAlltoallv', sched: this.schedule('neighborAlltoallv', s, opts, false), send: sv, recv: rv };
+    return { coll: 'neighborAlltoallv', offload: opts?.executor === 'offload', sched: this.schedule('neighborAlltoallv', s, opts, false), send: sv, recv: rv };
   }
   neighborAlltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): void {
     this.launchPlan(this.planNeighborAlltoallv(send, scounts, sdispls, recv, rcounts, rdispls, opts)).wait();
   }
-  ineighborAlltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): CollRequest {
+  ineighborAlltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): Request {
     return this.launchPlan(this.planNeighborAlltoallv(send, scounts, sdispls, recv, rcounts, rdispls, opts));
   }
   neighborAlltoallvInit(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): PersistentRequest {

@@ -36,6 +36,16 @@ export class Request implements PromiseLike<Status> {
     this.error = error;
   }
 
+  /**
+   * True when the operation has finished, without making any progress (unlike test()). A
+   * request run by the host executor only finishes inside test()/wait() calls; one offloaded
+   * to the node engine finishes while the rank does something else entirely. Call test() or
+   * wait() to complete it (a staged receive buffer is filled then).
+   */
+  ready(): boolean {
+    return this.done;
+  }
+
   /** Makes progress; true once the request is complete. Throws the request's error. */
   test(): boolean {
     if (!this.done) this.engine.progress();

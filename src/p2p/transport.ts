@@ -85,7 +85,8 @@ interface Unexpected {
   from: number;
 }
 
-type Outgoing = SendRequest | { ack: number; slice: number };
+/** Queued for a full ring: a send, an ACK, or a control record for the engine (whole record words). */
+type Outgoing = SendRequest | { ack: number; slice: number } | { record: Int32Array };
 
 export interface TransportStats {
   messagesSent: number;
@@ -293,6 +294,48 @@ export class Transport implements Progressor {
     return true;
   }
 
+  /**
+   * Sends a control record to this node's engine (offload executor: schedules, communicators,
+   * posts): header fields, then `payload` words. Ordered with everything else this rank sends
+   * to the engine; queued when the ring is full.
+   */
+  toEngine(kind: number, ctx: number, src: number, tag: number, dst: number, token: number, slice: number,
+    offset: number, payload: Int32Array): void {
+    const len = align8(HEADER_BYTES + payload.byteLength);
+    const record = new Int32Array(len >> 2);
+    record[H_KIND] = kind;
+    record[H_LEN] = len;
+    record[H_CTX] = ctx;
+    record[H_SRC] = src;
+    record[H_TAG] = tag;
+    record[H_BYTES] = payload.byteLength;
+    record[H_DST] = dst;
+    record[H_TOKEN] = token;
+    record[H_SLICE] = slice;
+    record[H_OFFSET] = offset;
+    record[H_SRC_WORLD] = this.placement.worldRank;
+    record.set(payload, HEADER_BYTES >> 2);
+    const ep = this.engineEp;
+    const q = this.outQueues[ep]!;
+    if (q.length > 0 || !this.writeRecord(ep, record)) {
+      if (q.length === 0) this.queuedEndpoints++;
+      q.push({ record });
+    }
+  }
+
+  private writeRecord(ep: number, record: Int32Array): boolean {
+    const ring = this.outRings[ep]!;
+    if (record.byteLength > ring.maxRecord) {
+      throw new NbcInternalError(`a ${record.byteLength}-byte control record does not fit the ring (at most ${ring.maxRecord}); raise NBC_RING_KB`);
+    }
+    const at = ring.reserve(record.byteLength);
+    if (at < 0) return false;
+    ring.i32.set(record, at >> 2);
+    ring.publish(record.byteLength);
+    wake(this.control, ep);
+    return true;
+  }
+
   private sendAck(ep: number, token: number, slice: number): void {
     const q = this.outQueues[ep]!;
     if (q.length > 0 || !this.writeAck(ep, token, slice)) {
@@ -309,7 +352,8 @@ export class Transport implements Progressor {
       let n = 0;
       while (n < q.length) {
         const item = q[n]!;
-        const ok = item instanceof SendRequest ? this.writeSend(item) : this.writeAck(e, item.ack, item.slice);
+        const ok = item instanceof SendRequest ? this.writeSend(item)
+          : 'record' in item ? this.writeRecord(e, item.record) : this.writeAck(e, item.ack, item.slice);
         if (!ok) break;
         n++;
       }

@@ -13,9 +13,11 @@
 import { Buffer } from 'node:buffer';
 import { NbcInternalError, NbcNoMemError } from '../errors.js';
 import {
-  align8, endpointWord, H_BYTES, H_DST, H_KIND, H_LEN, H_OFFSET, H_SLICE, H_TOKEN, HEADER_BYTES,
-  HEADER_WORDS, kDoorbell, KIND_ACK, KIND_EAGER, KIND_FRAG, KIND_RTS, kSleeping,
+  align8, endpointWord, H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_OFFSET, H_SLICE, H_SRC, H_TAG, H_TOKEN, HEADER_BYTES,
+  HEADER_WORDS, kDoorbell, KIND_ACK, KIND_COMM, KIND_EAGER, KIND_FRAG, KIND_POST, KIND_RTS, KIND_SCHED, kSleeping,
 } from '../shm/layout.js';
+import { OF_BYTES, OF_WORDS, OffloadEngine } from '../sched/offload.js';
+import { decodeSchedule } from '../sched/wire.js';
 import { SliceAllocator } from '../shm/arena.js';
 import { ringOffset, wake, type NodeShared } from '../shm/node-shared.js';
 import { Ring } from '../shm/ring.js';
@@ -23,6 +25,8 @@ import type { Placement } from '../p2p/transport.js';
 
 /** Frame type of a message (header + payload) between engines. */
 export const FRAME_MSG = 1;
+/** Frame type of a message of an offloaded schedule (sched/offload.ts header + payload). */
+export const FRAME_OFFLOAD = 2;
 /** Largest fragment of a large message on the wire. */
 export const FRAGMENT_BYTES = 1 << 20;
 
@@ -70,6 +74,8 @@ export class Engine {
   private stopped = false;
   private readonly sleepIdx: number;
   private readonly doorbellIdx: number;
+  /** Runs the schedules ranks offload to this engine. */
+  readonly offload: OffloadEngine;
 
   constructor(
     readonly shared: NodeShared,
@@ -90,6 +96,22 @@ export class Engine {
     this.sleepIdx = endpointWord(this.ep, kSleeping);
     this.doorbellIdx = endpointWord(this.ep, kDoorbell);
     links?.on('frame', (from, type, body) => this.guard(() => this.onFrame(from, type, body)));
+    const u8 = shared.slices.map((sl) => new Uint8Array(sl));
+    const i32 = shared.slices.map((sl) => new Int32Array(sl));
+    this.offload = new OffloadEngine({
+      nodeId: placement.nodeId,
+      nodeOfRank: placement.nodeOfRank,
+      slices: u8,
+      sendFrame: (node, header, payload, onWritten) => {
+        if (this.links === null) throw new NbcInternalError('an offloaded schedule addressed another node, but this node has no links');
+        this.links.send(node, FRAME_OFFLOAD, [new Uint8Array(header.buffer), payload], () => this.guard(onWritten));
+        this.count(OF_BYTES + payload.byteLength);
+      },
+      complete: (ep, slice, offset, value) => {
+        Atomics.store(i32[slice]!, offset >> 2, value);
+        wake(this.control, ep);
+      },
+    });
   }
 
   start(): void {
@@ -156,6 +178,19 @@ export class Engine {
     const i32 = ring.i32;
     const w = at >> 2;
     const kind = i32[w + H_KIND]!;
+    if (kind === KIND_POST) {
+      const d = w + HEADER_WORDS;
+      const ref = (k: number) => ({ slice: i32[d + k]!, offset: i32[d + k + 1]!, bytes: i32[d + k + 2]! });
+      this.offload.post(rank, i32[w + H_DST]!, i32[w + H_CTX]!, i32[w + H_SRC]!, i32[w + H_TAG]!,
+        ref(0), ref(3), ref(6), i32[w + H_SLICE]!, i32[w + H_OFFSET]!);
+      return;
+    }
+    if (kind === KIND_SCHED || kind === KIND_COMM) {
+      const words = i32.slice(w + HEADER_WORDS, w + HEADER_WORDS + (i32[w + H_BYTES]! >> 2));
+      if (kind === KIND_SCHED) this.offload.registerSchedule(rank, i32[w + H_DST]!, decodeSchedule(words));
+      else this.offload.registerComm(rank, i32[w + H_CTX]!, words);
+      return;
+    }
     if (kind === KIND_ACK) {
       const token = i32[w + H_TOKEN]!;
       const off = this.held.get(token);
@@ -213,6 +248,15 @@ export class Engine {
   }
 
   private onFrame(from: number, type: number, body: Buffer): void {
+    if (type === FRAME_OFFLOAD) {
+      if (body.byteLength < OF_BYTES) throw new NbcInternalError(`short offload frame (${body.byteLength} bytes) from node ${from}`);
+      const header = new Int32Array(OF_WORDS);
+      new Uint8Array(header.buffer).set(body.subarray(0, OF_BYTES));
+      this.stats.framesReceived++;
+      this.stats.bytesReceived += body.byteLength;
+      this.offload.onFrame(from, header, body.subarray(OF_BYTES));
+      return;
+    }
     if (type !== FRAME_MSG) throw new NbcInternalError(`unknown frame type ${type} from node ${from}`);
     if (body.byteLength < HEADER_BYTES) {
       throw new NbcInternalError(`short frame (${body.byteLength} bytes) from node ${from}`);

@@ -87,6 +87,12 @@ export const KIND_RTS = 3;
 export const KIND_ACK = 4;
 /** TCP only: a fragment of a large message, reassembled by the receiving engine. */
 export const KIND_FRAG = 5;
+/** Rank -> engine: run a registered schedule on the engine (the offload executor). */
+export const KIND_POST = 6;
+/** Rank -> engine: a schedule, serialised (sched/wire.ts), under an id. */
+export const KIND_SCHED = 7;
+/** Rank -> engine: a communicator's members (world ranks), under its collective context. */
+export const KIND_COMM = 8;
 
 export function align8(n: number): number {
   return (n + 7) & ~7;

@@ -100,18 +100,21 @@ function algorithms(coll: string): string[] {
 
 const COMMUTATIVE_ONLY = new Set(['rabenseifner', 'ring', 'reduce-scatter-gather']);
 
-function props(w: Communicator, filter: string | undefined): number {
+function props(w: Communicator, filter: string | undefined, executor: 'host' | 'offload' = 'host'): number {
+  const ex = { executor };
   const p = w.size;
   const roots = p <= 9 ? Array.from({ length: p }, (_, i) => i) : [0, 5, p - 1];
   const counts = [0, 1, 3, 8, 33];
   let checks = 0;
   let salt = 0;
   const want = (coll: string): boolean => filter === undefined || filter === coll;
+  // User ops run only in the thread that created them: the offload executor refuses them.
+  const usable = COMBOS.filter(([, o]) => executor === 'host' || typeof o.op === 'string');
   const combosFor = (alg: string): Array<[DT, OpSpec]> =>
-    COMBOS.filter(([, o]) => o.commutative || !COMMUTATIVE_ONLY.has(alg.split(':')[0]!));
+    usable.filter(([, o]) => o.commutative || !COMMUTATIVE_ONLY.has(alg.split(':')[0]!));
 
   // -- barrier
-  if (want('barrier')) for (const alg of algorithms('barrier')) { w.barrier({ algorithm: alg }); checks++; }
+  if (want('barrier')) for (const alg of algorithms('barrier')) { w.barrier({ algorithm: alg, ...ex }); checks++; }
 
   // -- bcast
   if (want('bcast')) for (const alg of algorithms('bcast')) for (const root of roots) {
@@ -119,7 +122,7 @@ function props(w: Communicator, filter: string | undefined): number {
       const n = counts[++salt % counts.length]! * 3;
       const ref = gen(dt, 'x', root, n, salt);
       const buf = w.rank === root ? gen(dt, 'x', root, n, salt) : poison(like(ref));
-      w.bcast(buf, root, { algorithm: alg });
+      w.bcast(buf, root, { algorithm: alg, ...ex });
       eq(`bcast/${alg} root ${root} ${n} elements`, buf, ref);
       checks++;
     }
@@ -141,25 +144,25 @@ function props(w: Communicator, filter: string | undefined): number {
           const what = `${coll}/${alg} ${o.name}/${dt} root ${root} n ${n}${inPlace ? ' in place' : ''}`;
           if (coll === 'allreduce') {
             if (inPlace) {
-              w.allreduce(IN_PLACE, mine, o.op, { algorithm: alg });
+              w.allreduce(IN_PLACE, mine, o.op, { algorithm: alg, ...ex });
               eq(what, mine, ref);
             } else {
               const out = poison(like(mine));
-              w.allreduce(mine, out, o.op, { algorithm: alg });
+              w.allreduce(mine, out, o.op, { algorithm: alg, ...ex });
               eq(what, out, ref);
               eq(`${what} (send untouched)`, mine, all[w.rank]!);
             }
           } else if (w.rank === root) {
             if (inPlace) {
-              w.reduce(IN_PLACE, mine, o.op, root, { algorithm: alg });
+              w.reduce(IN_PLACE, mine, o.op, root, { algorithm: alg, ...ex });
               eq(what, mine, ref);
             } else {
               const out = poison(like(mine));
-              w.reduce(mine, out, o.op, root, { algorithm: alg });
+              w.reduce(mine, out, o.op, root, { algorithm: alg, ...ex });
               eq(what, out, ref);
             }
           } else {
-            w.reduce(mine, null, o.op, root, { algorithm: alg });
+            w.reduce(mine, null, o.op, root, { algorithm: alg, ...ex });
           }
           checks++;
         }
@@ -179,13 +182,13 @@ function props(w: Communicator, filter: string | undefined): number {
       const out = poison(like(blocks[0]!, n * p));
       if (inPlace) {
         (out as Float64Array).set(blocks[root] as Float64Array, root * n);
-        w.gather(IN_PLACE, out, root, { algorithm: alg });
+        w.gather(IN_PLACE, out, root, { algorithm: alg, ...ex });
       } else {
-        w.gather(blocks[w.rank]!, out, root, { algorithm: alg });
+        w.gather(blocks[w.rank]!, out, root, { algorithm: alg, ...ex });
       }
       for (let r = 0; r < p; r++) eq(`${what} block ${r}`, out.subarray(r * n, (r + 1) * n), blocks[r]!);
     } else {
-      w.gather(blocks[w.rank]!, null, root, { algorithm: alg });
+      w.gather(blocks[w.rank]!, null, root, { algorithm: alg, ...ex });
     }
     checks++;
   }
@@ -198,11 +201,11 @@ function props(w: Communicator, filter: string | undefined): number {
     const inPlace = salt % 2 === 0;
     const what = `scatter/${alg} root ${root} n ${n}${inPlace ? ' in place' : ''}`;
     if (w.rank === root && inPlace) {
-      w.scatter(full, IN_PLACE, root, { algorithm: alg });
+      w.scatter(full, IN_PLACE, root, { algorithm: alg, ...ex });
       eq(what, full.subarray(root * n, (root + 1) * n), blocks[root]!);
     } else {
       const out = poison(like(blocks[0]!));
-      w.scatter(w.rank === root ? full : null, out, root, { algorithm: alg });
+      w.scatter(w.rank === root ? full : null, out, root, { algorithm: alg, ...ex });
       eq(what, out, blocks[w.rank]!);
     }
     checks++;
@@ -216,7 +219,7 @@ function props(w: Communicator, filter: string | undefined): number {
     const blocks = Array.from({ length: p }, (_, r) => gen(dt, 'x', r, cnt[r]!, salt));
     if (want('gatherv')) {
       const out = w.rank === root ? poison(like(blocks[0]!, at)) : null;
-      w.gatherv(blocks[w.rank]!, out, cnt, dsp, root);
+      w.gatherv(blocks[w.rank]!, out, cnt, dsp, root, ex);
       if (out) for (let r = 0; r < p; r++) eq(`gatherv root ${root} block ${r}`, out.subarray(dsp[r]!, dsp[r]! + cnt[r]!), blocks[r]!);
       checks++;
     }
@@ -224,7 +227,7 @@ function props(w: Communicator, filter: string | undefined): number {
       const full = poison(like(blocks[0]!, at));
       blocks.forEach((b, r) => (full as Float64Array).set(b as Float64Array, dsp[r]!));
       const out = poison(like(blocks[0]!, cnt[w.rank]!));
-      w.scatterv(w.rank === root ? full : null, cnt, dsp, out, root);
+      w.scatterv(w.rank === root ? full : null, cnt, dsp, out, root, ex);
       eq(`scatterv root ${root}`, out, blocks[w.rank]!);
       checks++;
     }
@@ -237,9 +240,9 @@ function props(w: Communicator, filter: string | undefined): number {
     const inPlace = k % 2 === 1;
     if (inPlace) {
       (out as Float64Array).set(blocks[w.rank] as Float64Array, w.rank * n);
-      w.allgather(IN_PLACE, out, { algorithm: alg });
+      w.allgather(IN_PLACE, out, { algorithm: alg, ...ex });
     } else {
-      w.allgather(blocks[w.rank]!, out, { algorithm: alg });
+      w.allgather(blocks[w.rank]!, out, { algorithm: alg, ...ex });
     }
     for (let r = 0; r < p; r++) eq(`allgather/${alg} n ${n}${inPlace ? ' in place' : ''} block ${r}`, out.subarray(r * n, (r + 1) * n), blocks[r]!);
     checks++;
@@ -252,7 +255,7 @@ function props(w: Communicator, filter: string | undefined): number {
     for (let r = 0; r < p; r++) { dsp.push(at); at += cnt[r]! + (r % 2); }
     const blocks = Array.from({ length: p }, (_, r) => gen(dt, 'x', r, cnt[r]!, salt));
     const out = poison(like(blocks[0]!, at));
-    w.allgatherv(blocks[w.rank]!, out, cnt, dsp);
+    w.allgatherv(blocks[w.rank]!, out, cnt, dsp, ex);
     for (let r = 0; r < p; r++) eq(`allgatherv block ${r}`, out.subarray(dsp[r]!, dsp[r]! + cnt[r]!), blocks[r]!);
     checks++;
   }
@@ -267,10 +270,10 @@ function props(w: Communicator, filter: string | undefined): number {
     let out: TypedArray;
     if (inPlace) {
       out = send;
-      w.alltoall(IN_PLACE, out, { algorithm: alg });
+      w.alltoall(IN_PLACE, out, { algorithm: alg, ...ex });
     } else {
       out = poison(like(send));
-      w.alltoall(send, out, { algorithm: alg });
+      w.alltoall(send, out, { algorithm: alg, ...ex });
     }
     for (let i = 0; i < p; i++) eq(`alltoall/${alg} n ${n}${inPlace ? ' in place' : ''} block ${i}`, out.subarray(i * n, (i + 1) * n), block(i, w.rank));
     checks++;
@@ -289,7 +292,7 @@ function props(w: Communicator, filter: string | undefined): number {
     const send = like(block(0, 0), sa);
     for (let j = 0; j < p; j++) (send as Float64Array).set(block(w.rank, j) as Float64Array, sd[j]!);
     const out = poison(like(send, ra + 1));
-    w.alltoallv(send, sc, sd, out, rc, rd);
+    w.alltoallv(send, sc, sd, out, rc, rd, ex);
     for (let i = 0; i < p; i++) eq(`alltoallv from ${i}`, out.subarray(rd[i]!, rd[i]! + rc[i]!), block(i, w.rank));
     checks++;
   }
@@ -307,24 +310,24 @@ function props(w: Communicator, filter: string | undefined): number {
       const start = cnt.slice(0, w.rank).reduce((a, b) => a + b, 0);
       const out = poison(like(all[0]!, cnt[w.rank]!));
       const mine = gen(dt, o.name, w.rank, total, salt);
-      if (coll === 'reduceScatterBlock') w.reduceScatterBlock(mine, out, o.op, { algorithm: alg });
-      else w.reduceScatter(mine, out, cnt, o.op, { algorithm: alg });
+      if (coll === 'reduceScatterBlock') w.reduceScatterBlock(mine, out, o.op, { algorithm: alg, ...ex });
+      else w.reduceScatter(mine, out, cnt, o.op, { algorithm: alg, ...ex });
       eq(`${coll}/${alg} ${o.name}/${dt} counts [${cnt.join(',')}]`, out, ref.subarray(start, start + cnt[w.rank]!));
       checks++;
     }
   }
   for (const coll of ['scan', 'exscan'] as const) {
     if (!want(coll)) continue;
-    for (let k = 0; k < COMBOS.length; k++) {
-      const [dt, o] = COMBOS[k]!;
+    for (let k = 0; k < usable.length; k++) {
+      const [dt, o] = usable[k]!;
       const n = counts[(++salt) % counts.length]! * o.item;
       const all = Array.from({ length: p }, (_, r) => gen(dt, o.name, r, n, salt));
       const inPlace = k % 3 === 2;
       const mine = gen(dt, o.name, w.rank, n, salt);
       const out = inPlace ? mine : poison(like(mine));
       const before = Array.from(out as ArrayLike<unknown>);
-      if (coll === 'scan') w.scan(inPlace ? IN_PLACE : mine, out, o.op);
-      else w.exscan(inPlace ? IN_PLACE : mine, out, o.op);
+      if (coll === 'scan') w.scan(inPlace ? IN_PLACE : mine, out, o.op, ex);
+      else w.exscan(inPlace ? IN_PLACE : mine, out, o.op, ex);
       const upto = coll === 'scan' ? w.rank + 1 : w.rank;
       const what = `${coll} ${o.name}/${dt} n ${n}${inPlace ? ' in place' : ''}`;
       if (upto === 0) eq(`${what} (rank 0 untouched)`, out, before);
@@ -346,20 +349,20 @@ function props(w: Communicator, filter: string | undefined): number {
       const n = 2 + (salt++ % 3);
       const out = poison(new Float64Array(n * m));
       const fresh = poison(new Float64Array(n * m));
-      cart.neighborAllgather(gen(DType.Float64, 'x', cart.rank, n, salt) as Float64Array, out);
+      cart.neighborAllgather(gen(DType.Float64, 'x', cart.rank, n, salt) as Float64Array, out, ex);
       slots.forEach((nb, i) => eq(`neighborAllgather ${dims.join('x')} slot ${i}`, out.subarray(i * n, (i + 1) * n),
         nb < 0 ? fresh.subarray(0, n) : gen(DType.Float64, 'x', nb, n, salt)));
       // alltoall: rank r's block j is gen(r*m + j); slot i receives neighbour i's block i^1
       const send = new Float64Array(n * m);
       for (let j = 0; j < m; j++) send.set(gen(DType.Float64, 'x', cart.rank * m + j, n, salt) as Float64Array, j * n);
       const out2 = poison(new Float64Array(n * m));
-      cart.neighborAlltoall(send, out2);
+      cart.neighborAlltoall(send, out2, ex);
       slots.forEach((nb, i) => eq(`neighborAlltoall ${dims.join('x')} periods ${periods.join(',')} slot ${i}`, out2.subarray(i * n, (i + 1) * n),
         nb < 0 ? fresh.subarray(0, n) : gen(DType.Float64, 'x', nb * m + (i ^ 1), n, salt)));
       const sc = Array.from({ length: m }, () => n);
       const sd = Array.from({ length: m }, (_, j) => j * n);
       const out3 = poison(new Float64Array(n * m));
-      const r = cart.ineighborAlltoallv(send, sc, sd, out3, sc, sd);
+      const r = cart.ineighborAlltoallv(send, sc, sd, out3, sc, sd, ex);
       r.wait();
       eq('neighborAlltoallv equals neighborAlltoall', out3, out2);
       checks += 3;
@@ -446,7 +449,7 @@ function badinput(w: Communicator): Record<string, string> {
     'reduceScatter counts do not add up': () => w.reduceScatter(f8, new Float64Array(1), new Array(w.size).fill(1000), 'sum'),
     'unknown algorithm': () => w.allreduce(f8, new Float64Array(8), 'sum', { algorithm: 'quantum' }),
     'ring with non-commutative op': () => w.allreduce(new Float64Array(8), new Float64Array(8), matmul, { algorithm: 'ring' }),
-    'offload executor': () => w.allreduce(f8, new Float64Array(8), 'sum', { executor: 'offload' }),
+    'agg executor': () => w.allreduce(f8, new Float64Array(8), 'sum', { executor: 'agg' }),
     'neighbor on a plain communicator': () => w.neighborAllgather(f8, new Float64Array(8)),
     'alltoall indivisible': () => w.alltoall(new Float64Array(w.size * 2 + 1), new Float64Array(w.size * 2 + 1)),
   });
@@ -465,14 +468,57 @@ function mismatch(w: Communicator): string {
   }
 }
 
+/** Offloaded and host-executed allreduce of random floats give the same bits, per algorithm. */
+function offloadBits(w: Communicator): string[] {
+  const n = 1000;
+  const out: string[] = [];
+  for (const alg of ['recursive-doubling', 'knomial:3', 'rabenseifner', 'ring']) {
+    let x = 7654321 + w.rank * 13;
+    const send = new Float64Array(n).map(() => ((x = (x * 48271) % 2147483647) / 2147483647 - 0.5) * 1e3);
+    const host = new Float64Array(n);
+    const off = new Float64Array(n);
+    w.allreduce(send, host, 'sum', { algorithm: alg, executor: 'host' });
+    w.allreduce(send, off, 'sum', { algorithm: alg, executor: 'offload' });
+    eq(`${alg}: offload gives the host's bits`, new Uint8Array(off.buffer), new Uint8Array(host.buffer));
+    out.push(alg);
+  }
+  return out;
+}
+
+/**
+ * A rank computes for 30 ms without calling into nbcoll. Offloaded, the collective is found
+ * finished (ready(), which makes no progress) before wait(); host-executed, it cannot be.
+ */
+function completesWhileComputing(w: Communicator): { offload: boolean; host: boolean } {
+  const x = Float64Array.of(w.rank);
+  const compute = (): void => {
+    const t0 = performance.now();
+    while (performance.now() - t0 < 30) { /* compute, no calls into nbcoll */ }
+  };
+  const result = { offload: false, host: false };
+  for (const executor of ['offload', 'host'] as const) {
+    const y = new Float64Array(1);
+    w.barrier();
+    const r = w.iallreduce(x, y, 'sum', { executor });
+    compute();
+    result[executor] = r.ready();
+    r.wait();
+    eq(`${executor} sum`, [y[0]], [(w.size * (w.size - 1)) / 2]);
+  }
+  return result;
+}
+
 export default function main(w: Communicator, args: string[]): unknown {
   switch (args[0]) {
-    case 'props': return props(w, args[1]);
+    case 'props': return props(w, args[1] === '-' ? undefined : args[1], (args[2] ?? 'host') as 'host' | 'offload');
     case 'scrambled': return scrambled(w);
     case 'persistent': return persistent(w, Number(args[1] ?? 1000));
     case 'determinism': return determinism(w);
     case 'badinput': return badinput(w);
     case 'mismatch': return mismatch(w);
+    case 'offloadbits': return offloadBits(w);
+    case 'completes': return completesWhileComputing(w);
+    case 'offloaduserop': return errorCodes({ 'user op offloaded': () => w.allreduce(new Float64Array(4), new Float64Array(4), matmul, { executor: 'offload' }) });
     default: throw new Error(`unknown mode ${args[0]}`);
   }
 }

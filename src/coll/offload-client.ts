@@ -1,0 +1,135 @@
+/**
+ * The rank side of the offload executor. A collective is posted to the node engine as
+ * (schedule id, buffer regions, completion word); the engine runs it (sched/offload.ts) and
+ * sets the completion word. Schedules and communicators are registered with the engine once,
+ * through the same ring, so they always arrive before the posts that use them.
+ *
+ * Buffers: regions must live in the node's shared memory. Registered buffers (comm.alloc) are
+ * used in place; plain typed arrays are staged through this rank's arena slice: copied in
+ * when the collective is posted, and the receive buffer copied out when its completion is
+ * seen. Scratch (TMP) and the
+ * completion word come from the arena too and are returned at completion.
+ */
+import { NbcArgError, NbcNoMemError, NbcOpError } from '../errors.js';
+import { USER_OP_ID_BASE } from '../ops/op.js';
+import { Request } from '../p2p/request.js';
+import type { Transport } from '../p2p/transport.js';
+import { DONE_OK } from '../sched/offload.js';
+import { A_REDUCE, type Schedule } from '../sched/schedule.js';
+import { encodeSchedule } from '../sched/wire.js';
+import { KIND_COMM, KIND_POST, KIND_SCHED } from '../shm/layout.js';
+
+class OffloadRequest extends Request {
+  slotIndex = 0;
+  slot!: Int32Array;
+
+  override ready(): boolean {
+    return this.done || Atomics.load(this.slot, this.slotIndex) !== 0;
+  }
+
+  /** Recv data to copy out of the arena at completion (plain user buffer), or null. */
+  copyOut: { from: Uint8Array; to: Uint8Array } | null = null;
+  /** Arena offsets to free at completion. */
+  frees: number[] = [];
+}
+
+export interface OffloadTarget {
+  collCtx: number;
+  rank: number;
+  worldRanks: Int32Array;
+}
+
+export class OffloadClient {
+  private readonly ids = new WeakMap<Schedule, number>();
+  private nextId = 1;
+  private readonly comms = new Set<number>();
+  private pending: OffloadRequest[] = [];
+  private readonly slot: Int32Array;
+  private readonly ownSlice: SharedArrayBuffer;
+
+  constructor(private readonly t: Transport) {
+    this.ownSlice = t.shared.slices[t.ep]!;
+    this.slot = new Int32Array(this.ownSlice);
+    t.addProgressHook(() => this.poll());
+  }
+
+  private alloc(bytes: number, what: string): number {
+    const off = this.t.allocator.alloc(Math.max(bytes, 1));
+    if (off < 0) {
+      throw new NbcNoMemError(`Cannot offload a collective: no room in the arena slice for its ${what} (${bytes} bytes, ${this.t.allocator.available} free); expected a larger NBC_ARENA_MB`);
+    }
+    return off;
+  }
+
+  /** The arena region of `view`: in place when registered, else staged (copied in if asked). */
+  private region(view: Uint8Array, req: OffloadRequest, copyIn: boolean): { slice: number; offset: number; bytes: number; arena: Uint8Array } {
+    if (view.buffer === this.ownSlice) return { slice: this.t.ep, offset: view.byteOffset, bytes: view.byteLength, arena: view };
+    const off = this.alloc(view.byteLength, 'staging copy');
+    req.frees.push(off);
+    const arena = new Uint8Array(this.ownSlice, off, view.byteLength);
+    if (copyIn) arena.set(view);
+    return { slice: this.t.ep, offset: off, bytes: view.byteLength, arena };
+  }
+
+  post(sched: Schedule, target: OffloadTarget, send: Uint8Array, recv: Uint8Array, tag: number): Request {
+    for (let i = 0; i < sched.nActions; i++) {
+      if (sched.kind[i] === A_REDUCE && sched.peer[i]! >= USER_OP_ID_BASE) {
+        throw new NbcOpError('Cannot offload a collective with a user-defined op: it runs only in the thread that created it; expected a predefined op or executor host');
+      }
+    }
+    if (sched.tmpBytes < 0) throw new NbcArgError('invalid schedule');
+    const t = this.t;
+    if (!this.comms.has(target.collCtx)) {
+      t.toEngine(KIND_COMM, target.collCtx, target.rank, 0, 0, 0, 0, 0, target.worldRanks);
+      this.comms.add(target.collCtx);
+    }
+    let id = this.ids.get(sched);
+    if (id === undefined) {
+      id = this.nextId++;
+      this.ids.set(sched, id);
+      t.toEngine(KIND_SCHED, target.collCtx, target.rank, 0, id, 0, 0, 0, encodeSchedule(sched));
+    }
+    const req = new OffloadRequest(t);
+    const same = send.buffer === recv.buffer && send.byteOffset === recv.byteOffset && send.byteLength === recv.byteLength;
+    // A staged receive buffer is copied in too: a collective may leave parts of it untouched
+    // (exscan on rank 0, gaps between gatherv blocks, PROC_NULL neighbours), and copying the
+    // stage out must not overwrite those parts.
+    const r = this.region(recv, req, true);
+    const s = same ? r : send.byteLength === 0 ? { slice: t.ep, offset: 0, bytes: 0, arena: send } : this.region(send, req, true);
+    if (r.arena !== recv) req.copyOut = { from: r.arena, to: recv };
+    const tmpOff = sched.tmpBytes > 0 ? this.alloc(sched.tmpBytes, 'scratch') : 0;
+    if (sched.tmpBytes > 0) req.frees.push(tmpOff);
+    const slotOff = this.alloc(64, 'completion word');
+    req.frees.push(slotOff);
+    req.slotIndex = slotOff >> 2;
+    req.slot = this.slot;
+    Atomics.store(this.slot, req.slotIndex, 0);
+    t.toEngine(KIND_POST, target.collCtx, target.rank, tag, id, 0, t.ep, slotOff, Int32Array.of(
+      s.slice, s.offset, s.bytes, r.slice, r.offset, r.bytes, t.ep, tmpOff, sched.tmpBytes,
+    ));
+    this.pending.push(req);
+    return req;
+  }
+
+  /** Completes the requests whose completion word the engine has set. */
+  private poll(): boolean {
+    if (this.pending.length === 0) return false;
+    let any = false;
+    let w = 0;
+    for (let i = 0; i < this.pending.length; i++) {
+      const req = this.pending[i]!;
+      const v = Atomics.load(this.slot, req.slotIndex);
+      if (v === 0) {
+        this.pending[w++] = req;
+        continue;
+      }
+      any = true;
+      if (v === DONE_OK && req.copyOut !== null) req.copyOut.to.set(req.copyOut.from);
+      for (const off of req.frees) this.t.allocator.free(off);
+      req.complete(v === DONE_OK ? null : new NbcArgError(
+        'An offloaded collective failed: its ranks disagree on message sizes (or a schedule was not registered); expected matching calls on every rank'));
+    }
+    if (w !== this.pending.length) this.pending.length = w;
+    return any;
+  }
+}
