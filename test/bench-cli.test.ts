@@ -67,7 +67,7 @@ test('compare prints B/A ratios for two results', T, () => {
 });
 
 test('an executor that is not available yet is refused with a clear message', T, () => {
-  const a = nbc('iallreduce', '--executor', 'offload', '--ranks', '2', '--sizes', '8');
+  const a = nbc('iallreduce', '--executor', 'agg', '--ranks', '2', '--sizes', '8');
   assert.equal(a.status, 2);
-  assert.match(a.stderr, /--executor offload: that executor is not available in this build yet.*NBC_ERR_ARG/s);
+  assert.match(a.stderr, /--executor agg: that executor is not available in this build yet.*NBC_ERR_ARG/s);
 });

@@ -21,6 +21,7 @@ export interface OpJobArgs {
   iters: number;
   warmup: number;
   algorithm?: string;
+  executor: 'host' | 'offload';
   compute: 'busy' | 'dgemm';
   testInterval: TestInterval;
   noise: Noise | null;
@@ -43,7 +44,7 @@ interface Bench {
   start(): Started;
 }
 
-type Maker = (w: Communicator, bytes: number, opts: { algorithm?: string }) => Bench;
+type Maker = (w: Communicator, bytes: number, opts: { algorithm?: string; executor?: 'host' | 'offload' }) => Bench;
 
 const f64 = (w: Communicator, bytes: number, times = 1): Float64Array => w.alloc(Float64Array, Math.max(1, Math.floor(bytes / 8)) * times);
 
@@ -141,7 +142,7 @@ export default function opJob(w: Communicator, argv: string[]): OpJobResult | nu
   const kind = opKind(a.op);
   const make = MAKERS[baseName(a.op)];
   if (make === undefined) throw new Error(`no benchmark for ${a.op}`);
-  const opts = { algorithm: a.algorithm };
+  const opts = { algorithm: a.algorithm, executor: a.executor };
   const computer = new Computer(a.compute, a.testInterval, a.noise, w.rank);
   const rows: BenchRow[] = [];
   const sizes = baseName(a.op) === 'barrier' ? [0] : a.sizes;

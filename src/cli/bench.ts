@@ -79,6 +79,7 @@ async function runOp(op: string, o: BenchOptions, ranks: number, ppn: number, si
     iters: positiveInt('--iters', o.iters),
     warmup: Number(o.warmup),
     algorithm: o.algorithm,
+    executor: o.executor as 'host' | 'offload',
     compute: o.compute as 'busy' | 'dgemm',
     testInterval: parseTestInterval(o.testInterval),
     noise: o.noise === undefined ? null : parseNoise(o.noise),
@@ -228,12 +229,13 @@ export function registerBench(program: Command): void {
       if (o.link !== undefined) parseLinkSpec(o.link);
       if (!STATS.includes(o.stat as Stat)) throw new NbcArgError(`Cannot use --stat ${o.stat}: expected one of ${STATS.join(', ')}`);
       if (o.compute !== 'busy' && o.compute !== 'dgemm') throw new NbcArgError(`Cannot use --compute ${o.compute}: expected busy or dgemm`);
-      if (o.executor !== 'host') {
-        if (o.executor === 'offload' || o.executor === 'agg') {
-          throw new NbcArgError(`Cannot benchmark with --executor ${o.executor}: that executor is not available in this build yet (${o.executor === 'offload' ? 'the offload engine' : 'in-network aggregation'} comes in a later release); use --executor host`);
+      if (o.executor !== 'host' && o.executor !== 'offload') {
+        if (o.executor === 'agg') {
+          throw new NbcArgError('Cannot benchmark with --executor agg: that executor is not available in this build yet (in-network aggregation comes in a later release); use --executor host or offload');
         }
         throw new NbcArgError(`Cannot benchmark with --executor ${o.executor}: expected host, offload or agg`);
       }
+      if (o.executor === 'offload' && op === 'p2p') throw new NbcArgError('Cannot benchmark p2p with --executor offload: the executor applies to collectives');
       if (op === 'p2p') {
         await benchP2p(o, ranks, o.ppn === undefined ? 2 : positiveInt('--ppn', o.ppn), sizes);
         return;
