@@ -486,21 +486,25 @@ function offloadBits(w: Communicator): string[] {
 }
 
 /**
- * A rank computes for 30 ms without calling into nbcoll. Offloaded, the collective is found
+ * A rank computes for 100 ms without calling into nbcoll. Offloaded, the collective is found
  * finished (ready(), which makes no progress) before wait(); host-executed, it cannot be.
+ * Rank 0 starts 5 ms after the others (busy, without calling into nbcoll), so no rank can
+ * have its partners' messages in hand already when it starts: a host-executed collective
+ * could otherwise complete inside its initiating call.
  */
 function completesWhileComputing(w: Communicator): { offload: boolean; host: boolean } {
   const x = Float64Array.of(w.rank);
-  const compute = (): void => {
+  const busy = (ms: number): void => {
     const t0 = performance.now();
-    while (performance.now() - t0 < 30) { /* compute, no calls into nbcoll */ }
+    while (performance.now() - t0 < ms) { /* compute, no calls into nbcoll */ }
   };
   const result = { offload: false, host: false };
   for (const executor of ['offload', 'host'] as const) {
     const y = new Float64Array(1);
     w.barrier();
+    if (w.rank === 0) busy(5);
     const r = w.iallreduce(x, y, 'sum', { executor });
-    compute();
+    busy(100);
     result[executor] = r.ready();
     r.wait();
     eq(`${executor} sum`, [y[0]], [(w.size * (w.size - 1)) / 2]);
