@@ -18,7 +18,7 @@ import {
 import { bytesPerElement, ctorOf, dtypeOf, resolveOp, type DType, type OpLike } from '../ops/index.js';
 import { kernelFor, opById, reduceRegions, registerUserOp } from '../ops/regions.js';
 import { IN_PLACE, type InPlace } from '../p2p/constants.js';
-import type { Progressor, Request, Status } from '../p2p/request.js';
+import type { Request, Status } from '../p2p/request.js';
 import { copyView, type RecvRequest, type Transport } from '../p2p/transport.js';
 import { HostExecutor, type ReduceFn } from '../sched/host.js';
 import { OffloadClient } from './offload-client.js';
@@ -957,4 +957,3 @@ export class Communicator extends Comm {
 /** A communicator with a Cartesian topology (made by cartCreate). */
 export type CartComm = Communicator;
 
-export type { Progressor };

@@ -8,9 +8,10 @@
  */
 
 import { NbcArgError, NbcRankError } from '../errors.js';
+import { PROC_NULL } from '../p2p/constants.js';
 
-/** The rank of a neighbour that does not exist (off the edge of a non-periodic dimension). */
-export const PROC_NULL = -1;
+export { PROC_NULL };
+
 
 /**
  * Fill the zero entries of `dims` so that the product of all entries is `nnodes`
