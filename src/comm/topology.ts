@@ -12,7 +12,6 @@ import { PROC_NULL } from '../p2p/constants.js';
 
 export { PROC_NULL };
 
-
 /**
  * Fill the zero entries of `dims` so that the product of all entries is `nnodes`
  * (MPI_Dims_create). Non-zero entries are kept as given; the filled entries are as close to
