@@ -189,7 +189,11 @@ export function ring(s: CollShape): Schedule {
   const mod = (x: number) => ((x % p) + p) % p;
   const blk = (i: number) => ({ buf: RECV, offset: start[i]! * E, bytes: len[i]! * E }) as const;
   const dep = (...xs: number[]): number[] => xs.filter((x) => x >= 0);
-  // reduce-scatter
+  // Chains follow the last action that really exists: with fewer elements than ranks some
+  // blocks are empty and their actions are skipped (-1), and a dependency on "the previous
+  // step" would silently vanish at such a gap.
+  let lastReduce = copied; // the end of the reduction chain so far
+  const slotReader = [-1, -1]; // the last reduction that read each scratch slot
   const sends: number[] = [];
   const reduces: number[] = [];
   for (let k = 0; k < p - 1; k++) {
@@ -197,20 +201,26 @@ export function ring(s: CollShape): Schedule {
     const inn = mod(s.rank - k - 1);
     // block `out` is final for this step once step k-1 folded it in (or, at k = 0, copied)
     sends.push(len[out]! > 0 ? b.send(right, blk(out), dep(k === 0 ? copied : reduces[k - 1]!)) : -1);
-    // slot k%2 is free once the reduction two steps back has consumed it
-    const slot = slots[k % 2]!;
-    const got = len[inn]! > 0 ? b.recv(left, { buf: TMP, offset: slot, bytes: len[inn]! * E }, dep(k >= 2 ? reduces[k - 2]! : -1)) : -1;
-    reduces.push(b.reduce(s.op, s.dtype, { buf: TMP, offset: slot, bytes: len[inn]! * E }, { buf: RECV, offset: start[inn]! * E },
-      dep(got, copied, k > 0 ? reduces[k - 1]! : -1)));
+    const slot = k % 2;
+    let r = -1;
+    if (len[inn]! > 0) {
+      // the slot is free once the last reduction that read it is done
+      const got = b.recv(left, { buf: TMP, offset: slots[slot]!, bytes: len[inn]! * E }, dep(slotReader[slot]!));
+      r = b.reduce(s.op, s.dtype, { buf: TMP, offset: slots[slot]!, bytes: len[inn]! * E }, { buf: RECV, offset: start[inn]! * E },
+        dep(got, lastReduce));
+      lastReduce = r;
+      slotReader[slot] = r;
+    }
+    reduces.push(r);
   }
-  // allgather: this rank owns block rank+1 once the last reduction is done
-  let prevRecv = reduces[p - 2]!;
+  // allgather: this rank owns block rank+1 once the whole reduction chain is done
+  let prevRecv = -1;
   for (let k = 0; k < p - 1; k++) {
     const out = mod(s.rank + 1 - k);
     const inn = mod(s.rank - k);
-    if (len[out]! > 0) b.send(right, blk(out), dep(prevRecv, reduces[p - 2]!));
+    if (len[out]! > 0) b.send(right, blk(out), dep(prevRecv, lastReduce));
     // block `inn` may still be leaving in the reduce-scatter's send of step k
-    prevRecv = len[inn]! > 0 ? b.recv(left, blk(inn), dep(sends[k]!, reduces[p - 2]!)) : prevRecv;
+    prevRecv = len[inn]! > 0 ? b.recv(left, blk(inn), dep(sends[k]!, lastReduce)) : -1;
   }
   return b.build();
 }

@@ -19,6 +19,13 @@ import { A_REDUCE, type Schedule } from '../sched/schedule.js';
 import { encodeSchedule } from '../sched/wire.js';
 import { KIND_COMM, KIND_POST, KIND_SCHED } from '../shm/layout.js';
 
+/**
+ * A rank waiting for an offloaded collective spins only briefly: the engine that completes it
+ * needs a core, and on a busy machine the waiting rank's spin would be taking it
+ * (NBC_OFFLOAD_SPIN_US overrides).
+ */
+const OFFLOAD_SPIN_US = Number(process.env.NBC_OFFLOAD_SPIN_US ?? 5);
+
 class OffloadRequest extends Request {
   slotIndex = 0;
   slot!: Int32Array;
@@ -90,6 +97,7 @@ export class OffloadClient {
       t.toEngine(KIND_SCHED, target.collCtx, target.rank, 0, id, 0, 0, 0, encodeSchedule(sched));
     }
     const req = new OffloadRequest(t);
+    req.spinUs = OFFLOAD_SPIN_US;
     const same = send.buffer === recv.buffer && send.byteOffset === recv.byteOffset && send.byteLength === recv.byteLength;
     // A staged receive buffer is copied in too: a collective may leave parts of it untouched
     // (exscan on rank 0, gaps between gatherv blocks, PROC_NULL neighbours), and copying the

@@ -24,6 +24,11 @@ export interface Progressor {
 }
 
 export class Request implements PromiseLike<Status> {
+  /**
+   * How long a blocking wait spins before parking, if not the transport's default: requests
+   * that another thread completes (offloaded collectives) park at once, leaving it the core.
+   */
+  spinUs: number | undefined = undefined;
   done = false;
   error: Error | null = null;
   status: Status = { source: -1, tag: -1, count: 0, bytes: 0 };

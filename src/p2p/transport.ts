@@ -597,11 +597,12 @@ export class Transport implements Progressor {
     this.progress();
     if (req.done) return;
     const start = performance.now();
+    const spinMs = req.spinUs === undefined ? this.spinMs : req.spinUs / 1000;
     let n = 0;
     for (;;) {
       this.progress();
       if (req.done) return;
-      if ((++n & 15) === 0 && performance.now() - start > this.spinMs) break;
+      if ((++n & 15) === 0 && performance.now() - start > spinMs) break;
     }
     for (;;) {
       this.parkOnce(req);
