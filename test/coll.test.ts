@@ -48,9 +48,21 @@ describe('collectives against a sequential reference', () => {
     assert.deepEqual(r.ranks.map((x) => x.result), new Array(6).fill(24));
   });
 
+  test('the engine stays responsive: 24 offloaded collectives per rank on 3 communicators, 8 ranks on 2 nodes, scrambled waits', T, async () => {
+    const r = await runOk('coll.ts', 8, 4, ['scrambled', 'offload']);
+    assert.deepEqual(r.ranks.map((x) => x.result), new Array(8).fill(24));
+  });
+
   test('a persistent allreduce restarted 1,000 times gives the right sum every time', T, async () => {
     const r = await runOk('coll.ts', 4, 2, ['persistent', '1000']);
     assert.deepEqual(r.ranks.map((x) => x.result), new Array(4).fill(1000));
+  });
+
+  test('an offloaded persistent allreduce restarted 300 times gives the right sum every time (1 and 2 nodes)', T, async () => {
+    for (const ppn of [4, 2]) {
+      const r = await runOk('coll.ts', 4, ppn, ['persistent', '300', 'offload']);
+      assert.deepEqual(r.ranks.map((x) => x.result), new Array(4).fill(300));
+    }
   });
 
   test('allreduce of random floats: every rank holds identical bits, and reruns repeat them', T, async () => {

@@ -371,7 +371,8 @@ function props(w: Communicator, filter: string | undefined, executor: 'host' | '
   return checks;
 }
 
-function scrambled(w: Communicator): number {
+function scrambled(w: Communicator, executor: 'host' | 'offload' = 'host'): number {
+  const ex = { executor };
   const dup = w.dup();
   const half = w.split(w.rank % 2)!;
   const comms = [w, dup, half, w, dup, half];
@@ -383,7 +384,7 @@ function scrambled(w: Communicator): number {
     const n = 1 + (k * 37) % 300;
     const send = new Float64Array(n).fill(c.rank + k);
     const out = new Float64Array(n);
-    reqs.push(k % 4 === 3 ? c.ibcast(out.fill(c.rank === 0 ? k : -1), 0) : c.iallreduce(send, out, 'sum'));
+    reqs.push(k % 4 === 3 ? c.ibcast(out.fill(c.rank === 0 ? k : -1), 0, ex) : c.iallreduce(send, out, 'sum', ex));
     outs.push(out);
     expect.push(k % 4 === 3 ? k : (c.size * (c.size - 1)) / 2 + c.size * k);
   }
@@ -396,11 +397,11 @@ function scrambled(w: Communicator): number {
   return reqs.length;
 }
 
-function persistent(w: Communicator, times: number): number {
+function persistent(w: Communicator, times: number, executor: 'host' | 'offload' = 'host'): number {
   const n = 17;
   const send = new Int32Array(n);
   const recv = new Int32Array(n);
-  const req = w.allreduceInit(send, recv, 'sum');
+  const req = w.allreduceInit(send, recv, 'sum', { executor });
   for (let t = 0; t < times; t++) {
     for (let i = 0; i < n; i++) send[i] = w.rank * t + i;
     req.start();
@@ -515,8 +516,8 @@ function completesWhileComputing(w: Communicator): { offload: boolean; host: boo
 export default function main(w: Communicator, args: string[]): unknown {
   switch (args[0]) {
     case 'props': return props(w, args[1] === '-' ? undefined : args[1], (args[2] ?? 'host') as 'host' | 'offload');
-    case 'scrambled': return scrambled(w);
-    case 'persistent': return persistent(w, Number(args[1] ?? 1000));
+    case 'scrambled': return scrambled(w, (args[1] ?? 'host') as 'host' | 'offload');
+    case 'persistent': return persistent(w, Number(args[1] ?? 1000), (args[2] ?? 'host') as 'host' | 'offload');
     case 'determinism': return determinism(w);
     case 'badinput': return badinput(w);
     case 'mismatch': return mismatch(w);
