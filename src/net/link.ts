@@ -193,6 +193,7 @@ export class LinkManager extends EventEmitter<LinkEvents> {
   private readonly connectTimeoutMs: number;
   private server: Server | null = null;
   private readonly peers = new Map<number, Peer>();
+  private readingPaused = false;
   /** Every socket not yet closed, in any state. */
   private readonly conns = new Set<Conn>();
   private closed = false;
@@ -294,6 +295,23 @@ export class LinkManager extends EventEmitter<LinkEvents> {
   }
 
   /** Bytes buffered for `nodeId` and not yet taken by the kernel (0 for unknown nodes). */
+  /**
+   * Stops reading from every link (and from links opened later) until resumeReading(): the
+   * receiver's half of back-pressure. TCP flow control then holds the senders back, and their
+   * writableBytesPending() grows.
+   */
+  pauseReading(): void {
+    if (this.readingPaused) return;
+    this.readingPaused = true;
+    for (const peer of this.peers.values()) peer.link?.socket.pause();
+  }
+
+  resumeReading(): void {
+    if (!this.readingPaused) return;
+    this.readingPaused = false;
+    for (const peer of this.peers.values()) peer.link?.socket.resume();
+  }
+
   writableBytesPending(nodeId: number): number {
     const peer = this.peers.get(nodeId);
     if (peer === undefined) return 0;
@@ -532,6 +550,7 @@ export class LinkManager extends EventEmitter<LinkEvents> {
   /** `conn` is now the pair's link: flush the queue onto it. */
   private establish(peer: Peer, conn: Conn): void {
     peer.link = conn;
+    if (this.readingPaused) conn.socket.pause();
     peer.awaitingPeer = false;
     this.clearTimer(peer);
     if (this.emulation !== null) {

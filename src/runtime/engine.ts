@@ -34,7 +34,20 @@ export const FRAGMENT_BYTES = 1 << 20;
 export interface NodeLinks {
   send(nodeId: number, type: number, parts: readonly Uint8Array[], onWritten?: () => void): void;
   on(event: 'frame', listener: (fromNode: number, type: number, body: Buffer) => void): unknown;
+  on(event: 'drain', listener: (nodeId: number) => void): unknown;
+  writableBytesPending(nodeId: number): number;
+  pauseReading(): void;
+  resumeReading(): void;
 }
+
+/**
+ * Back-pressure, both ways. A link holding more than HIGH_WATER unsent bytes stops the engine
+ * from draining the rings of ranks that send to it (their rings fill and their sends queue in
+ * the rank, by reference); deliveries waiting for room in rank rings beyond HIGH_WATER pause
+ * reading from every link until they fall below LOW_WATER (TCP then holds senders back).
+ */
+export const HIGH_WATER = 16 << 20;
+export const LOW_WATER = 4 << 20;
 
 export interface EngineStats {
   framesSent: number;
@@ -65,6 +78,11 @@ export class Engine {
   private readonly toRanks: Ring[] = [];
   private readonly pending: Pending[][] = [];
   private pendingCount = 0;
+  /** Payload bytes waiting in `pending`. */
+  private pendingBytes = 0;
+  private readingPaused = false;
+  /** Per rank: 1 while draining its ring waits for a link to drain. */
+  private readonly blocked: Uint8Array;
   private readonly reassembly = new Map<string, Reassembly>();
   /** Engine-held RTS payloads waiting for the rank's ACK: token -> slice offset. */
   private readonly held = new Map<number, number>();
@@ -96,6 +114,10 @@ export class Engine {
     this.sleepIdx = endpointWord(this.ep, kSleeping);
     this.doorbellIdx = endpointWord(this.ep, kDoorbell);
     links?.on('frame', (from, type, body) => this.guard(() => this.onFrame(from, type, body)));
+    this.blocked = new Uint8Array(ranks);
+    links?.on('drain', () => {
+      if (this.blocked.includes(1)) this.guard(() => this.poll());
+    });
     const u8 = shared.slices.map((sl) => new Uint8Array(sl));
     const i32 = shared.slices.map((sl) => new Int32Array(sl));
     this.offload = new OffloadEngine({
@@ -156,8 +178,19 @@ export class Engine {
 
   private hasWork(): boolean {
     if (this.pendingCount > 0) return true;
-    for (const ring of this.fromRanks) if (ring.hasData()) return true;
+    // A blocked ring's records wait for the link's 'drain', which polls again.
+    for (let r = 0; r < this.fromRanks.length; r++) if (this.blocked[r] === 0 && this.fromRanks[r]!.hasData()) return true;
     return false;
+  }
+
+  /** True when the record at `at` goes to a node whose link already holds HIGH_WATER bytes. */
+  private linkFull(ring: Ring, at: number): boolean {
+    if (this.links === null) return false;
+    const w = at >> 2;
+    const kind = ring.i32[w + H_KIND]!;
+    if (kind !== KIND_EAGER && kind !== KIND_RTS) return false;
+    const node = this.placement.nodeOfRank[ring.i32[w + H_DST]!]!;
+    return node !== this.placement.nodeId && this.links.writableBytesPending(node) > HIGH_WATER;
   }
 
   /** Drains the ranks' rings and retries deliveries that were waiting for ring space. */
@@ -165,7 +198,12 @@ export class Engine {
     for (let r = 0; r < this.fromRanks.length; r++) {
       const ring = this.fromRanks[r]!;
       let at: number;
+      this.blocked[r] = 0;
       while ((at = ring.peek()) >= 0) {
+        if (this.linkFull(ring, at)) {
+          this.blocked[r] = 1; // resumed by the link's 'drain'
+          break;
+        }
         const len = ring.i32[(at >> 2) + H_LEN]!;
         this.fromRank(r, ring, at);
         if (ring.release(len)) wake(this.control, r);
@@ -332,6 +370,11 @@ export class Engine {
     // Keep a private copy: the frame buffer may be reused by the decoder.
     q.push({ header, payload: payload === null ? null : new Uint8Array(payload) });
     this.pendingCount++;
+    this.pendingBytes += payload === null ? 0 : payload.byteLength;
+    if (this.pendingBytes > HIGH_WATER && !this.readingPaused && this.links !== null) {
+      this.readingPaused = true;
+      this.links.pauseReading();
+    }
     this.arm();
   }
 
@@ -354,11 +397,18 @@ export class Engine {
     for (let r = 0; r < this.pending.length; r++) {
       const q = this.pending[r]!;
       let n = 0;
-      while (n < q.length && this.write(r, q[n]!.header, q[n]!.payload)) n++;
+      while (n < q.length && this.write(r, q[n]!.header, q[n]!.payload)) {
+        this.pendingBytes -= q[n]!.payload?.byteLength ?? 0;
+        n++;
+      }
       if (n > 0) {
         q.splice(0, n);
         this.pendingCount -= n;
       }
+    }
+    if (this.readingPaused && this.pendingBytes < LOW_WATER) {
+      this.readingPaused = false;
+      this.links?.resumeReading();
     }
   }
 }
