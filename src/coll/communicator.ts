@@ -13,7 +13,7 @@ import { Comm } from '../comm/comm.js';
 import { cartNeighbors } from '../comm/topology.js';
 import { bytesOf, describe, type TypedArray } from '../comm/validate.js';
 import {
-  NbcArgError, NbcCountError, NbcRootError, NbcTypeError,
+  NbcArgError, NbcCountError, NbcOpError, NbcRootError, NbcTypeError,
 } from '../errors.js';
 import { bytesPerElement, ctorOf, dtypeOf, resolveOp, type DType, type OpLike } from '../ops/index.js';
 import { kernelFor, opById, reduceRegions, registerUserOp } from '../ops/regions.js';
@@ -22,7 +22,7 @@ import type { Request, Status } from '../p2p/request.js';
 import { copyView, type RecvRequest, type Transport } from '../p2p/transport.js';
 import { HostExecutor, type ReduceFn } from '../sched/host.js';
 import { OffloadClient } from './offload-client.js';
-import type { Schedule } from '../sched/schedule.js';
+import { ScheduleBuilder, type Schedule } from '../sched/schedule.js';
 import { select, type CollName } from './select.js';
 import { pow2Floor, shape, type CollShape } from './shape.js';
 
@@ -49,7 +49,12 @@ interface Plan {
   tmp?: Uint8Array;
   /** 'offload': the node engine runs the schedule (coll/offload-client.ts). */
   offload?: boolean;
+  /** A two-level allreduce run by the engines (no schedule of its own). */
+  twoLevel?: { op: number; dtype: number; esize: number };
 }
+
+/** The empty schedule of plans the engines run by themselves (two-level). */
+const ENGINE_SCHEDULE = new ScheduleBuilder('allreduce/two-level').build();
 
 const EMPTY: Uint8Array = new Uint8Array(0);
 const CACHE_LIMIT = 128;
@@ -259,6 +264,11 @@ export class Communicator extends Comm {
       if (client === undefined) {
         client = new OffloadClient(this.transport);
         offloaders.set(this.transport, client);
+      }
+      const target = { collCtx: this.collCtx, rank: this.rank, worldRanks: this.worldRanks };
+      if (plan.twoLevel !== undefined) {
+        const tl = plan.twoLevel;
+        return client.postTwoLevel(target, plan.send, plan.recv, tag, tl.op, tl.dtype, tl.esize);
       }
       return client.post(plan.sched, { collCtx: this.collCtx, rank: this.rank, worldRanks: this.worldRanks }, plan.send, plan.recv, tag);
     }
@@ -471,7 +481,21 @@ export class Communicator extends Comm {
     return { sv, rv, output, red };
   }
   private planAllreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): Plan {
-    const { sv, rv, red } = this.checkAllreduce(send, recv, op);
+    return this.planCheckedAllreduce(this.checkAllreduce(send, recv, op), opts);
+  }
+
+  private planCheckedAllreduce(c: ReturnType<Communicator['checkAllreduce']>, opts?: CollOptions): Plan {
+    const { sv, rv, red } = c;
+    if (opts?.algorithm === 'two-level') {
+      if (opts.executor !== 'offload') {
+        throw new NbcArgError(`Cannot allreduce with algorithm 'two-level' on communicator ${this.ctx}: the node engines run it; expected executor 'offload'`);
+      }
+      if (!red.commutative) {
+        throw new NbcOpError(`Cannot allreduce with algorithm 'two-level' and a non-commutative op: a node's members need not be contiguous in rank order; expected a commutative op`);
+      }
+      this.check('allreduce');
+      return { coll: 'allreduce', offload: true, sched: ENGINE_SCHEDULE, send: sv, recv: rv, twoLevel: { op: red.op, dtype: red.dtype, esize: red.esize } };
+    }
     const s = { ...this.base(), ...red, bytes: sv.byteLength };
     return { coll: 'allreduce', offload: opts?.executor === 'offload', sched: this.schedule('allreduce', s, opts, true), send: sv, recv: rv };
   }
@@ -507,8 +531,7 @@ export class Communicator extends Comm {
       this.leanAllreduce(c.sv, c.rv, c.output, c.red.op, c.red.dtype as DType);
       return;
     }
-    const s = { ...this.base(), ...c.red, bytes };
-    this.launchPlan({ coll: 'allreduce', offload: opts?.executor === 'offload', sched: this.schedule('allreduce', s, opts, true), send: c.sv, recv: c.rv }).wait();
+    this.launchPlan(this.planCheckedAllreduce(c, opts)).wait();
   }
   iallreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): Request {
     return this.launchPlan(this.memoPlan('allreduce', [send, recv, op, opts], () => this.planAllreduce(send, recv, op, opts)));

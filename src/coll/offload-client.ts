@@ -119,6 +119,34 @@ export class OffloadClient {
     return req;
   }
 
+  /**
+   * Posts a two-level allreduce (sched/offload.ts postTwoLevel): the engine folds its node's
+   * contributions and runs the inter-node part with the other engines.
+   */
+  postTwoLevel(target: OffloadTarget, send: Uint8Array, recv: Uint8Array, tag: number, opId: number, dtype: number, esize: number): Request {
+    const t = this.t;
+    if (!this.comms.has(target.collCtx)) {
+      t.toEngine(KIND_COMM, target.collCtx, target.rank, 0, 0, 0, 0, 0, target.worldRanks);
+      this.comms.add(target.collCtx);
+    }
+    const req = new OffloadRequest(t);
+    req.spinUs = OFFLOAD_SPIN_US;
+    const same = send.buffer === recv.buffer && send.byteOffset === recv.byteOffset && send.byteLength === recv.byteLength;
+    const r = this.region(recv, req, true);
+    const s = same ? r : this.region(send, req, true);
+    if (r.arena !== recv) req.copyOut = { from: r.arena, to: recv };
+    const slotOff = this.alloc(64, 'completion word');
+    req.frees.push(slotOff);
+    req.slotIndex = slotOff >> 2;
+    req.slot = this.slot;
+    Atomics.store(this.slot, req.slotIndex, 0);
+    t.toEngine(KIND_POST, target.collCtx, target.rank, tag, 0, 0, t.ep, slotOff, Int32Array.of(
+      s.slice, s.offset, s.bytes, r.slice, r.offset, r.bytes, 0, 0, 0, opId, dtype, esize,
+    ));
+    this.pending.push(req);
+    return req;
+  }
+
   /** Completes the requests whose completion word the engine has set. */
   private poll(): boolean {
     if (this.pending.length === 0) return false;

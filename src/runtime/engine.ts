@@ -18,6 +18,8 @@ import {
 } from '../shm/layout.js';
 import { OF_BYTES, OF_WORDS, OffloadEngine } from '../sched/offload.js';
 import { decodeSchedule } from '../sched/wire.js';
+import { recursiveDoubling } from '../coll/allreduce.js';
+import { shape } from '../coll/shape.js';
 import { SliceAllocator } from '../shm/arena.js';
 import { ringOffset, wake, type NodeShared } from '../shm/node-shared.js';
 import { Ring } from '../shm/ring.js';
@@ -129,6 +131,8 @@ export class Engine {
         this.links.send(node, FRAME_OFFLOAD, [new Uint8Array(header.buffer), payload], () => this.guard(onWritten));
         this.count(OF_BYTES + payload.byteLength);
       },
+      interNodeAllreduce: (size, rank, bytes, esize, dtype, op) =>
+        recursiveDoubling(shape({ rank, size, bytes, esize, dtype, op, commutative: true })),
       complete: (ep, slice, offset, value) => {
         Atomics.store(i32[slice]!, offset >> 2, value);
         wake(this.control, ep);
@@ -219,6 +223,12 @@ export class Engine {
     if (kind === KIND_POST) {
       const d = w + HEADER_WORDS;
       const ref = (k: number) => ({ slice: i32[d + k]!, offset: i32[d + k + 1]!, bytes: i32[d + k + 2]! });
+      if (i32[w + H_DST] === 0) {
+        // schedule id 0: a two-level allreduce (op, dtype and item size follow the regions)
+        this.offload.postTwoLevel(rank, i32[w + H_CTX]!, i32[w + H_SRC]!, i32[w + H_TAG]!, ref(0), ref(3),
+          i32[d + 9]!, i32[d + 10]!, i32[d + 11]!, i32[w + H_SLICE]!, i32[w + H_OFFSET]!);
+        return;
+      }
       this.offload.post(rank, i32[w + H_DST]!, i32[w + H_CTX]!, i32[w + H_SRC]!, i32[w + H_TAG]!,
         ref(0), ref(3), ref(6), i32[w + H_SLICE]!, i32[w + H_OFFSET]!);
       return;

@@ -44,6 +44,8 @@ export interface OffloadHost {
   slices: Uint8Array[];
   /** Sends one frame (header + payload) to another node's engine; `onWritten` once it left. */
   sendFrame(node: number, header: Int32Array, payload: Uint8Array, onWritten: () => void): void;
+  /** The schedule the engines of a two-level collective run among themselves (one per node). */
+  interNodeAllreduce(size: number, rank: number, bytes: number, esize: number, dtype: number, op: number): Schedule;
   /** Stores `value` into the completion word at (slice, offset) and wakes rank endpoint `ep`. */
   complete(ep: number, slice: number, offset: number, value: number): void;
 }
@@ -70,6 +72,8 @@ interface Exec {
   done: boolean;
   slotSlice: number;
   slotOffset: number;
+  /** Engine-level schedules (two-level designs) report here instead of a completion word. */
+  onDone?: (ok: boolean) => void;
 }
 
 interface Waiting {
@@ -89,6 +93,8 @@ export class OffloadEngine {
   private readonly arrived = new Map<string, Uint8Array[]>();
   private readonly assembling = new Map<string, { data: Uint8Array; got: number }>();
   private readonly dirty: Exec[] = [];
+  /** Two-level collectives waiting for the rest of their node's members. */
+  private readonly groups = new Map<string, { posts: Array<{ ep: number; rank: number; send: Uint8Array; recv: Uint8Array; slotSlice: number; slotOffset: number }> }>();
   private draining = false;
   private nextFrameId = 1;
   /** Executions in progress (for stats and shutdown checks). */
@@ -117,6 +123,73 @@ export class OffloadEngine {
     const exec: Exec = {
       ep, sched, worldRanks, rank, ctx, tag, bufs: [view(send), view(recv), view(tmp)],
       state: new Int8Array(sched.nActions), round: 0, remaining: sched.nActions, done: false, slotSlice, slotOffset,
+    };
+    this.active++;
+    this.dirty.push(exec);
+    this.drain();
+  }
+
+  /**
+   * Two-level allreduce (seed 000), for commutative ops: each rank of the node posts its
+   * contribution; once every member of the communicator on this node has posted, the engine
+   * folds them (in rank order), runs an allreduce with the other nodes' engines (one
+   * participant per node, on the context -ctx-1, addressed to each node's lowest member), and
+   * writes the result into every local member's receive region. No rank does leader work.
+   */
+  postTwoLevel(ep: number, ctx: number, rank: number, tag: number, send: RegionRef, recv: RegionRef,
+    opId: number, dtype: number, esize: number, slotSlice: number, slotOffset: number): void {
+    const worldRanks = this.comms.get(`${ep}:${ctx}`);
+    if (worldRanks === undefined) {
+      this.host.complete(ep, slotSlice, slotOffset, DONE_ERROR);
+      return;
+    }
+    // Disjoint communicators from one split share a context id: the first member tells them apart.
+    const key = `${ctx}:${tag}:${worldRanks[0]}`;
+    let g = this.groups.get(key);
+    if (g === undefined) {
+      g = { posts: [] };
+      this.groups.set(key, g);
+    }
+    const view = (r: RegionRef): Uint8Array => this.host.slices[r.slice]!.subarray(r.offset, r.offset + r.bytes);
+    g.posts.push({ ep, rank, send: view(send), recv: view(recv), slotSlice, slotOffset });
+    const { nodeId, nodeOfRank } = this.host;
+    // Nodes in the order of their lowest member; this node's members.
+    const reps: number[] = [];
+    const seen = new Set<number>();
+    let local = 0;
+    for (let r = 0; r < worldRanks.length; r++) {
+      const node = nodeOfRank[worldRanks[r]!]!;
+      if (node === nodeId) local++;
+      if (!seen.has(node)) {
+        seen.add(node);
+        reps.push(worldRanks[r]!);
+      }
+    }
+    if (g.posts.length < local) return;
+    this.groups.delete(key);
+    const posts = g.posts.sort((a, b) => a.rank - b.rank);
+    const bytes = posts[0]!.send.byteLength;
+    const acc = new Uint8Array(bytes);
+    acc.set(posts[posts.length - 1]!.send);
+    for (let i = posts.length - 2; i >= 0; i--) reduceRegions(opId, dtype as DType, posts[i]!.send, acc);
+    const finish = (ok: boolean, result: Uint8Array): void => {
+      for (const p of posts) {
+        if (ok) p.recv.set(result);
+        this.host.complete(p.ep, p.slotSlice, p.slotOffset, ok ? DONE_OK : DONE_ERROR);
+      }
+    };
+    const me = reps.findIndex((w) => nodeOfRank[w] === nodeId);
+    if (reps.length === 1) {
+      finish(true, acc);
+      return;
+    }
+    const sched = this.host.interNodeAllreduce(reps.length, me, bytes, esize, dtype, opId);
+    const result = new Uint8Array(bytes);
+    const exec: Exec = {
+      ep: -1, sched, worldRanks: Int32Array.from(reps), rank: me, ctx: -ctx - 1, tag,
+      bufs: [acc, result, new Uint8Array(sched.tmpBytes)], state: new Int8Array(sched.nActions), round: 0,
+      remaining: sched.nActions, done: false, slotSlice: -1, slotOffset: -1,
+      onDone: (ok) => finish(ok, result),
     };
     this.active++;
     this.dirty.push(exec);
@@ -261,7 +334,8 @@ export class OffloadEngine {
     if (e.done) return;
     e.done = true;
     this.active--;
-    this.host.complete(e.ep, e.slotSlice, e.slotOffset, DONE_ERROR);
+    if (e.onDone !== undefined) e.onDone(false);
+    else this.host.complete(e.ep, e.slotSlice, e.slotOffset, DONE_ERROR);
   }
 
   /** Advances every execution that something happened to (iteratively: no deep recursion). */
@@ -309,7 +383,8 @@ export class OffloadEngine {
     if (e.remaining === 0 && !e.done) {
       e.done = true;
       this.active--;
-      this.host.complete(e.ep, e.slotSlice, e.slotOffset, DONE_OK);
+      if (e.onDone !== undefined) e.onDone(true);
+      else this.host.complete(e.ep, e.slotSlice, e.slotOffset, DONE_OK);
     }
   }
 }

@@ -513,6 +513,42 @@ function completesWhileComputing(w: Communicator): { offload: boolean; host: boo
   return result;
 }
 
+/** The two-level allreduce (engines fold their node, then reduce among nodes) against the reference. */
+function twoLevel(w: Communicator): number {
+  const opts = { executor: 'offload', algorithm: 'two-level' } as const;
+  let checks = 0;
+  // an odd/even split: a node's members are not contiguous in the sub-communicator's order
+  const split = w.split(w.rank % 2, w.rank)!;
+  for (const c of [w, split]) {
+    for (const [dt, op, n] of [[DType.Float64, 'sum', 0], [DType.Float64, 'sum', 257], [DType.Int32, 'max', 33],
+      [DType.BigInt64, 'sum', 5], [DType.Uint8, 'bor', 64], [DType.Float64, 'sum', 1 << 18], [DType.Int32, 'minloc', 10]] as Array<[DT, string, number]>) {
+      const all = Array.from({ length: c.size }, (_, r) => gen(dt, op, c.worldRankOf(r), n, n));
+      const ref = referenceReduce(op as never, dt, all);
+      const out = poison(like(all[0]!));
+      c.allreduce(gen(dt, op, c.worldRankOf(c.rank), n, n), out, op as never, opts);
+      eq(`two-level ${op}/${dt} n ${n} on a ${c.size}-rank communicator`, out, ref);
+      checks++;
+    }
+  }
+  // persistent, restarted
+  const send = new Int32Array(9);
+  const recv = new Int32Array(9);
+  const p = w.allreduceInit(send, recv, 'sum', opts);
+  for (let t = 0; t < 50; t++) {
+    send.fill(w.rank + t);
+    p.start();
+    p.wait();
+    eq(`two-level persistent start ${t}`, [recv[0]], [(w.size * (w.size - 1)) / 2 + w.size * t]);
+  }
+  checks++;
+  const codes = errorCodes({
+    'non-commutative op': () => w.allreduce(new Float64Array(4), new Float64Array(4), matmul, opts),
+    'host executor': () => w.allreduce(new Float64Array(4), new Float64Array(4), 'sum', { algorithm: 'two-level' }),
+  });
+  eq('two-level refusals', Object.values(codes), ['NBC_ERR_OP', 'NBC_ERR_ARG']);
+  return checks;
+}
+
 export default function main(w: Communicator, args: string[]): unknown {
   switch (args[0]) {
     case 'props': return props(w, args[1] === '-' ? undefined : args[1], (args[2] ?? 'host') as 'host' | 'offload');
@@ -522,6 +558,7 @@ export default function main(w: Communicator, args: string[]): unknown {
     case 'badinput': return badinput(w);
     case 'mismatch': return mismatch(w);
     case 'offloadbits': return offloadBits(w);
+    case 'twolevel': return twoLevel(w);
     case 'completes': return completesWhileComputing(w);
     case 'offloaduserop': return errorCodes({ 'user op offloaded': () => w.allreduce(new Float64Array(4), new Float64Array(4), matmul, { executor: 'offload' }) });
     default: throw new Error(`unknown mode ${args[0]}`);
