@@ -97,8 +97,6 @@ export class OffloadEngine {
   private readonly groups = new Map<string, { posts: Array<{ ep: number; rank: number; send: Uint8Array; recv: Uint8Array; slotSlice: number; slotOffset: number }> }>();
   private draining = false;
   private nextFrameId = 1;
-  /** Executions in progress (for stats and shutdown checks). */
-  active = 0;
 
   constructor(private readonly host: OffloadHost) {}
 
@@ -124,7 +122,6 @@ export class OffloadEngine {
       ep, sched, worldRanks, rank, ctx, tag, bufs: [view(send), view(recv), view(tmp)],
       state: new Int8Array(sched.nActions), round: 0, remaining: sched.nActions, done: false, slotSlice, slotOffset,
     };
-    this.active++;
     this.dirty.push(exec);
     this.drain();
   }
@@ -191,7 +188,6 @@ export class OffloadEngine {
       remaining: sched.nActions, done: false, slotSlice: -1, slotOffset: -1,
       onDone: (ok) => finish(ok, result),
     };
-    this.active++;
     this.dirty.push(exec);
     this.drain();
   }
@@ -333,7 +329,6 @@ export class OffloadEngine {
   private fail(e: Exec): void {
     if (e.done) return;
     e.done = true;
-    this.active--;
     if (e.onDone !== undefined) e.onDone(false);
     else this.host.complete(e.ep, e.slotSlice, e.slotOffset, DONE_ERROR);
   }
@@ -382,8 +377,7 @@ export class OffloadEngine {
     }
     if (e.remaining === 0 && !e.done) {
       e.done = true;
-      this.active--;
-      if (e.onDone !== undefined) e.onDone(true);
+        if (e.onDone !== undefined) e.onDone(true);
       else this.host.complete(e.ep, e.slotSlice, e.slotOffset, DONE_OK);
     }
   }
