@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as allreduce from '../src/coll/allreduce.ts';
+import * as alltoall from '../src/coll/alltoall.ts';
 import * as barrier from '../src/coll/barrier.ts';
 import { shape } from '../src/coll/shape.ts';
 import { A_RECV, A_REDUCE, A_SEND, RECV, SEND, ScheduleBuilder, TMP } from '../src/sched/schedule.ts';
+import { TL_ALLGATHER, TL_ALLTOALL, nodeLayout, planTwoLevel } from '../src/sched/two-level.ts';
 
 test('a round-mode schedule stores actions compactly and dumps them readably', () => {
   const b = new ScheduleBuilder('demo');
@@ -64,4 +66,67 @@ test('schedules are pure functions of the call shape', () => {
   for (const build of [allreduce.recursiveDoubling, allreduce.rabenseifner, allreduce.ring, allreduce.knomialReduceBcast]) {
     assert.equal(build(sh).toString(), build({ ...sh }).toString(), build.name);
   }
+});
+
+test('two-level alltoall and allgather pack one message per node pair and unpack every block to its rank', () => {
+  // 7 ranks on 3 nodes, interleaved as a split communicator's would be: node of rank r = r % 3
+  const P = 7;
+  const nodeOfRank = Int32Array.from({ length: P }, (_, r) => r % 3);
+  const worldRanks = Int32Array.from({ length: P }, (_, r) => r);
+  const block = 3;
+  const cell = (s: number, d: number, i: number): number => s * 100 + d * 10 + i;
+  for (const kind of [TL_ALLTOALL, TL_ALLGATHER]) {
+    const layouts = [0, 1, 2].map((node) => nodeLayout(worldRanks, nodeOfRank, node));
+    const members = layouts.map((l) => l.members[l.me]!.map((rank) => ({
+      rank,
+      call: { kind, root: 0, op: 0, dtype: 0, esize: 1 },
+      send: kind === TL_ALLTOALL
+        ? Uint8Array.from({ length: P * block }, (_, k) => cell(rank, Math.floor(k / block), k % block))
+        : Uint8Array.from({ length: block }, (_, i) => cell(rank, 0, i)),
+      recv: new Uint8Array(P * block),
+    })));
+    const plans = layouts.map((l, k) => planTwoLevel(l, members[k]!));
+    // the engines' exchange, done by hand from the shapes: node a's block for node b
+    for (let a = 0; a < 3; a++) {
+      const pa = plans[a]!;
+      assert.ok(pa.ok && pa.inter !== null);
+      const sa = pa.inter.shape;
+      for (let b = 0; b < 3; b++) {
+        const sb = plans[b]!.inter!.shape;
+        if (kind === TL_ALLTOALL) {
+          if (a === b) continue;
+          assert.ok(sa.counts![b]! > 0, 'one message from every node to every other node');
+          assert.equal(sa.counts![b], sb.rcounts![a]);
+          plans[b]!.inter!.recv.set(pa.inter.send.subarray(sa.displs![b]!, sa.displs![b]! + sa.counts![b]!), sb.rdispls![a]!);
+        } else {
+          plans[b]!.inter!.recv.set(pa.inter.send, sb.displs![a]!);
+        }
+      }
+    }
+    plans.forEach((p) => p.finish());
+    for (const ms of members) {
+      for (const m of ms) {
+        const want = Uint8Array.from({ length: P * block }, (_, k) =>
+          kind === TL_ALLTOALL ? cell(Math.floor(k / block), m.rank, k % block) : cell(Math.floor(k / block), 0, k % block));
+        assert.deepEqual(m.recv, want, `kind ${kind}, rank ${m.rank}`);
+      }
+    }
+    // the engines' schedule sends one message to each other node
+    if (kind === TL_ALLTOALL) {
+      const s = plans[0]!.inter!.shape;
+      const sched = alltoall.scatteredV(shape({ ...s }));
+      assert.equal(Array.from(sched.kind).filter((k) => k === A_SEND).length, 2);
+    }
+  }
+});
+
+test('two-level plans refuse members that disagree, and still exchange what the other nodes expect', () => {
+  const layout = nodeLayout(Int32Array.of(0, 1, 2, 3), Int32Array.of(0, 0, 1, 1), 0);
+  const call = { kind: TL_ALLGATHER, root: 0, op: 0, dtype: 0, esize: 1 };
+  const plan = planTwoLevel(layout, [
+    { rank: 0, call, send: new Uint8Array(4), recv: new Uint8Array(16) },
+    { rank: 1, call, send: new Uint8Array(5), recv: new Uint8Array(20) },
+  ]);
+  assert.equal(plan.ok, false);
+  assert.deepEqual(Array.from(plan.inter!.shape.counts!), [8, 8]);
 });

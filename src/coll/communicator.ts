@@ -23,6 +23,7 @@ import { copyView, type RecvRequest, type Transport } from '../p2p/transport.js'
 import { HostExecutor, type ReduceFn } from '../sched/host.js';
 import { OffloadClient } from './offload-client.js';
 import { ScheduleBuilder, type Schedule } from '../sched/schedule.js';
+import { TL_ALLGATHER, TL_ALLREDUCE, TL_ALLTOALL, TL_BARRIER, TL_BCAST, TL_REDUCE, type TwoLevelCall } from '../sched/two-level.js';
 import { select, type CollName } from './select.js';
 import { pow2Floor, shape, type CollShape } from './shape.js';
 
@@ -49,12 +50,17 @@ interface Plan {
   tmp?: Uint8Array;
   /** 'offload': the node engine runs the schedule (coll/offload-client.ts). */
   offload?: boolean;
-  /** A two-level allreduce run by the engines (no schedule of its own). */
-  twoLevel?: { op: number; dtype: number; esize: number };
+  /** A two-level collective run by the engines (no schedule of its own; sched/two-level.ts). */
+  twoLevel?: TwoLevelCall;
 }
 
 /** The empty schedule of plans the engines run by themselves (two-level). */
-const ENGINE_SCHEDULE = new ScheduleBuilder('allreduce/two-level').build();
+const ENGINE_SCHEDULE = new ScheduleBuilder('two-level').build();
+
+/** The collectives with a two-level form, and their kind words. */
+const TWO_LEVEL: Partial<Record<CollName, number>> = {
+  allreduce: TL_ALLREDUCE, barrier: TL_BARRIER, bcast: TL_BCAST, reduce: TL_REDUCE, allgather: TL_ALLGATHER, alltoall: TL_ALLTOALL,
+};
 
 const EMPTY: Uint8Array = new Uint8Array(0);
 const CACHE_LIMIT = 128;
@@ -266,10 +272,7 @@ export class Communicator extends Comm {
         offloaders.set(this.transport, client);
       }
       const target = { collCtx: this.collCtx, rank: this.rank, worldRanks: this.worldRanks };
-      if (plan.twoLevel !== undefined) {
-        const tl = plan.twoLevel;
-        return client.postTwoLevel(target, plan.send, plan.recv, tag, tl.op, tl.dtype, tl.esize);
-      }
+      if (plan.twoLevel !== undefined) return client.postTwoLevel(target, plan.send, plan.recv, tag, plan.twoLevel);
       return client.post(plan.sched, { collCtx: this.collCtx, rank: this.rank, worldRanks: this.worldRanks }, plan.send, plan.recv, tag);
     }
     const sched = plan.sched;
@@ -376,9 +379,30 @@ export class Communicator extends Comm {
     return new PersistentRequest(this, plan);
   }
 
+  /**
+   * A two-level plan (sched/two-level.ts): the node engines combine their members and run the
+   * inter-node part among themselves. Only the offload executor has engines that can; the
+   * reductions need a commutative op, since a node's members need not be contiguous in rank
+   * order.
+   */
+  private planTwoLevel(coll: CollName, opts: CollOptions, send: Uint8Array, recv: Uint8Array, root: number,
+    red?: { op: number; dtype: number; esize: number; commutative: boolean }): Plan {
+    this.check(coll);
+    const kind = TWO_LEVEL[coll]!;
+    if (opts.executor !== 'offload') {
+      throw new NbcArgError(`Cannot ${coll} with algorithm 'two-level' on communicator ${this.ctx}: the node engines run it; expected executor 'offload'`);
+    }
+    if (red !== undefined && !red.commutative) {
+      throw new NbcOpError(`Cannot ${coll} with algorithm 'two-level' and a non-commutative op: a node's members need not be contiguous in rank order; expected a commutative op`);
+    }
+    const twoLevel = { kind, root, op: red?.op ?? 0, dtype: red?.dtype ?? 0, esize: red?.esize ?? 1 };
+    return { coll, offload: true, sched: ENGINE_SCHEDULE, send, recv, twoLevel };
+  }
+
   // ---- barrier ------------------------------------------------------------------------
 
   private planBarrier(opts?: CollOptions): Plan {
+    if (opts?.algorithm === 'two-level') return this.planTwoLevel('barrier', opts, EMPTY, EMPTY, 0);
     return { coll: 'barrier', offload: opts?.executor === 'offload', sched: this.schedule('barrier', this.base(), opts, true), send: EMPTY, recv: EMPTY };
   }
   barrier(opts?: CollOptions): void {
@@ -413,6 +437,7 @@ export class Communicator extends Comm {
   private planBcast(buf: Buf, root: number, opts?: CollOptions): Plan {
     const v = this.buf('bcast', buf, 'buffer');
     this.checkRoot(root, 'bcast');
+    if (opts?.algorithm === 'two-level') return this.planTwoLevel('bcast', opts, v, v, root);
     const s = { ...this.base(root), bytes: v.byteLength, esize: bytesPerElement(dtypeOf(buf)) };
     return { coll: 'bcast', offload: opts?.executor === 'offload', sched: this.schedule('bcast', s, opts, true), send: v, recv: v };
   }
@@ -455,6 +480,7 @@ export class Communicator extends Comm {
     } else {
       rv = new Uint8Array(sv.byteLength); // working space for algorithms that use RECV everywhere
     }
+    if (opts?.algorithm === 'two-level') return this.planTwoLevel('reduce', opts, sv, rv, root, red);
     const s = { ...this.base(root), ...red, bytes: sv.byteLength };
     return { coll: 'reduce', offload: opts?.executor === 'offload', sched: this.schedule('reduce', s, opts, true), send: sv, recv: rv };
   }
@@ -486,16 +512,7 @@ export class Communicator extends Comm {
 
   private planCheckedAllreduce(c: ReturnType<Communicator['checkAllreduce']>, opts?: CollOptions): Plan {
     const { sv, rv, red } = c;
-    if (opts?.algorithm === 'two-level') {
-      if (opts.executor !== 'offload') {
-        throw new NbcArgError(`Cannot allreduce with algorithm 'two-level' on communicator ${this.ctx}: the node engines run it; expected executor 'offload'`);
-      }
-      if (!red.commutative) {
-        throw new NbcOpError(`Cannot allreduce with algorithm 'two-level' and a non-commutative op: a node's members need not be contiguous in rank order; expected a commutative op`);
-      }
-      this.check('allreduce');
-      return { coll: 'allreduce', offload: true, sched: ENGINE_SCHEDULE, send: sv, recv: rv, twoLevel: { op: red.op, dtype: red.dtype, esize: red.esize } };
-    }
+    if (opts?.algorithm === 'two-level') return this.planTwoLevel('allreduce', opts, sv, rv, 0, red);
     const s = { ...this.base(), ...red, bytes: sv.byteLength };
     return { coll: 'allreduce', offload: opts?.executor === 'offload', sched: this.schedule('allreduce', s, opts, true), send: sv, recv: rv };
   }
@@ -738,6 +755,7 @@ export class Communicator extends Comm {
     this.count('allgather', 'recv', recv.length, n * this.size);
     const B = rv.byteLength / this.size;
     const sv = send === IN_PLACE ? rv.subarray(this.rank * B, (this.rank + 1) * B) : this.buf('allgather', send, 'send');
+    if (opts?.algorithm === 'two-level') return this.planTwoLevel('allgather', opts, sv, rv, 0);
     const s = { ...this.base(), bytes: sv.byteLength };
     return { coll: 'allgather', offload: opts?.executor === 'offload', sched: this.schedule('allgather', s, opts, true), send: sv, recv: rv };
   }
@@ -791,6 +809,7 @@ export class Communicator extends Comm {
     } else {
       sv = this.buf('alltoall', send, 'send');
     }
+    if (opts?.algorithm === 'two-level') return { ...this.planTwoLevel('alltoall', opts, sv, rv, 0), before };
     const s = { ...this.base(), bytes: rv.byteLength / this.size };
     return { coll: 'alltoall', offload: opts?.executor === 'offload', sched: this.schedule('alltoall', s, opts, true), send: sv, recv: rv, before };
   }

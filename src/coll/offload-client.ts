@@ -16,6 +16,7 @@ import { Request } from '../p2p/request.js';
 import type { Transport } from '../p2p/transport.js';
 import { DONE_OK } from '../sched/offload.js';
 import { A_REDUCE, type Schedule } from '../sched/schedule.js';
+import type { TwoLevelCall } from '../sched/two-level.js';
 import { encodeSchedule } from '../sched/wire.js';
 import { KIND_COMM, KIND_POST, KIND_SCHED } from '../shm/layout.js';
 
@@ -70,7 +71,7 @@ export class OffloadClient {
 
   /** The arena region of `view`: in place when registered, else staged (copied in if asked). */
   private region(view: Uint8Array, req: OffloadRequest, copyIn: boolean): { slice: number; offset: number; bytes: number; arena: Uint8Array } {
-    if (view.buffer === this.ownSlice) return { slice: this.t.ep, offset: view.byteOffset, bytes: view.byteLength, arena: view };
+    if (view.buffer === this.ownSlice || view.byteLength === 0) return { slice: this.t.ep, offset: view.byteOffset, bytes: view.byteLength, arena: view };
     const off = this.alloc(view.byteLength, 'staging copy');
     req.frees.push(off);
     const arena = new Uint8Array(this.ownSlice, off, view.byteLength);
@@ -120,10 +121,10 @@ export class OffloadClient {
   }
 
   /**
-   * Posts a two-level allreduce (sched/offload.ts postTwoLevel): the engine folds its node's
-   * contributions and runs the inter-node part with the other engines.
+   * Posts a two-level collective (sched/two-level.ts): the engine combines its node's members
+   * and runs the inter-node part with the other engines.
    */
-  postTwoLevel(target: OffloadTarget, send: Uint8Array, recv: Uint8Array, tag: number, opId: number, dtype: number, esize: number): Request {
+  postTwoLevel(target: OffloadTarget, send: Uint8Array, recv: Uint8Array, tag: number, call: TwoLevelCall): Request {
     const t = this.t;
     if (!this.comms.has(target.collCtx)) {
       t.toEngine(KIND_COMM, target.collCtx, target.rank, 0, 0, 0, 0, 0, target.worldRanks);
@@ -133,7 +134,7 @@ export class OffloadClient {
     req.spinUs = OFFLOAD_SPIN_US;
     const same = send.buffer === recv.buffer && send.byteOffset === recv.byteOffset && send.byteLength === recv.byteLength;
     const r = this.region(recv, req, true);
-    const s = same ? r : this.region(send, req, true);
+    const s = same ? r : send.byteLength === 0 ? { slice: t.ep, offset: 0, bytes: 0, arena: send } : this.region(send, req, true);
     if (r.arena !== recv) req.copyOut = { from: r.arena, to: recv };
     const slotOff = this.alloc(64, 'completion word');
     req.frees.push(slotOff);
@@ -141,7 +142,7 @@ export class OffloadClient {
     req.slot = this.slot;
     Atomics.store(this.slot, req.slotIndex, 0);
     t.toEngine(KIND_POST, target.collCtx, target.rank, tag, 0, 0, t.ep, slotOff, Int32Array.of(
-      s.slice, s.offset, s.bytes, r.slice, r.offset, r.bytes, 0, 0, 0, opId, dtype, esize,
+      s.slice, s.offset, s.bytes, r.slice, r.offset, r.bytes, 0, 0, 0, call.op, call.dtype, call.esize, call.kind, call.root,
     ));
     this.pending.push(req);
     return req;

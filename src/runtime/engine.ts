@@ -17,8 +17,16 @@ import {
   HEADER_WORDS, kDoorbell, KIND_ACK, KIND_COMM, KIND_EAGER, KIND_FRAG, KIND_POST, KIND_RTS, KIND_SCHED, kSleeping,
 } from '../shm/layout.js';
 import { OF_BYTES, OF_WORDS, OffloadEngine } from '../sched/offload.js';
+import type { Schedule } from '../sched/schedule.js';
+import type { InterNodeColl } from '../sched/two-level.js';
 import { decodeSchedule } from '../sched/wire.js';
-import { recursiveDoubling } from '../coll/allreduce.js';
+import * as allgather from '../coll/allgather.js';
+import * as allreduce from '../coll/allreduce.js';
+import * as alltoall from '../coll/alltoall.js';
+import * as barrier from '../coll/barrier.js';
+import * as bcast from '../coll/bcast.js';
+import * as reduce from '../coll/reduce.js';
+import type { CollShape } from '../coll/shape.js';
 import { shape } from '../coll/shape.js';
 import { SliceAllocator } from '../shm/arena.js';
 import { ringOffset, wake, type NodeShared } from '../shm/node-shared.js';
@@ -31,6 +39,16 @@ export const FRAME_MSG = 1;
 export const FRAME_OFFLOAD = 2;
 /** Largest fragment of a large message on the wire. */
 export const FRAGMENT_BYTES = 1 << 20;
+
+/** The schedules engines run among themselves in two-level collectives (one participant per node). */
+const INTER_NODE: Record<InterNodeColl, (s: CollShape) => Schedule> = {
+  allreduce: allreduce.recursiveDoubling,
+  barrier: (s) => barrier.dissemination({ ...s, radix: 1 }),
+  bcast: bcast.binomial,
+  reduce: reduce.binomial,
+  allgatherv: allgather.ringV,
+  alltoallv: alltoall.scatteredV,
+};
 
 /** What the engine needs of the node's links (implemented by net/link.ts LinkManager). */
 export interface NodeLinks {
@@ -131,8 +149,7 @@ export class Engine {
         this.links.send(node, FRAME_OFFLOAD, [new Uint8Array(header.buffer), payload], () => this.guard(onWritten));
         this.count(OF_BYTES + payload.byteLength);
       },
-      interNodeAllreduce: (size, rank, bytes, esize, dtype, op) =>
-        recursiveDoubling(shape({ rank, size, bytes, esize, dtype, op, commutative: true })),
+      interNode: (coll, s) => INTER_NODE[coll](shape({ ...s, commutative: true })),
       complete: (ep, slice, offset, value) => {
         Atomics.store(i32[slice]!, offset >> 2, value);
         wake(this.control, ep);
@@ -224,9 +241,10 @@ export class Engine {
       const d = w + HEADER_WORDS;
       const ref = (k: number) => ({ slice: i32[d + k]!, offset: i32[d + k + 1]!, bytes: i32[d + k + 2]! });
       if (i32[w + H_DST] === 0) {
-        // schedule id 0: a two-level allreduce (op, dtype and item size follow the regions)
+        // schedule id 0: a two-level collective (op, dtype, item size, kind and root follow the regions)
+        const call = { op: i32[d + 9]!, dtype: i32[d + 10]!, esize: i32[d + 11]!, kind: i32[d + 12]!, root: i32[d + 13]! };
         this.offload.postTwoLevel(rank, i32[w + H_CTX]!, i32[w + H_SRC]!, i32[w + H_TAG]!, ref(0), ref(3),
-          i32[d + 9]!, i32[d + 10]!, i32[d + 11]!, i32[w + H_SLICE]!, i32[w + H_OFFSET]!);
+          call, i32[w + H_SLICE]!, i32[w + H_OFFSET]!);
         return;
       }
       this.offload.post(rank, i32[w + H_DST]!, i32[w + H_CTX]!, i32[w + H_SRC]!, i32[w + H_TAG]!,

@@ -18,6 +18,7 @@
 import type { DType } from '../ops/dtype.js';
 import { reduceRegions } from '../ops/regions.js';
 import { A_COPY, A_RECV, A_REDUCE, A_SEND, RECV, SEND, type Schedule } from './schedule.js';
+import { nodeLayout, planTwoLevel, type InterNodeColl, type InterNodeShape, type Member, type NodeLayout, type TwoLevelCall } from './two-level.js';
 
 /** Header of an offload frame between engines (Int32 words). */
 export const OF_DST = 0;
@@ -45,7 +46,7 @@ export interface OffloadHost {
   /** Sends one frame (header + payload) to another node's engine; `onWritten` once it left. */
   sendFrame(node: number, header: Int32Array, payload: Uint8Array, onWritten: () => void): void;
   /** The schedule the engines of a two-level collective run among themselves (one per node). */
-  interNodeAllreduce(size: number, rank: number, bytes: number, esize: number, dtype: number, op: number): Schedule;
+  interNode(coll: InterNodeColl, s: InterNodeShape): Schedule;
   /** Stores `value` into the completion word at (slice, offset) and wakes rank endpoint `ep`. */
   complete(ep: number, slice: number, offset: number, value: number): void;
 }
@@ -76,6 +77,12 @@ interface Exec {
   onDone?: (ok: boolean) => void;
 }
 
+interface TwoLevelPost extends Member {
+  ep: number;
+  slotSlice: number;
+  slotOffset: number;
+}
+
 interface Waiting {
   exec: Exec;
   action: number;
@@ -94,7 +101,8 @@ export class OffloadEngine {
   private readonly assembling = new Map<string, { data: Uint8Array; got: number }>();
   private readonly dirty: Exec[] = [];
   /** Two-level collectives waiting for the rest of their node's members. */
-  private readonly groups = new Map<string, { posts: Array<{ ep: number; rank: number; send: Uint8Array; recv: Uint8Array; slotSlice: number; slotOffset: number }> }>();
+  private readonly groups = new Map<string, TwoLevelPost[]>();
+  private readonly layouts = new WeakMap<Int32Array, NodeLayout>();
   private draining = false;
   private nextFrameId = 1;
 
@@ -127,66 +135,52 @@ export class OffloadEngine {
   }
 
   /**
-   * Two-level allreduce (seed 000), for commutative ops: each rank of the node posts its
-   * contribution; once every member of the communicator on this node has posted, the engine
-   * folds them (in rank order), runs an allreduce with the other nodes' engines (one
-   * participant per node, on the context -ctx-1, addressed to each node's lowest member), and
-   * writes the result into every local member's receive region. No rank does leader work.
+   * A two-level collective (sched/two-level.ts): each member of the node posts its buffers;
+   * once every member of the communicator on this node has posted, the engine plans the call,
+   * runs the engines' exchange (one participant per node, on the context -ctx-1, addressed to
+   * each node's lowest member) and writes every local member's result. No rank does leader
+   * work.
    */
   postTwoLevel(ep: number, ctx: number, rank: number, tag: number, send: RegionRef, recv: RegionRef,
-    opId: number, dtype: number, esize: number, slotSlice: number, slotOffset: number): void {
+    call: TwoLevelCall, slotSlice: number, slotOffset: number): void {
     const worldRanks = this.comms.get(`${ep}:${ctx}`);
     if (worldRanks === undefined) {
       this.host.complete(ep, slotSlice, slotOffset, DONE_ERROR);
       return;
     }
+    let layout = this.layouts.get(worldRanks);
+    if (layout === undefined) {
+      layout = nodeLayout(worldRanks, this.host.nodeOfRank, this.host.nodeId);
+      this.layouts.set(worldRanks, layout);
+    }
     // Disjoint communicators from one split share a context id: the first member tells them apart.
     const key = `${ctx}:${tag}:${worldRanks[0]}`;
     let g = this.groups.get(key);
     if (g === undefined) {
-      g = { posts: [] };
+      g = [];
       this.groups.set(key, g);
     }
     const view = (r: RegionRef): Uint8Array => this.host.slices[r.slice]!.subarray(r.offset, r.offset + r.bytes);
-    g.posts.push({ ep, rank, send: view(send), recv: view(recv), slotSlice, slotOffset });
-    const { nodeId, nodeOfRank } = this.host;
-    // Nodes in the order of their lowest member; this node's members.
-    const reps: number[] = [];
-    const seen = new Set<number>();
-    let local = 0;
-    for (let r = 0; r < worldRanks.length; r++) {
-      const node = nodeOfRank[worldRanks[r]!]!;
-      if (node === nodeId) local++;
-      if (!seen.has(node)) {
-        seen.add(node);
-        reps.push(worldRanks[r]!);
-      }
-    }
-    if (g.posts.length < local) return;
+    g.push({ ep, rank, call, send: view(send), recv: view(recv), slotSlice, slotOffset });
+    if (g.length < layout.members[layout.me]!.length) return;
     this.groups.delete(key);
-    const posts = g.posts.sort((a, b) => a.rank - b.rank);
-    const bytes = posts[0]!.send.byteLength;
-    const acc = new Uint8Array(bytes);
-    acc.set(posts[posts.length - 1]!.send);
-    for (let i = posts.length - 2; i >= 0; i--) reduceRegions(opId, dtype as DType, posts[i]!.send, acc);
-    const finish = (ok: boolean, result: Uint8Array): void => {
-      for (const p of posts) {
-        if (ok) p.recv.set(result);
-        this.host.complete(p.ep, p.slotSlice, p.slotOffset, ok ? DONE_OK : DONE_ERROR);
-      }
+    const posts = g.sort((a, b) => a.rank - b.rank);
+    const plan = planTwoLevel(layout, posts);
+    const finish = (ok: boolean): void => {
+      const good = ok && plan.ok;
+      if (good) plan.finish();
+      for (const p of posts) this.host.complete(p.ep, p.slotSlice, p.slotOffset, good ? DONE_OK : DONE_ERROR);
     };
-    const me = reps.findIndex((w) => nodeOfRank[w] === nodeId);
-    if (reps.length === 1) {
-      finish(true, acc);
+    const inter = plan.inter;
+    if (inter === null) {
+      finish(true);
       return;
     }
-    const sched = this.host.interNodeAllreduce(reps.length, me, bytes, esize, dtype, opId);
-    const result = new Uint8Array(bytes);
+    const sched = this.host.interNode(inter.coll, inter.shape);
     const exec: Exec = {
-      ep: -1, sched, worldRanks: Int32Array.from(reps), rank: me, ctx: -ctx - 1, tag,
-      bufs: [acc, result, new Uint8Array(sched.tmpBytes)], state: new Int8Array(sched.nActions), round: 0,
-      remaining: sched.nActions, done: false, slotSlice: -1, slotOffset: -1,
-      onDone: (ok) => finish(ok, result),
+      ep: -1, sched, worldRanks: layout.reps, rank: layout.me, ctx: -ctx - 1, tag,
+      bufs: [inter.send, inter.recv, new Uint8Array(sched.tmpBytes)], state: new Int8Array(sched.nActions), round: 0,
+      remaining: sched.nActions, done: false, slotSlice: -1, slotOffset: -1, onDone: finish,
     };
     this.dirty.push(exec);
     this.drain();
@@ -377,7 +371,7 @@ export class OffloadEngine {
     }
     if (e.remaining === 0 && !e.done) {
       e.done = true;
-        if (e.onDone !== undefined) e.onDone(true);
+      if (e.onDone !== undefined) e.onDone(true);
       else this.host.complete(e.ep, e.slotSlice, e.slotOffset, DONE_OK);
     }
   }

@@ -513,39 +513,95 @@ function completesWhileComputing(w: Communicator): { offload: boolean; host: boo
   return result;
 }
 
-/** The two-level allreduce (engines fold their node, then reduce among nodes) against the reference. */
+/**
+ * The two-level collectives (the engines combine their node's members, then exchange among
+ * nodes, packed) against independent references: allreduce, reduce, bcast, allgather,
+ * alltoall and barrier, on the world and on an odd/even split (whose nodes' members are not
+ * contiguous in rank order), blocking, non-blocking in flight together, and persistent.
+ */
 function twoLevel(w: Communicator): number {
   const opts = { executor: 'offload', algorithm: 'two-level' } as const;
   let checks = 0;
-  // an odd/even split: a node's members are not contiguous in the sub-communicator's order
   const split = w.split(w.rank % 2, w.rank)!;
   for (const c of [w, split]) {
+    const me = c.worldRankOf(c.rank);
     for (const [dt, op, n] of [[DType.Float64, 'sum', 0], [DType.Float64, 'sum', 257], [DType.Int32, 'max', 33],
       [DType.BigInt64, 'sum', 5], [DType.Uint8, 'bor', 64], [DType.Float64, 'sum', 1 << 18], [DType.Int32, 'minloc', 10]] as Array<[DT, string, number]>) {
       const all = Array.from({ length: c.size }, (_, r) => gen(dt, op, c.worldRankOf(r), n, n));
       const ref = referenceReduce(op as never, dt, all);
       const out = poison(like(all[0]!));
-      c.allreduce(gen(dt, op, c.worldRankOf(c.rank), n, n), out, op as never, opts);
-      eq(`two-level ${op}/${dt} n ${n} on a ${c.size}-rank communicator`, out, ref);
-      checks++;
+      c.allreduce(gen(dt, op, me, n, n), out, op as never, opts);
+      eq(`two-level allreduce ${op}/${dt} n ${n} on a ${c.size}-rank communicator`, out, ref);
+      for (const root of new Set([0, c.size - 1, c.size >> 1])) {
+        const red = poison(like(all[0]!));
+        c.reduce(gen(dt, op, me, n, n), red, op as never, root, opts);
+        if (c.rank === root) eq(`two-level reduce ${op}/${dt} n ${n} root ${root}`, red, ref);
+        const b = c.rank === root ? gen(dt, op, root + 100, n, n) : poison(like(all[0]!));
+        c.bcast(b, root, opts);
+        eq(`two-level bcast ${dt} n ${n} root ${root}`, b, gen(dt, op, root + 100, n, n));
+      }
+      checks += 2;
     }
+    for (const n of [0, 1, 7, 3000]) {
+      // allgather: block r of every recv is rank r's block
+      const block = (r: number): Int32Array => Int32Array.from({ length: n }, (_, i) => c.worldRankOf(r) * 100_000 + i);
+      const ag = new Int32Array(n * c.size).fill(-1);
+      c.allgather(block(c.rank), ag, opts);
+      const agRef = new Int32Array(n * c.size);
+      for (let r = 0; r < c.size; r++) agRef.set(block(r), r * n);
+      eq(`two-level allgather n ${n}`, ag, agRef);
+      // alltoall: block d of rank s's send lands at block s of rank d's recv
+      const cell = (s: number, d: number, i: number): number => s * 1_000_000 + d * 1000 + (i % 1000);
+      const send = Float64Array.from({ length: n * c.size }, (_, k) => cell(c.rank, Math.floor(k / Math.max(n, 1)), k % Math.max(n, 1)));
+      const a2a = new Float64Array(n * c.size).fill(-1);
+      c.alltoall(send, a2a, opts);
+      const a2aRef = Float64Array.from({ length: n * c.size }, (_, k) => cell(Math.floor(k / Math.max(n, 1)), c.rank, k % Math.max(n, 1)));
+      eq(`two-level alltoall n ${n}`, a2a, a2aRef);
+      // in place: the input is the receive buffer
+      const inPlace = Float64Array.from(send);
+      c.alltoall(IN_PLACE, inPlace, opts);
+      eq(`two-level alltoall IN_PLACE n ${n}`, inPlace, a2aRef);
+      checks += 3;
+    }
+    c.barrier(opts);
+    checks++;
   }
+  // several non-blocking two-level collectives in flight at once, waited in reverse order
+  const x = new Float64Array(16).fill(w.rank);
+  const sum = new Float64Array(16);
+  const bc = new Int32Array(8).fill(w.rank === 0 ? 42 : -1);
+  const gathered = new Int32Array(w.size);
+  const reqs = [
+    w.iallreduce(x, sum, 'sum', opts), w.ibarrier(opts), w.ibcast(bc, 0, opts), w.iallgather(Int32Array.of(w.rank), gathered, opts),
+  ];
+  for (let i = reqs.length - 1; i >= 0; i--) reqs[i]!.wait();
+  eq('in flight: iallreduce', sum, new Float64Array(16).fill((w.size * (w.size - 1)) / 2));
+  eq('in flight: ibcast', bc, new Int32Array(8).fill(42));
+  eq('in flight: iallgather', gathered, Int32Array.from({ length: w.size }, (_, r) => r));
+  checks++;
   // persistent, restarted
   const send = new Int32Array(9);
   const recv = new Int32Array(9);
   const p = w.allreduceInit(send, recv, 'sum', opts);
+  const pb = w.bcastInit(send, w.size - 1, opts);
   for (let t = 0; t < 50; t++) {
     send.fill(w.rank + t);
     p.start();
     p.wait();
     eq(`two-level persistent start ${t}`, [recv[0]], [(w.size * (w.size - 1)) / 2 + w.size * t]);
+    pb.start();
+    pb.wait();
+    eq(`two-level persistent bcast start ${t}`, [send[8]], [w.size - 1 + t]);
   }
   checks++;
   const codes = errorCodes({
     'non-commutative op': () => w.allreduce(new Float64Array(4), new Float64Array(4), matmul, opts),
+    'non-commutative reduce': () => w.reduce(new Float64Array(4), new Float64Array(4), matmul, 0, opts),
     'host executor': () => w.allreduce(new Float64Array(4), new Float64Array(4), 'sum', { algorithm: 'two-level' }),
+    'host executor barrier': () => w.barrier({ algorithm: 'two-level' }),
+    'no two-level gather': () => w.gather(new Float64Array(4), new Float64Array(4 * w.size), 0, opts),
   });
-  eq('two-level refusals', Object.values(codes), ['NBC_ERR_OP', 'NBC_ERR_ARG']);
+  eq('two-level refusals', Object.values(codes), ['NBC_ERR_OP', 'NBC_ERR_OP', 'NBC_ERR_ARG', 'NBC_ERR_ARG', 'NBC_ERR_ARG']);
   return checks;
 }
 
