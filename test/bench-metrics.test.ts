@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { Computer } from '../src/bench/compute.ts';
 import { overlapPct, parseNoise, parseTestInterval, statOf, summarizeNb } from '../src/bench/metrics.ts';
 import { hasCode } from './assert.ts';
 
@@ -66,4 +67,14 @@ test('--noise parses DURATION@FREQ and refuses a duration longer than the period
   assert.deepEqual(parseNoise('1ms@100Hz'), { durationUs: 1000, periodUs: 10000 });
   assert.throws(() => parseNoise('2ms@1kHz'), hasCode('NBC_ERR_ARG', /shorter than the period/));
   assert.throws(() => parseNoise('loud'), hasCode('NBC_ERR_ARG', /DURATION@FREQUENCY/));
+});
+
+test('noise delays the work: a compute phase lasts its work plus the noise that fell in it', () => {
+  const quiet = new Computer('busy', { kind: 'none' }, null, 0).run(2000, null);
+  assert.equal(quiet.noiseUs, 0);
+  assert.ok(quiet.computeUs >= 2000, `quiet phase ${quiet.computeUs} us`);
+  // seed 0: the first burst comes at once, then one every 100 us
+  const noisy = new Computer('busy', { kind: 'none' }, parseNoise('50us@10kHz'), 0).run(2000, null);
+  assert.ok(noisy.noiseUs >= 50, `noise ${noisy.noiseUs} us`);
+  assert.ok(noisy.computeUs >= 2000 + noisy.noiseUs, `noisy phase ${noisy.computeUs} us with ${noisy.noiseUs} us of noise`);
 });

@@ -2,6 +2,11 @@
  * What a rank computes while a non-blocking operation is in flight (NBCBench and seed 000):
  * a busy loop, or a JS matrix multiply (DGEMM on 32x32 blocks), either run for a target time,
  * with optional test() calls at an interval and optional noise (stolen CPU time, per rank).
+ *
+ * Noise is OS noise as seed 000 injects it: the stolen time delays the rank's work, so a
+ * phase of `targetUs` of work takes longer on the rank that was disturbed. Each rank's noise
+ * has its own phase, so the ranks drift apart, and a collective whose progress depends on
+ * every rank (host executor) waits for the slowest.
  */
 import type { Noise, TestInterval } from './metrics.js';
 
@@ -9,6 +14,8 @@ export interface ComputeResult {
   /** Compute time, excluding time spent in test() calls (noise counts: the CPU was busy). */
   computeUs: number;
   testUs: number;
+  /** Of computeUs, the time stolen by noise. */
+  noiseUs: number;
 }
 
 /** Something to call test() on: a request or a persistent request. */
@@ -49,20 +56,25 @@ export class Computer {
     if (noise !== null) this.nextNoise = performance.now() * 1000 + ((seed * 7919) % 1000) / 1000 * noise.periodUs;
   }
 
-  /** Computes for `targetUs` microseconds of compute time, calling `req.test()` as configured. */
+  /**
+   * Computes `targetUs` microseconds of work (plus any noise that falls in it), calling
+   * `req.test()` as configured.
+   */
   run(targetUs: number, req: Testable | null): ComputeResult {
     const now = (): number => performance.now() * 1000;
     const start = now();
     let testUs = 0;
+    let noiseUs = 0;
     let sinceTestBytes = 0;
     const iv = this.interval;
     let nextTest = iv.kind === 'time' ? start + iv.us : Infinity;
     for (;;) {
       const t = now();
-      if (t - start - testUs >= targetUs) break;
+      if (t - start - testUs - noiseUs >= targetUs) break;
       if (this.noise !== null && t >= this.nextNoise) {
         const until = t + this.noise.durationUs;
         while (now() < until) { /* stolen time */ }
+        noiseUs += now() - t;
         this.nextNoise += this.noise.periodUs;
         if (this.nextNoise < until) this.nextNoise = until + this.noise.periodUs; // never catch up in bursts
         continue;
@@ -82,6 +94,6 @@ export class Computer {
         sinceTestBytes = 0;
       }
     }
-    return { computeUs: now() - start - testUs, testUs };
+    return { computeUs: now() - start - testUs, testUs, noiseUs };
   }
 }
