@@ -87,34 +87,18 @@ export class OffloadClient {
     }
     if (sched.tmpBytes < 0) throw new NbcArgError('invalid schedule');
     const t = this.t;
-    if (!this.comms.has(target.collCtx)) {
-      t.toEngine(KIND_COMM, target.collCtx, target.rank, 0, 0, 0, 0, 0, target.worldRanks);
-      this.comms.add(target.collCtx);
-    }
+    const { req, s: sr, r } = this.stage(target, send, recv);
     let id = this.ids.get(sched);
     if (id === undefined) {
       id = this.nextId++;
       this.ids.set(sched, id);
       t.toEngine(KIND_SCHED, target.collCtx, target.rank, 0, id, 0, 0, 0, encodeSchedule(sched));
     }
-    const req = new OffloadRequest(t);
-    req.spinUs = OFFLOAD_SPIN_US;
-    const same = send.buffer === recv.buffer && send.byteOffset === recv.byteOffset && send.byteLength === recv.byteLength;
-    // A staged receive buffer is copied in too: a collective may leave parts of it untouched
-    // (exscan on rank 0, gaps between gatherv blocks, PROC_NULL neighbours), and copying the
-    // stage out must not overwrite those parts.
-    const r = this.region(recv, req, true);
-    const s = same ? r : send.byteLength === 0 ? { slice: t.ep, offset: 0, bytes: 0, arena: send } : this.region(send, req, true);
-    if (r.arena !== recv) req.copyOut = { from: r.arena, to: recv };
     const tmpOff = sched.tmpBytes > 0 ? this.alloc(sched.tmpBytes, 'scratch') : 0;
     if (sched.tmpBytes > 0) req.frees.push(tmpOff);
-    const slotOff = this.alloc(64, 'completion word');
-    req.frees.push(slotOff);
-    req.slotIndex = slotOff >> 2;
-    req.slot = this.slot;
-    Atomics.store(this.slot, req.slotIndex, 0);
+    const slotOff = this.arm(req);
     t.toEngine(KIND_POST, target.collCtx, target.rank, tag, id, 0, t.ep, slotOff, Int32Array.of(
-      s.slice, s.offset, s.bytes, r.slice, r.offset, r.bytes, t.ep, tmpOff, sched.tmpBytes,
+      sr.slice, sr.offset, sr.bytes, r.slice, r.offset, r.bytes, t.ep, tmpOff, sched.tmpBytes,
     ));
     this.pending.push(req);
     return req;
@@ -126,26 +110,43 @@ export class OffloadClient {
    */
   postTwoLevel(target: OffloadTarget, send: Uint8Array, recv: Uint8Array, tag: number, call: TwoLevelCall): Request {
     const t = this.t;
-    if (!this.comms.has(target.collCtx)) {
-      t.toEngine(KIND_COMM, target.collCtx, target.rank, 0, 0, 0, 0, 0, target.worldRanks);
-      this.comms.add(target.collCtx);
-    }
-    const req = new OffloadRequest(t);
-    req.spinUs = OFFLOAD_SPIN_US;
-    const same = send.buffer === recv.buffer && send.byteOffset === recv.byteOffset && send.byteLength === recv.byteLength;
-    const r = this.region(recv, req, true);
-    const s = same ? r : send.byteLength === 0 ? { slice: t.ep, offset: 0, bytes: 0, arena: send } : this.region(send, req, true);
-    if (r.arena !== recv) req.copyOut = { from: r.arena, to: recv };
-    const slotOff = this.alloc(64, 'completion word');
-    req.frees.push(slotOff);
-    req.slotIndex = slotOff >> 2;
-    req.slot = this.slot;
-    Atomics.store(this.slot, req.slotIndex, 0);
+    const { req, s, r } = this.stage(target, send, recv);
+    const slotOff = this.arm(req);
     t.toEngine(KIND_POST, target.collCtx, target.rank, tag, 0, 0, t.ep, slotOff, Int32Array.of(
       s.slice, s.offset, s.bytes, r.slice, r.offset, r.bytes, 0, 0, 0, call.op, call.dtype, call.esize, call.kind, call.root,
     ));
     this.pending.push(req);
     return req;
+  }
+
+  /**
+   * What every post starts with: the communicator registered with the engine (once), a
+   * request, and the send and receive regions in the arena. A staged receive buffer is copied
+   * in too: a collective may leave parts of it untouched (exscan on rank 0, gaps between
+   * gatherv blocks, PROC_NULL neighbours), and copying the stage out must not overwrite them.
+   */
+  private stage(target: OffloadTarget, send: Uint8Array, recv: Uint8Array) {
+    if (!this.comms.has(target.collCtx)) {
+      this.t.toEngine(KIND_COMM, target.collCtx, target.rank, 0, 0, 0, 0, 0, target.worldRanks);
+      this.comms.add(target.collCtx);
+    }
+    const req = new OffloadRequest(this.t);
+    req.spinUs = OFFLOAD_SPIN_US;
+    const same = send.buffer === recv.buffer && send.byteOffset === recv.byteOffset && send.byteLength === recv.byteLength;
+    const r = this.region(recv, req, true);
+    const s = same ? r : this.region(send, req, true);
+    if (r.arena !== recv) req.copyOut = { from: r.arena, to: recv };
+    return { req, s, r };
+  }
+
+  /** Allocates and clears the request's completion word; returns its arena offset. */
+  private arm(req: OffloadRequest): number {
+    const slotOff = this.alloc(64, 'completion word');
+    req.frees.push(slotOff);
+    req.slotIndex = slotOff >> 2;
+    req.slot = this.slot;
+    Atomics.store(this.slot, req.slotIndex, 0);
+    return slotOff;
   }
 
   /** Completes the requests whose completion word the engine has set. */
