@@ -92,6 +92,16 @@ describe('collectives against a sequential reference', () => {
     }
   });
 
+  test('lean blocking allreduce and barrier: a message that came early or behind another still matches; disagreeing counts fail on both sides', T, async () => {
+    for (const ppn of [2, 1]) {
+      const r = await runOk('coll.ts', 2, ppn, ['lean']);
+      const codes = ['NBC_ERR_COUNT', 'NBC_ERR_TRUNCATE'];
+      r.ranks.forEach((x, rank) => assert.deepEqual(x.result, {
+        early: [3, 30], behind: [2, 20, 1 - rank, 1 - rank], disagree: codes[rank], after: 3,
+      }, `rank ${rank}, ${ppn} per node`));
+    }
+  });
+
   test('bad input raises the right NbcError code before any message is sent', T, async () => {
     const r = await runOk('coll.ts', 3, 2, ['badinput']);
     for (const x of r.ranks) {

@@ -15,11 +15,11 @@ import { bytesOf, describe, type TypedArray } from '../comm/validate.js';
 import {
   NbcArgError, NbcCountError, NbcOpError, NbcRootError, NbcTypeError,
 } from '../errors.js';
-import { bytesPerElement, ctorOf, dtypeOf, resolveOp, type DType, type OpLike } from '../ops/index.js';
+import { bytesPerElement, ctorOf, dtypeOf, resolveOp, type DType, type OpLike, type ReduceKernel } from '../ops/index.js';
 import { kernelFor, opById, reduceRegions, registerUserOp } from '../ops/regions.js';
 import { IN_PLACE, type InPlace } from '../p2p/constants.js';
 import type { Request, Status } from '../p2p/request.js';
-import { copyView, type RecvRequest, type Transport } from '../p2p/transport.js';
+import { copyFrom, copyView, type Transport } from '../p2p/transport.js';
 import { HostExecutor, type ReduceFn } from '../sched/host.js';
 import { OffloadClient } from './offload-client.js';
 import { ScheduleBuilder, type Schedule } from '../sched/schedule.js';
@@ -184,6 +184,28 @@ export class Communicator extends Comm {
   private scratchPart = new Uint8Array(0);
   private scratchViews: Array<TypedArray | undefined> = [];
 
+  /** The first `bytes` bytes of scratch (grown to hold them). */
+  private scratchBytes(dt: DType, bytes: number): Uint8Array {
+    this.scratchView(dt, bytes);
+    if (this.scratchPart.byteLength !== bytes || this.scratchPart.buffer !== this.scratch) {
+      this.scratchPart = this.scratchU8.subarray(0, bytes);
+    }
+    return this.scratchPart;
+  }
+
+  /** One view per dtype over the node's ring memory, where lean receives read payloads in place. */
+  private ringViews: Array<TypedArray | undefined> = [];
+
+  private ringView(dt: DType): TypedArray {
+    let v = this.ringViews[dt];
+    if (v === undefined) {
+      const Ctor = ctorOf(dt) as unknown as new (b: ArrayBufferLike) => TypedArray;
+      v = new Ctor(this.transport.ringMemory.buffer);
+      this.ringViews[dt] = v;
+    }
+    return v;
+  }
+
   private scratchView(dt: DType, bytes: number): TypedArray {
     if (this.scratch.byteLength < bytes) {
       this.scratch = new ArrayBuffer(Math.max(bytes, 2 * this.scratch.byteLength, 64));
@@ -206,21 +228,6 @@ export class Communicator extends Comm {
   private leanEligible(opts: CollOptions | undefined, bytes: number): boolean {
     return (opts === undefined || (opts.algorithm === undefined && (opts.executor ?? 'host') === 'host')) &&
       bytes <= this.transport.eagerLimit && this.size > 1;
-  }
-
-  /** The lean paths' receive request, posted again once complete (they block until it is). */
-  private leanReq: RecvRequest | undefined = undefined;
-
-  private leanIrecv(into: Uint8Array, from: number, tag: number): RecvRequest {
-    const req = this.transport.irecv(into, 1, from, this.collCtx, tag, this.leanReq);
-    this.leanReq = req;
-    return req;
-  }
-
-  private leanRecv(into: Uint8Array, from: number, tag: number): void {
-    const req = this.leanIrecv(into, from, tag);
-    this.transport.waitUntil(req);
-    if (req.error) throw req.error;
   }
 
   private schedule(coll: CollName, s: CollShape, opts: CollOptions | undefined, cacheable: boolean): Schedule {
@@ -423,10 +430,9 @@ export class Communicator extends Comm {
     const tag = this.nextTag();
     const p = this.size;
     for (let dist = 1; dist < p; dist *= 2) {
-      const req = this.leanIrecv(EMPTY, (this.rank - dist + p) % p, tag);
       t.send(EMPTY, this.worldRanks[(this.rank + dist) % p]!, this.collCtx, this.rank, tag);
-      t.waitUntil(req);
-      if (req.error) throw req.error;
+      const from = (this.rank - dist + p) % p;
+      if (t.recvEager(this.worldRanks[from]!, this.collCtx, from, tag, EMPTY) >= 0) t.releaseEager();
     }
   }
   ibarrier(opts?: CollOptions): Request { return this.launchPlan(this.memoPlan('barrier', [opts], () => this.planBarrier(opts))); }
@@ -570,11 +576,6 @@ export class Communicator extends Comm {
     if (sv.buffer !== rv.buffer || sv.byteOffset !== rv.byteOffset) copyView(sv, rv);
     const count = mine.length;
     const kernel = kernelFor(opId, dt);
-    const theirs = this.scratchView(dt, bytes);
-    if (this.scratchPart.byteLength !== bytes || this.scratchPart.buffer !== this.scratch) {
-      this.scratchPart = this.scratchU8.subarray(0, bytes);
-    }
-    const theirBytes = this.scratchPart;
     const p = this.size;
     const rank = this.rank;
     const pp = pow2Floor(p);
@@ -585,8 +586,7 @@ export class Communicator extends Comm {
         t.send(rv, this.worldRanks[rank + 1]!, this.collCtx, rank, tag);
         newrank = -1;
       } else {
-        this.leanRecv(theirBytes, rank - 1, tag);
-        kernel(mine, 0, theirs, 0, count);
+        this.foldFrom(rank - 1, tag, kernel, mine, count, dt, bytes, true, rv);
         newrank = rank >> 1;
       }
     }
@@ -594,21 +594,55 @@ export class Communicator extends Comm {
       for (let mask = 1; mask < pp; mask <<= 1) {
         const pnr = newrank ^ mask;
         const partner = pnr < r ? pnr * 2 + 1 : pnr + r;
-        const req = this.leanIrecv(theirBytes, partner, tag);
         t.send(rv, this.worldRanks[partner]!, this.collCtx, rank, tag);
-        t.waitUntil(req);
-        if (req.error) throw req.error;
-        if (pnr < newrank) {
-          kernel(mine, 0, theirs, 0, count);
-        } else {
-          kernel(theirs, 0, mine, 0, count);
-          copyView(theirBytes, rv);
-        }
+        this.foldFrom(partner, tag, kernel, mine, count, dt, bytes, pnr < newrank, rv);
       }
     }
     if (rank < 2 * r) {
-      if (rank % 2 === 1) t.send(rv, this.worldRanks[rank - 1]!, this.collCtx, rank, tag);
-      else this.leanRecv(rv, rank + 1, tag);
+      if (rank % 2 === 1) {
+        t.send(rv, this.worldRanks[rank - 1]!, this.collCtx, rank, tag);
+      } else {
+        const off = t.recvEager(this.worldRanks[rank + 1]!, this.collCtx, rank + 1, tag, rv);
+        if (off >= 0) {
+          copyFrom(t.ringMemory, off, rv, bytes);
+          t.releaseEager();
+        }
+      }
+    }
+  }
+
+  /**
+   * Receives `peer`'s partial result and folds it into mine, in rank order: theirs ⊕ mine when
+   * `theirsFirst`, else mine ⊕ theirs. The payload is read where it lies in the ring; only a
+   * message that arrived early, and so was already copied out, goes through scratch.
+   */
+  private foldFrom(peer: number, tag: number, kernel: ReduceKernel, mine: TypedArray, count: number,
+    dt: DType, bytes: number, theirsFirst: boolean, rv: Uint8Array): void {
+    const t = this.transport;
+    const spill = this.scratchBytes(dt, bytes);
+    const off = t.recvEager(this.worldRanks[peer]!, this.collCtx, peer, tag, spill);
+    let theirs: TypedArray;
+    let at: number;
+    let theirBytes: Uint8Array;
+    if (off >= 0) {
+      theirs = this.ringView(dt);
+      at = off / bytesPerElement(dt);
+      theirBytes = t.ringMemory;
+    } else {
+      theirs = this.scratchView(dt, bytes);
+      at = 0;
+      theirBytes = this.scratchU8;
+    }
+    try {
+      if (theirsFirst) {
+        kernel(mine, 0, theirs, at, count);
+      } else {
+        // mine ⊕ theirs lands in their buffer (the ring record is ours until released)
+        kernel(theirs, at, mine, 0, count);
+        copyFrom(theirBytes, off >= 0 ? off : 0, rv, bytes);
+      }
+    } finally {
+      if (off >= 0) t.releaseEager();
     }
   }
 

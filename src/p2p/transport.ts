@@ -19,7 +19,7 @@
  * on one communicator are never overtaken.
  */
 import {
-  NbcInternalError, NbcNoMemError, NbcPeerFailedError, NbcTruncateError,
+  NbcCountError, NbcInternalError, NbcNoMemError, NbcPeerFailedError, NbcTruncateError,
 } from '../errors.js';
 import {
   align8, endpointWord, H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_OFFSET, H_SLICE, H_SRC,
@@ -125,6 +125,16 @@ export class Transport implements Progressor {
   private asyncWaiters: Array<() => void> = [];
   private asyncArmed = false;
   private failure: Error | null = null;
+  /** The ring whose head record `recvEager` handed out in place, and that record's length. */
+  private held: Ring | null = null;
+  private heldLen = 0;
+  /** The message `recvEager` is waiting for: its ring, and its (ctx, src, tag). */
+  private wantRing: Ring | null = null;
+  private wantCtx = 0;
+  private wantSrc = 0;
+  private wantTag = 0;
+  /** The node's ring memory: where `recvEager` payloads lie. */
+  readonly ringMemory: Uint8Array;
   /**
    * Progress hooks (the collective executor): run after every drain, so every outstanding
    * collective advances whichever request the rank happens to wait on. Without this, two
@@ -139,6 +149,7 @@ export class Transport implements Progressor {
     this.endpoints = ranks + 1;
     this.control = new Int32Array(shared.control);
     this.slices = shared.slices.map((s) => new Uint8Array(s));
+    this.ringMemory = new Uint8Array(shared.rings);
     this.ownSlice = shared.slices[this.ep]!;
     this.allocator = new SliceAllocator(shared.layout.sliceBytes);
     for (let e = 0; e < this.endpoints; e++) {
@@ -368,6 +379,93 @@ export class Transport implements Progressor {
 
   // ---- receiving ---------------------------------------------------------------------
 
+  /**
+   * Blocking receive of one eager message with no request and no copy: the lean blocking
+   * collectives read the payload where it lies in the ring. Returns the payload's byte offset
+   * in `ringMemory`, valid until `releaseEager()`, which the caller must call before any other
+   * call on this transport. Returns -1 when the message had been taken off its ring before
+   * this call (while something else was progressed): its payload is then copied into `spill`
+   * and there is nothing to release.
+   *
+   * Matching is MPI's: the earliest message with this (ctx, src, tag); the caller guarantees
+   * no posted receive could match it too (a tag private to one collective instance). A
+   * message that is not exactly `spill.byteLength` long is consumed and raises
+   * NBC_ERR_TRUNCATE (longer) or NBC_ERR_COUNT (shorter).
+   */
+  recvEager(fromWorld: number, ctx: number, src: number, tag: number, spill: Uint8Array): number {
+    if (this.takeUnexpected(ctx, src, tag, spill)) return -1;
+    const ring = this.inRings[this.route(fromWorld)]!;
+    const i32 = ring.i32;
+    let start = 0; // read the clock only once the message is late: it costs as much as a poll
+    let n = 0;
+    // While we wait, progress leaves the message where it is (see drain), so it can only be
+    // found at the head of its ring: never copied out to the unexpected list halfway.
+    this.wantRing = ring;
+    this.wantCtx = ctx;
+    this.wantSrc = src;
+    this.wantTag = tag;
+    try {
+      for (;;) {
+        const at = ring.peek();
+        if (at >= 0 && this.wanted(i32, at >> 2)) {
+          const w = at >> 2;
+          const bytes = i32[w + H_BYTES]!;
+          this.held = ring;
+          this.heldLen = i32[w + H_LEN]!;
+          this.stats.messagesReceived++;
+          this.stats.bytesReceived += bytes;
+          if (bytes !== spill.byteLength) {
+            this.releaseEager();
+            throw lengthMismatch(bytes, spill.byteLength, src, tag);
+          }
+          return at + HEADER_BYTES;
+        }
+        this.progress();
+        if ((++n & 15) === 0) {
+          if (start === 0) start = performance.now();
+          else if (performance.now() - start > this.spinMs) this.parkOnce(NOT_DONE);
+        }
+      }
+    } finally {
+      this.wantRing = null;
+    }
+  }
+
+  /** Whether the record at Int32 index `w` is the eager message `recvEager` waits for. */
+  private wanted(i32: Int32Array, w: number): boolean {
+    return i32[w + H_TAG] === this.wantTag && i32[w + H_SRC] === this.wantSrc &&
+      i32[w + H_CTX] === this.wantCtx && i32[w + H_KIND] === KIND_EAGER;
+  }
+
+  /** Frees the record `recvEager` left in place. */
+  releaseEager(): void {
+    const ring = this.held;
+    if (ring === null) return;
+    this.held = null;
+    if (ring.release(this.heldLen)) wake(this.control, ring.from);
+  }
+
+  /** Takes the earliest unexpected message (ctx, src, tag) into `into`; false when none. */
+  private takeUnexpected(ctx: number, src: number, tag: number, into: Uint8Array): boolean {
+    const list = this.unexpected.get(ctx);
+    if (list === undefined) return false;
+    for (let i = 0; i < list.length; i++) {
+      const m = list[i]!;
+      if (m.src !== src || m.tag !== tag) continue;
+      list.splice(i, 1);
+      this.stats.messagesReceived++;
+      this.stats.bytesReceived += m.bytes;
+      const fits = m.bytes === into.byteLength;
+      if (fits) {
+        into.set(m.kind === KIND_EAGER ? m.data! : this.slices[m.slice]!.subarray(m.offset, m.offset + m.bytes));
+      }
+      if (m.kind !== KIND_EAGER) this.sendAck(m.from, m.token, m.slice);
+      if (!fits) throw lengthMismatch(m.bytes, into.byteLength, src, tag);
+      return true;
+    }
+    return false;
+  }
+
   irecv(view: Uint8Array, elementBytes: number, src: number, ctx: number, tag: number, reuse?: RecvRequest): RecvRequest {
     let req: RecvRequest;
     if (reuse !== undefined && reuse.done) {
@@ -492,7 +590,7 @@ export class Transport implements Progressor {
     const req = this.takePosted(ctx, src, tag);
     if (kind === KIND_EAGER) {
       if (req !== null) {
-        if (this.finishRecv(req, src, tag, bytes)) copyBytesFrom(ring.u8, at + HEADER_BYTES, req.view, bytes);
+        if (this.finishRecv(req, src, tag, bytes)) copyFrom(ring.u8, at + HEADER_BYTES, req.view, bytes);
         if (!req.done) req.complete();
         return;
       }
@@ -532,6 +630,7 @@ export class Transport implements Progressor {
   /** Drains every incoming ring and retries queued sends. True when anything happened. */
   progress(): boolean {
     if (this.inProgress) return false; // re-entered from a callback: the outer call finishes
+    if (this.held !== null) throw new NbcInternalError('the transport was progressed while a received record was held in place (recvEager without releaseEager)');
     this.inProgress = true;
     let any = false;
     try {
@@ -539,6 +638,7 @@ export class Transport implements Progressor {
         const ring = this.inRings[e]!;
         let at: number;
         while ((at = ring.peek()) >= 0) {
+          if (ring === this.wantRing && this.wanted(ring.i32, at >> 2)) break; // recvEager takes it
           this.handle(ring, at);
           any = true;
           if (ring.release(ring.i32[(at >> 2) + H_LEN]!)) wake(this.control, e);
@@ -659,6 +759,16 @@ export class Transport implements Progressor {
   }
 }
 
+/** For parkOnce from loops that check their own condition. */
+const NOT_DONE = { done: false };
+
+function lengthMismatch(got: number, expected: number, src: number, tag: number): Error {
+  const what = `a ${got}-byte message from rank ${src} (tag ${tag}) where ${expected} bytes were expected: the ranks disagree on the count`;
+  return got > expected
+    ? new NbcTruncateError(`Cannot receive ${what}; expected every rank to pass the same count`)
+    : new NbcCountError(`Received ${what}; expected every rank to pass the same count`);
+}
+
 /** Copies a small view into another of the same length; larger ones go through set(). */
 export function copyView(src: Uint8Array, dst: Uint8Array): void {
   const n = src.byteLength;
@@ -678,7 +788,8 @@ function copyBytes(src: Uint8Array, dst: Uint8Array, at: number, bytes: number):
   }
 }
 
-function copyBytesFrom(src: Uint8Array, at: number, dst: Uint8Array, bytes: number): void {
+/** Copies `bytes` bytes of `src` from `at` into the start of `dst`. Small copies avoid allocating a view. */
+export function copyFrom(src: Uint8Array, at: number, dst: Uint8Array, bytes: number): void {
   if (bytes <= 64) {
     for (let i = 0; i < bytes; i++) dst[i] = src[at + i]!;
   } else {

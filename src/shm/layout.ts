@@ -6,10 +6,11 @@
  *
  * control  Int32 words: one 64-byte line per endpoint (doorbell, sleeping flag) after a
  *          64-byte line of node-wide words (abort).
- * rings    one single-producer/single-consumer byte ring per ordered endpoint pair
+ * rings    one single-producer/single-consumer record ring per ordered endpoint pair
  *          (from, to), including (i, i) for self-sends. Each ring has a 192-byte header of
- *          three lines (consumer head, producer tail, producer-waiting flag) so producer and
- *          consumer never write the same cache line, then `ringBytes` of data.
+ *          three lines (consumer head, a spare line, producer-waiting flag) so producer and
+ *          consumer never write the same cache line, then `ringBytes` of data: stamped slots,
+ *          each a whole number of lines (ring.ts).
  * slices   one arena slice per endpoint: the memory `comm.alloc` hands out and the staging
  *          area for large messages. Only the owning endpoint allocates from and frees into its
  *          slice; every endpoint of the node may read and write any slice.
@@ -40,7 +41,8 @@ export function endpointWord(endpoint: number, slot: number): number {
 export const RING_HEADER_BYTES = 3 * LINE_WORDS * 4;
 /** Word offsets inside a ring header. */
 export const kRingHead = 0;
-export const kRingTail = LINE_WORDS;
+/** (Unused: the producer's tail lives in the slots' stamps. The line stays as padding.) */
+export const kRingSpare = LINE_WORDS;
 export const kRingProducerWaiting = 2 * LINE_WORDS;
 
 /** Byte offset of ring (from -> to) in the rings buffer. */

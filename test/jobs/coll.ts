@@ -11,6 +11,8 @@
  *   persistent N     one persistent allreduce restarted N times with fresh data
  *   determinism      allreduce of random floats: every rank holds the same bits, run after run
  *   badinput         invalid calls raise their NbcError code before any message is sent
+ *   lean             the lean blocking paths' receives: early, behind a user message, counts
+ *                    that disagree (2 ranks)
  */
 import assert from 'node:assert/strict';
 import {
@@ -469,6 +471,54 @@ function mismatch(w: Communicator): string {
   }
 }
 
+/**
+ * The lean blocking allreduce and barrier (2 ranks) read their partner's message where it lies
+ * in the ring; these cases force the other ways a message can be found.
+ * - early: rank 0's message was taken off the ring before rank 1's allreduce began (rank 1
+ *   probed for a message rank 0 sent after it), so it is matched from the unexpected list;
+ * - behind: a user message sits ahead of the collective's in the ring;
+ * - disagree: ranks pass different counts: the longer side NBC_ERR_COUNT, the shorter
+ *   NBC_ERR_TRUNCATE, and the next collective on the communicator still works.
+ */
+function leanPaths(w: Communicator): Record<string, unknown> {
+  const peer = 1 - w.rank;
+  const out: Record<string, unknown> = {};
+  const x = Float64Array.of(w.rank + 1, 10 * (w.rank + 1));
+  const y = new Float64Array(2);
+  // early: rank 0 runs the same recursive-doubling messages through the schedule executor
+  if (w.rank === 0) {
+    const req = w.iallreduce(x, y, 'sum', { algorithm: 'recursive-doubling' });
+    w.send(Int32Array.of(7), peer, 5);
+    req.wait();
+  } else {
+    w.probe(peer, 5);
+    w.allreduce(x, y, 'sum');
+    w.recv(new Int32Array(1), peer, 5);
+  }
+  out.early = Array.from(y);
+  // behind: a user message ahead of the allreduce's and the barrier's
+  const z = new Float64Array(2);
+  w.send(Int32Array.of(w.rank), peer, 6);
+  w.allreduce(x, z, 'max');
+  w.send(Int32Array.of(w.rank), peer, 7);
+  w.barrier();
+  const got = [new Int32Array(1), new Int32Array(1)];
+  w.recv(got[0]!, peer, 6);
+  w.recv(got[1]!, peer, 7);
+  out.behind = [...z, got[0]![0], got[1]![0]];
+  // disagree
+  try {
+    w.allreduce(new Float64Array(w.rank === 0 ? 2 : 1), new Float64Array(w.rank === 0 ? 2 : 1), 'sum');
+    out.disagree = 'no error';
+  } catch (err) {
+    out.disagree = err instanceof NbcError ? err.code : String(err);
+  }
+  const after = new Float64Array(1);
+  w.allreduce(Float64Array.of(w.rank + 1), after, 'sum');
+  out.after = after[0];
+  return out;
+}
+
 /** Offloaded and host-executed allreduce of random floats give the same bits, per algorithm. */
 function offloadBits(w: Communicator): string[] {
   const n = 1000;
@@ -614,6 +664,7 @@ export default function main(w: Communicator, args: string[]): unknown {
     case 'determinism': return determinism(w);
     case 'badinput': return badinput(w);
     case 'mismatch': return mismatch(w);
+    case 'lean': return leanPaths(w);
     case 'offloadbits': return offloadBits(w);
     case 'twolevel': return twoLevel(w);
     case 'completes': return completesWhileComputing(w);
