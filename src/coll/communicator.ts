@@ -19,7 +19,7 @@ import { bytesPerElement, ctorOf, dtypeOf, resolveOp, type DType, type OpLike, t
 import { kernelFor, opById, reduceRegions, registerUserOp } from '../ops/regions.js';
 import { IN_PLACE, type InPlace } from '../p2p/constants.js';
 import type { Request, Status } from '../p2p/request.js';
-import { copyFrom, copyView, type Transport } from '../p2p/transport.js';
+import { copyBytes, copyFrom, type Transport } from '../p2p/transport.js';
 import { HostExecutor, type ReduceFn } from '../sched/host.js';
 import { OffloadClient } from './offload-client.js';
 import { ScheduleBuilder, type Schedule } from '../sched/schedule.js';
@@ -177,22 +177,6 @@ export class Communicator extends Comm {
     return ((this.collSeq++ & 0x7ffffff) * 16) | 0;
   }
 
-  /** Scratch memory of the lean paths, grown on demand, with one cached view per dtype. */
-  private scratch = new ArrayBuffer(0);
-  private scratchU8 = new Uint8Array(0);
-  /** The first n bytes of scratch, for the last n asked for. */
-  private scratchPart = new Uint8Array(0);
-  private scratchViews: Array<TypedArray | undefined> = [];
-
-  /** The first `bytes` bytes of scratch (grown to hold them). */
-  private scratchBytes(dt: DType, bytes: number): Uint8Array {
-    this.scratchView(dt, bytes);
-    if (this.scratchPart.byteLength !== bytes || this.scratchPart.buffer !== this.scratch) {
-      this.scratchPart = this.scratchU8.subarray(0, bytes);
-    }
-    return this.scratchPart;
-  }
-
   /** One view per dtype over the node's ring memory, where lean receives read payloads in place. */
   private ringViews: Array<TypedArray | undefined> = [];
 
@@ -202,21 +186,6 @@ export class Communicator extends Comm {
       const Ctor = ctorOf(dt) as unknown as new (b: ArrayBufferLike) => TypedArray;
       v = new Ctor(this.transport.ringMemory.buffer);
       this.ringViews[dt] = v;
-    }
-    return v;
-  }
-
-  private scratchView(dt: DType, bytes: number): TypedArray {
-    if (this.scratch.byteLength < bytes) {
-      this.scratch = new ArrayBuffer(Math.max(bytes, 2 * this.scratch.byteLength, 64));
-      this.scratchU8 = new Uint8Array(this.scratch);
-      this.scratchViews = [];
-    }
-    let v = this.scratchViews[dt];
-    if (v === undefined) {
-      const Ctor = ctorOf(dt) as unknown as new (b: ArrayBufferLike) => TypedArray;
-      v = new Ctor(this.scratch);
-      this.scratchViews[dt] = v;
     }
     return v;
   }
@@ -414,15 +383,16 @@ export class Communicator extends Comm {
   }
   barrier(opts?: CollOptions): void {
     this.check('barrier');
-    if (this.leanEligible(opts, 0)) {
-      const c = select('barrier', { size: this.size, bytes: 0, commutative: true });
-      if (c.radix === 1) {
-        this.leanBarrier();
-        return;
-      }
+    if (this.leanEligible(opts, 0) &&
+      (this.leanBarrierOk ??= select('barrier', { size: this.size, bytes: 0, commutative: true }).radix === 1)) {
+      this.leanBarrier();
+      return;
     }
     this.launchPlan(this.planBarrier(opts)).wait();
   }
+
+  /** Whether the table picks dissemination with n = 1 for this communicator's barrier (the lean path's). */
+  private leanBarrierOk: boolean | undefined = undefined;
 
   /** Blocking dissemination barrier (n = 1) straight on the transport; same messages as its schedule. */
   private leanBarrier(): void {
@@ -430,9 +400,10 @@ export class Communicator extends Comm {
     const tag = this.nextTag();
     const p = this.size;
     for (let dist = 1; dist < p; dist *= 2) {
-      t.send(EMPTY, this.worldRanks[(this.rank + dist) % p]!, this.collCtx, this.rank, tag);
+      t.sendSized(EMPTY, 0, this.worldRanks[(this.rank + dist) % p]!, this.collCtx, this.rank, tag);
       const from = (this.rank - dist + p) % p;
-      if (t.recvEager(this.worldRanks[from]!, this.collCtx, from, tag, EMPTY) >= 0) t.releaseEager();
+      if (t.recvEager(this.worldRanks[from]!, this.collCtx, from, tag, 0) >= 0) t.releaseEager();
+      else t.takeEarly();
     }
   }
   ibarrier(opts?: CollOptions): Request { return this.launchPlan(this.memoPlan('barrier', [opts], () => this.planBarrier(opts))); }
@@ -530,7 +501,7 @@ export class Communicator extends Comm {
    */
   private readonly recentAllreduce: Array<{
     send: BufOrInPlace; recv: BufOrInPlace; op: OpLike; opts: CollOptions | undefined; len: number;
-    c: ReturnType<Communicator['checkAllreduce']>; lean: boolean;
+    c: ReturnType<Communicator['checkAllreduce']>; lean: LeanAllreduce | null;
   }> = [];
 
   allreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): void {
@@ -538,20 +509,27 @@ export class Communicator extends Comm {
     const recent = this.recentAllreduce;
     for (let i = 0; i < recent.length; i++) {
       const m = recent[i]!;
-      if (m.send === send && m.recv === recv && m.op === op && m.opts === opts && m.lean &&
+      if (m.send === send && m.recv === recv && m.op === op && m.opts === opts && m.lean !== null &&
         m.len === (send === IN_PLACE ? (recv as Buf).length : send.length)) {
-        this.leanAllreduce(m.c.sv, m.c.rv, m.c.output, m.c.red.op, m.c.red.dtype as DType);
+        this.leanAllreduce(m.lean);
         return;
       }
     }
     const c = this.checkAllreduce(send, recv, op);
     const bytes = c.sv.byteLength;
+    const dt = c.red.dtype as DType;
     const lean = this.leanEligible(opts, bytes) &&
-      select('allreduce', { size: this.size, bytes, commutative: c.red.commutative }).name === 'recursive-doubling';
+      select('allreduce', { size: this.size, bytes, commutative: c.red.commutative }).name === 'recursive-doubling'
+      ? {
+        sv: c.sv, rv: c.rv, mine: c.output, kernel: kernelFor(c.red.op, dt), dt, esize: bytesPerElement(dt), bytes,
+        count: c.output.length,
+        copyIn: c.sv.buffer !== c.rv.buffer || c.sv.byteOffset !== c.rv.byteOffset,
+      }
+      : null;
     if (recent.length === 4) recent.pop();
     recent.unshift({ send, recv, op, opts, len: c.output.length, c, lean });
-    if (lean) {
-      this.leanAllreduce(c.sv, c.rv, c.output, c.red.op, c.red.dtype as DType);
+    if (lean !== null) {
+      this.leanAllreduce(lean);
       return;
     }
     this.launchPlan(this.planCheckedAllreduce(c, opts)).wait();
@@ -569,13 +547,11 @@ export class Communicator extends Comm {
    * run straight on the transport. Per call it saves the plan, the request and the rounds,
    * which is most of the cost of an 8-byte allreduce.
    */
-  private leanAllreduce(sv: Uint8Array, rv: Uint8Array, mine: TypedArray, opId: number, dt: DType): void {
+  private leanAllreduce(a: LeanAllreduce): void {
     const t = this.transport;
     const tag = this.nextTag();
-    const bytes = sv.byteLength;
-    if (sv.buffer !== rv.buffer || sv.byteOffset !== rv.byteOffset) copyView(sv, rv);
-    const count = mine.length;
-    const kernel = kernelFor(opId, dt);
+    const rv = a.rv;
+    if (a.copyIn) copyBytes(a.sv, rv, 0, a.bytes);
     const p = this.size;
     const rank = this.rank;
     const pp = pow2Floor(p);
@@ -583,10 +559,10 @@ export class Communicator extends Comm {
     let newrank = rank - r;
     if (rank < 2 * r) {
       if (rank % 2 === 0) {
-        t.send(rv, this.worldRanks[rank + 1]!, this.collCtx, rank, tag);
+        t.sendSized(rv, a.bytes, this.worldRanks[rank + 1]!, this.collCtx, rank, tag);
         newrank = -1;
       } else {
-        this.foldFrom(rank - 1, tag, kernel, mine, count, dt, bytes, true, rv);
+        this.foldFrom(a, rank - 1, tag, true);
         newrank = rank >> 1;
       }
     }
@@ -594,18 +570,20 @@ export class Communicator extends Comm {
       for (let mask = 1; mask < pp; mask <<= 1) {
         const pnr = newrank ^ mask;
         const partner = pnr < r ? pnr * 2 + 1 : pnr + r;
-        t.send(rv, this.worldRanks[partner]!, this.collCtx, rank, tag);
-        this.foldFrom(partner, tag, kernel, mine, count, dt, bytes, pnr < newrank, rv);
+        t.sendSized(rv, a.bytes, this.worldRanks[partner]!, this.collCtx, rank, tag);
+        this.foldFrom(a, partner, tag, pnr < newrank);
       }
     }
     if (rank < 2 * r) {
       if (rank % 2 === 1) {
-        t.send(rv, this.worldRanks[rank - 1]!, this.collCtx, rank, tag);
+        t.sendSized(rv, a.bytes, this.worldRanks[rank - 1]!, this.collCtx, rank, tag);
       } else {
-        const off = t.recvEager(this.worldRanks[rank + 1]!, this.collCtx, rank + 1, tag, rv);
+        const off = t.recvEager(this.worldRanks[rank + 1]!, this.collCtx, rank + 1, tag, a.bytes);
         if (off >= 0) {
-          copyFrom(t.ringMemory, off, rv, bytes);
+          copyFrom(t.ringMemory, off, rv, a.bytes);
           t.releaseEager();
+        } else {
+          copyFrom(t.takeEarly(), 0, rv, a.bytes);
         }
       }
     }
@@ -613,36 +591,23 @@ export class Communicator extends Comm {
 
   /**
    * Receives `peer`'s partial result and folds it into mine, in rank order: theirs ⊕ mine when
-   * `theirsFirst`, else mine ⊕ theirs. The payload is read where it lies in the ring; only a
-   * message that arrived early, and so was already copied out, goes through scratch.
+   * `theirsFirst`, else mine ⊕ theirs. The payload is read where it lies in the ring (ring
+   * payloads are 8-byte aligned, so a typed view of any dtype reaches it); only a message that
+   * arrived early comes as a private copy.
    */
-  private foldFrom(peer: number, tag: number, kernel: ReduceKernel, mine: TypedArray, count: number,
-    dt: DType, bytes: number, theirsFirst: boolean, rv: Uint8Array): void {
+  private foldFrom(a: LeanAllreduce, peer: number, tag: number, theirsFirst: boolean): void {
     const t = this.transport;
-    const spill = this.scratchBytes(dt, bytes);
-    const off = t.recvEager(this.worldRanks[peer]!, this.collCtx, peer, tag, spill);
-    let theirs: TypedArray;
-    let at: number;
-    let theirBytes: Uint8Array;
-    if (off >= 0) {
-      theirs = this.ringView(dt);
-      at = off / bytesPerElement(dt);
-      theirBytes = t.ringMemory;
-    } else {
-      theirs = this.scratchView(dt, bytes);
-      at = 0;
-      theirBytes = this.scratchU8;
+    const off = t.recvEager(this.worldRanks[peer]!, this.collCtx, peer, tag, a.bytes);
+    if (off < 0) {
+      const early = t.takeEarly();
+      const Ctor = ctorOf(a.dt) as unknown as new (b: ArrayBufferLike, off: number, len: number) => TypedArray;
+      fold(a, new Ctor(early.buffer, early.byteOffset, a.count), 0, theirsFirst, early, 0);
+      return;
     }
     try {
-      if (theirsFirst) {
-        kernel(mine, 0, theirs, at, count);
-      } else {
-        // mine ⊕ theirs lands in their buffer (the ring record is ours until released)
-        kernel(theirs, at, mine, 0, count);
-        copyFrom(theirBytes, off >= 0 ? off : 0, rv, bytes);
-      }
+      fold(a, this.ringView(a.dt), off / a.esize, theirsFirst, t.ringMemory, off);
     } finally {
-      if (off >= 0) t.releaseEager();
+      t.releaseEager();
     }
   }
 
@@ -1033,3 +998,31 @@ export class Communicator extends Comm {
 /** A communicator with a Cartesian topology (made by cartCreate). */
 export type CartComm = Communicator;
 
+/** A blocking allreduce the lean path runs, resolved once per call shape. */
+interface LeanAllreduce {
+  sv: Uint8Array;
+  rv: Uint8Array;
+  /** The recv buffer, typed. */
+  mine: TypedArray;
+  kernel: ReduceKernel;
+  dt: DType;
+  esize: number;
+  bytes: number;
+  count: number;
+  /** Whether send must be copied into recv first (not IN_PLACE). */
+  copyIn: boolean;
+}
+
+/**
+ * One step of a lean allreduce: mine = theirs ⊕ mine when `theirsFirst`; else mine ⊕ theirs,
+ * computed into their buffer (a ring record stays ours until released, an early copy is
+ * private) and copied into recv.
+ */
+function fold(a: LeanAllreduce, theirs: TypedArray, at: number, theirsFirst: boolean, theirBytes: Uint8Array, byteAt: number): void {
+  if (theirsFirst) {
+    a.kernel(a.mine, 0, theirs, at, a.count);
+  } else {
+    a.kernel(theirs, at, a.mine, 0, a.count);
+    copyFrom(theirBytes, byteAt, a.rv, a.bytes);
+  }
+}
