@@ -96,9 +96,14 @@ describe('collectives against a sequential reference', () => {
     for (const ppn of [2, 1]) {
       const r = await runOk('coll.ts', 2, ppn, ['lean']);
       const codes = ['NBC_ERR_COUNT', 'NBC_ERR_TRUNCATE'];
-      r.ranks.forEach((x, rank) => assert.deepEqual(x.result, {
-        early: [3, 30], behind: [2, 20, 1 - rank, 1 - rank], disagree: codes[rank], after: 3,
-      }, `rank ${rank}, ${ppn} per node`));
+      r.ranks.forEach((x, rank) => {
+        const { rendezvous, ...rest } = x.result as Record<string, unknown>;
+        assert.deepEqual(rest, {
+          early: [3, 30], behind: [2, 20, 1 - rank, 1 - rank], disagree: codes[rank], after: 3, afterRendezvous: 3,
+        }, `rank ${rank}, ${ppn} per node`);
+        // rank 0 received a short message into a long buffer, which MPI point-to-point allows
+        if (rank === 1) assert.equal(rendezvous, 'NBC_ERR_TRUNCATE');
+      });
     }
   });
 

@@ -494,14 +494,13 @@ export class Communicator extends Comm {
     return { coll: 'allreduce', offload: opts?.executor === 'offload', sched: this.schedule('allreduce', s, opts, true), send: sv, recv: rv };
   }
   /**
-   * The last few blocking allreduces' validated calls, reused when a call passes the same
-   * buffers (same lengths) and op again: loops do (a CG iteration alternates a few), and
-   * validation plus selection is most of the cost of an 8-byte allreduce. Only derived facts
-   * are cached, never the data.
+   * The last few blocking allreduces that took the lean path, resolved, reused when a call
+   * passes the same buffers (same lengths), op and options again: loops do (a CG iteration
+   * alternates a few), and validation plus selection would otherwise be most of the cost of
+   * an 8-byte allreduce. Only derived facts are cached, never the data.
    */
   private readonly recentAllreduce: Array<{
-    send: BufOrInPlace; recv: BufOrInPlace; op: OpLike; opts: CollOptions | undefined; len: number;
-    c: ReturnType<Communicator['checkAllreduce']>; lean: LeanAllreduce | null;
+    send: BufOrInPlace; recv: BufOrInPlace; op: OpLike; opts: CollOptions | undefined; len: number; lean: LeanAllreduce;
   }> = [];
 
   allreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): void {
@@ -509,7 +508,7 @@ export class Communicator extends Comm {
     const recent = this.recentAllreduce;
     for (let i = 0; i < recent.length; i++) {
       const m = recent[i]!;
-      if (m.send === send && m.recv === recv && m.op === op && m.opts === opts && m.lean !== null &&
+      if (m.send === send && m.recv === recv && m.op === op && m.opts === opts &&
         m.len === (send === IN_PLACE ? (recv as Buf).length : send.length)) {
         this.leanAllreduce(m.lean);
         return;
@@ -517,18 +516,15 @@ export class Communicator extends Comm {
     }
     const c = this.checkAllreduce(send, recv, op);
     const bytes = c.sv.byteLength;
-    const dt = c.red.dtype as DType;
-    const lean = this.leanEligible(opts, bytes) &&
-      select('allreduce', { size: this.size, bytes, commutative: c.red.commutative }).name === 'recursive-doubling'
-      ? {
+    if (this.leanEligible(opts, bytes) &&
+      select('allreduce', { size: this.size, bytes, commutative: c.red.commutative }).name === 'recursive-doubling') {
+      const dt = c.red.dtype as DType;
+      const lean: LeanAllreduce = {
         sv: c.sv, rv: c.rv, mine: c.output, kernel: kernelFor(c.red.op, dt), dt, esize: bytesPerElement(dt), bytes,
-        count: c.output.length,
-        copyIn: c.sv.buffer !== c.rv.buffer || c.sv.byteOffset !== c.rv.byteOffset,
-      }
-      : null;
-    if (recent.length === 4) recent.pop();
-    recent.unshift({ send, recv, op, opts, len: c.output.length, c, lean });
-    if (lean !== null) {
+        count: c.output.length, copyIn: c.sv.buffer !== c.rv.buffer || c.sv.byteOffset !== c.rv.byteOffset,
+      };
+      if (recent.length === 4) recent.pop();
+      recent.unshift({ send, recv, op, opts, len: c.output.length, lean });
       this.leanAllreduce(lean);
       return;
     }

@@ -404,7 +404,7 @@ export class Transport implements Progressor {
     const i32 = ring.i32;
     let start = 0; // read the clock only once the message is late: it costs as much as a poll
     let n = 0;
-    // While we wait, progress leaves the message where it is (see drain), so it can only be
+    // While we wait, progress leaves the message where it is (see progress), so it can only be
     // found at the head of its ring: never copied out to the unexpected list halfway.
     this.wantRing = ring;
     this.wantCtx = ctx;
@@ -415,6 +415,14 @@ export class Transport implements Progressor {
         const at = ring.peek();
         if (at >= 0 && this.wanted(i32, at >> 2)) {
           const w = at >> 2;
+          if (i32[w + H_KIND] !== KIND_EAGER) {
+            // A rendezvous message where an eager one was expected: the ranks disagree on
+            // the size. Take it the general way (its sender gets its ACK), then fail.
+            this.handle(ring, at);
+            if (ring.release(i32[w + H_LEN]!)) wake(this.control, ring.from);
+            if (this.takeUnexpected(ctx, src, tag, bytes)) return -1;
+            continue;
+          }
           const got = i32[w + H_BYTES]!;
           this.held = ring;
           this.heldLen = i32[w + H_LEN]!;
@@ -437,10 +445,10 @@ export class Transport implements Progressor {
     }
   }
 
-  /** Whether the record at Int32 index `w` is the eager message `recvEager` waits for. */
+  /** Whether the record at Int32 index `w` is the message `recvEager` waits for. */
   private wanted(i32: Int32Array, w: number): boolean {
     return i32[w + H_TAG] === this.wantTag && i32[w + H_SRC] === this.wantSrc &&
-      i32[w + H_CTX] === this.wantCtx && i32[w + H_KIND] === KIND_EAGER;
+      i32[w + H_CTX] === this.wantCtx && i32[w + H_KIND] !== KIND_ACK;
   }
 
   /** Frees the record `recvEager` left in place. */

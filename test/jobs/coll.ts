@@ -478,7 +478,10 @@ function mismatch(w: Communicator): string {
  *   probed for a message rank 0 sent after it), so it is matched from the unexpected list;
  * - behind: a user message sits ahead of the collective's in the ring;
  * - disagree: ranks pass different counts: the longer side NBC_ERR_COUNT, the shorter
- *   NBC_ERR_TRUNCATE, and the next collective on the communicator still works.
+ *   NBC_ERR_TRUNCATE, and the next collective on the communicator still works;
+ * - rendezvous: the longer side's message is past the eager limit, so that side runs the
+ *   schedule executor and sends by rendezvous: the lean side fails with NBC_ERR_TRUNCATE
+ *   instead of waiting for an eager message, and both go on.
  */
 function leanPaths(w: Communicator): Record<string, unknown> {
   const peer = 1 - w.rank;
@@ -516,6 +519,15 @@ function leanPaths(w: Communicator): Record<string, unknown> {
   const after = new Float64Array(1);
   w.allreduce(Float64Array.of(w.rank + 1), after, 'sum');
   out.after = after[0];
+  // disagree across the eager limit: rank 0's 16 KiB travel by rendezvous to a lean receive
+  try {
+    w.allreduce(new Float64Array(w.rank === 0 ? 2048 : 1), new Float64Array(w.rank === 0 ? 2048 : 1), 'sum');
+    out.rendezvous = 'no error';
+  } catch (err) {
+    out.rendezvous = err instanceof NbcError ? err.code : String(err);
+  }
+  w.allreduce(Float64Array.of(w.rank + 1), after, 'sum');
+  out.afterRendezvous = after[0];
   return out;
 }
 
