@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { Worker } from 'node:worker_threads';
 import { SliceAllocator } from '../src/shm/arena.ts';
 import { align8, H_KIND, H_LEN, HEADER_BYTES, KIND_EAGER, RING_HEADER_BYTES } from '../src/shm/layout.ts';
 import { Ring, slotBytes } from '../src/shm/ring.ts';
@@ -66,6 +67,54 @@ describe('shared-memory ring', () => {
     const at2 = c.peek();
     assert.equal(c.release(c.i32[(at2 >> 2) + H_LEN]!), false, 'the flag was cleared');
     assert.ok(put(p, 100, 99), 'space is available again');
+  });
+
+  test('two threads: 100000 records of random sizes arrive whole and in order through a small, often full ring', { timeout: 60_000 }, async () => {
+    // A 4 KiB ring wraps every few dozen records and fills whenever the consumer falls behind,
+    // so PAD stamps, the zeroed next stamp and the producer-waiting flag are all exercised
+    // across threads, where a publication-order bug would show as a torn or stale record.
+    const capacity = 4096;
+    const count = 100_000;
+    const sab = new SharedArrayBuffer(RING_HEADER_BYTES + capacity);
+    const control = new SharedArrayBuffer(8);
+    const ctl = new Int32Array(control);
+    const c = new Ring(sab, 0, capacity, 0, 1);
+    // workers do not inherit the tsx loader: register it, then load the TypeScript producer
+    const producer = new URL('./fixtures/ring-producer.ts', import.meta.url).href;
+    const tsx = import.meta.resolve('tsx/esm/api');
+    const boot = `(await import(${JSON.stringify(tsx)})).register(); await import(${JSON.stringify(producer)});`;
+    const worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(boot)}`),
+      { workerData: { sab, base: 0, capacity, control, count, maxPayload: 600 } });
+    const failed = new Promise<never>((_, reject) => worker.once('error', reject));
+    const consume = async (): Promise<number> => {
+      let got = 0;
+      while (got < count) {
+        const seen = Atomics.load(ctl, 0);
+        const at = c.peek();
+        if (at < 0) {
+          // wait without blocking the event loop, so a worker error or the deadline can act
+          const r = Atomics.waitAsync(ctl, 0, seen, 1000);
+          if (r.async) await r.value;
+          continue;
+        }
+        const seq = c.i32[at >> 2]!;
+        const payload = c.i32[(at >> 2) + 1]!;
+        if (seq !== got) throw new Error(`record ${got} expected, got ${seq}`);
+        for (let i = 0; i < payload; i++) {
+          const b = c.u8[at + 8 + i]!;
+          if (b !== ((seq * 31 + i) & 255)) throw new Error(`record ${seq}, byte ${i} of ${payload}: ${b}`);
+        }
+        if (c.release((8 + payload + 7) & ~7)) {
+          Atomics.add(ctl, 1, 1);
+          Atomics.notify(ctl, 1);
+        }
+        got++;
+      }
+      return got;
+    };
+    const got = await Promise.race([consume(), failed]);
+    assert.equal(got, count);
+    await worker.terminate();
   });
 
   test('an empty ring peeks -1 and capacities must be powers of two', () => {

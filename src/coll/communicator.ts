@@ -30,8 +30,20 @@ import { pow2Floor, shape, type CollShape } from './shape.js';
 export interface CollOptions {
   /** Algorithm name (see select.ts), e.g. 'ring' or 'knomial:4'. */
   algorithm?: string;
-  /** Who runs the schedule. Only 'host' exists in this build. */
+  /**
+   * Who runs the schedule: 'host' (the calling rank, inside its calls; the default) or
+   * 'offload' (its node's engine). 'agg' (in-network aggregation) is not in this build.
+   */
   executor?: 'host' | 'offload' | 'agg';
+}
+
+/**
+ * Whether two calls' options choose the same plan, so a call may reuse a remembered one even
+ * when its options are a fresh object literal. Compares every field of CollOptions: a field
+ * added there must be added here.
+ */
+function sameOptions(a: CollOptions | undefined, b: CollOptions | undefined): boolean {
+  return a === b || (a !== undefined && b !== undefined && a.algorithm === b.algorithm && a.executor === b.executor);
 }
 
 type Buf = TypedArray;
@@ -150,13 +162,15 @@ export class Communicator extends Comm {
    * and skips validation, selection and the cache lookup. Only for collectives without count
    * arrays: a caller may change a counts array in place between calls.
    */
-  private readonly planMemo: Array<{ coll: CollName; args: readonly unknown[]; lens: readonly number[]; plan: Plan }> = [];
+  private readonly planMemo: Array<{
+    coll: CollName; args: readonly unknown[]; lens: readonly number[]; opts: CollOptions | undefined; plan: Plan;
+  }> = [];
 
-  private memoPlan(coll: CollName, args: readonly unknown[], build: () => Plan): Plan {
+  private memoPlan(coll: CollName, args: readonly unknown[], opts: CollOptions | undefined, build: () => Plan): Plan {
     const memo = this.planMemo;
     next: for (let i = 0; i < memo.length; i++) {
       const m = memo[i]!;
-      if (m.coll !== coll || m.args.length !== args.length) continue;
+      if (m.coll !== coll || m.args.length !== args.length || !sameOptions(m.opts, opts)) continue;
       for (let k = 0; k < args.length; k++) {
         const a = args[k];
         if (m.args[k] !== a) continue next;
@@ -168,7 +182,7 @@ export class Communicator extends Comm {
     // A memoised plan keeps its buffers alive: only small ones, whose per-call cost matters.
     for (const a of args) if (ArrayBuffer.isView(a) && a.byteLength > MEMO_MAX_BYTES) return plan;
     if (memo.length === 8) memo.pop();
-    memo.unshift({ coll, args, lens: args.map((a) => (ArrayBuffer.isView(a) ? a.byteLength : -1)), plan });
+    memo.unshift({ coll, args, lens: args.map((a) => (ArrayBuffer.isView(a) ? a.byteLength : -1)), opts, plan });
     return plan;
   }
 
@@ -388,7 +402,7 @@ export class Communicator extends Comm {
       this.leanBarrier();
       return;
     }
-    this.launchPlan(this.planBarrier(opts)).wait();
+    this.launchPlan(this.memoPlan('barrier', [], opts, () => this.planBarrier(opts))).wait();
   }
 
   /** Whether the table picks dissemination with n = 1 for this communicator's barrier (the lean path's). */
@@ -406,7 +420,7 @@ export class Communicator extends Comm {
       else t.takeEarly();
     }
   }
-  ibarrier(opts?: CollOptions): Request { return this.launchPlan(this.memoPlan('barrier', [opts], () => this.planBarrier(opts))); }
+  ibarrier(opts?: CollOptions): Request { return this.launchPlan(this.memoPlan('barrier', [], opts, () => this.planBarrier(opts))); }
   barrierInit(opts?: CollOptions): PersistentRequest { return this.persistent(this.planBarrier(opts)); }
 
   // ---- bcast --------------------------------------------------------------------------
@@ -418,9 +432,11 @@ export class Communicator extends Comm {
     const s = { ...this.base(root), bytes: v.byteLength, esize: bytesPerElement(dtypeOf(buf)) };
     return { coll: 'bcast', offload: opts?.executor === 'offload', sched: this.schedule('bcast', s, opts, true), send: v, recv: v };
   }
-  bcast(buf: Buf, root: number, opts?: CollOptions): void { this.launchPlan(this.planBcast(buf, root, opts)).wait(); }
+  bcast(buf: Buf, root: number, opts?: CollOptions): void {
+    this.launchPlan(this.memoPlan('bcast', [buf, root], opts, () => this.planBcast(buf, root, opts))).wait();
+  }
   ibcast(buf: Buf, root: number, opts?: CollOptions): Request {
-    return this.launchPlan(this.memoPlan('bcast', [buf, root, opts], () => this.planBcast(buf, root, opts)));
+    return this.launchPlan(this.memoPlan('bcast', [buf, root], opts, () => this.planBcast(buf, root, opts)));
   }
   bcastInit(buf: Buf, root: number, opts?: CollOptions): PersistentRequest { return this.persistent(this.planBcast(buf, root, opts)); }
 
@@ -462,10 +478,10 @@ export class Communicator extends Comm {
     return { coll: 'reduce', offload: opts?.executor === 'offload', sched: this.schedule('reduce', s, opts, true), send: sv, recv: rv };
   }
   reduce(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): void {
-    this.launchPlan(this.planReduce(send, recv, op, root, opts)).wait();
+    this.launchPlan(this.memoPlan('reduce', [send, recv, op, root], opts, () => this.planReduce(send, recv, op, root, opts))).wait();
   }
   ireduce(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): Request {
-    return this.launchPlan(this.memoPlan('reduce', [send, recv, op, root, opts], () => this.planReduce(send, recv, op, root, opts)));
+    return this.launchPlan(this.memoPlan('reduce', [send, recv, op, root], opts, () => this.planReduce(send, recv, op, root, opts)));
   }
   reduceInit(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): PersistentRequest {
     return this.persistent(this.planReduce(send, recv, op, root, opts));
@@ -494,13 +510,14 @@ export class Communicator extends Comm {
     return { coll: 'allreduce', offload: opts?.executor === 'offload', sched: this.schedule('allreduce', s, opts, true), send: sv, recv: rv };
   }
   /**
-   * The last few blocking allreduces that took the lean path, resolved, reused when a call
-   * passes the same buffers (same lengths), op and options again: loops do (a CG iteration
-   * alternates a few), and validation plus selection would otherwise be most of the cost of
-   * an 8-byte allreduce. Only derived facts are cached, never the data.
+   * The last few blocking allreduces, resolved (the lean path's call, or the plan), reused when
+   * a call passes the same buffers (same lengths), op and options again: loops do (a CG
+   * iteration alternates a few), and validation plus selection would otherwise be most of
+   * the cost of a small allreduce. Only derived facts are cached, never the data.
    */
   private readonly recentAllreduce: Array<{
-    send: BufOrInPlace; recv: BufOrInPlace; op: OpLike; opts: CollOptions | undefined; len: number; lean: LeanAllreduce;
+    send: BufOrInPlace; recv: BufOrInPlace; op: OpLike; opts: CollOptions | undefined; len: number;
+    lean: LeanAllreduce | null; plan: Plan | null;
   }> = [];
 
   allreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): void {
@@ -508,30 +525,37 @@ export class Communicator extends Comm {
     const recent = this.recentAllreduce;
     for (let i = 0; i < recent.length; i++) {
       const m = recent[i]!;
-      if (m.send === send && m.recv === recv && m.op === op && m.opts === opts &&
+      if (m.send === send && m.recv === recv && m.op === op && sameOptions(m.opts, opts) &&
         m.len === (send === IN_PLACE ? (recv as Buf).length : send.length)) {
-        this.leanAllreduce(m.lean);
+        if (m.lean !== null) this.leanAllreduce(m.lean);
+        else this.launchPlan(m.plan!).wait();
         return;
       }
     }
     const c = this.checkAllreduce(send, recv, op);
     const bytes = c.sv.byteLength;
+    let lean: LeanAllreduce | null = null;
+    let plan: Plan | null = null;
     if (this.leanEligible(opts, bytes) &&
       select('allreduce', { size: this.size, bytes, commutative: c.red.commutative }).name === 'recursive-doubling') {
       const dt = c.red.dtype as DType;
-      const lean: LeanAllreduce = {
+      lean = {
         sv: c.sv, rv: c.rv, mine: c.output, kernel: kernelFor(c.red.op, dt), dt, esize: bytesPerElement(dt), bytes,
         count: c.output.length, copyIn: c.sv.buffer !== c.rv.buffer || c.sv.byteOffset !== c.rv.byteOffset,
       };
-      if (recent.length === 4) recent.pop();
-      recent.unshift({ send, recv, op, opts, len: c.output.length, lean });
-      this.leanAllreduce(lean);
-      return;
+    } else {
+      plan = this.planCheckedAllreduce(c, opts);
     }
-    this.launchPlan(this.planCheckedAllreduce(c, opts)).wait();
+    // Remembering a call keeps its buffers alive: only small ones, whose per-call cost matters.
+    if (bytes <= MEMO_MAX_BYTES) {
+      if (recent.length === 4) recent.pop();
+      recent.unshift({ send, recv, op, opts, len: c.output.length, lean, plan });
+    }
+    if (lean !== null) this.leanAllreduce(lean);
+    else this.launchPlan(plan!).wait();
   }
   iallreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): Request {
-    return this.launchPlan(this.memoPlan('allreduce', [send, recv, op, opts], () => this.planAllreduce(send, recv, op, opts)));
+    return this.launchPlan(this.memoPlan('allreduce', [send, recv, op], opts, () => this.planAllreduce(send, recv, op, opts)));
   }
   allreduceInit(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): PersistentRequest {
     return this.persistent(this.planAllreduce(send, recv, op, opts));
@@ -754,9 +778,11 @@ export class Communicator extends Comm {
     const s = { ...this.base(), bytes: sv.byteLength };
     return { coll: 'allgather', offload: opts?.executor === 'offload', sched: this.schedule('allgather', s, opts, true), send: sv, recv: rv };
   }
-  allgather(send: BufOrInPlace, recv: Buf, opts?: CollOptions): void { this.launchPlan(this.planAllgather(send, recv, opts)).wait(); }
+  allgather(send: BufOrInPlace, recv: Buf, opts?: CollOptions): void {
+    this.launchPlan(this.memoPlan('allgather', [send, recv], opts, () => this.planAllgather(send, recv, opts))).wait();
+  }
   iallgather(send: BufOrInPlace, recv: Buf, opts?: CollOptions): Request {
-    return this.launchPlan(this.memoPlan('allgather', [send, recv, opts], () => this.planAllgather(send, recv, opts)));
+    return this.launchPlan(this.memoPlan('allgather', [send, recv], opts, () => this.planAllgather(send, recv, opts)));
   }
   allgatherInit(send: BufOrInPlace, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(this.planAllgather(send, recv, opts)); }
 
@@ -808,9 +834,11 @@ export class Communicator extends Comm {
     const s = { ...this.base(), bytes: rv.byteLength / this.size };
     return { coll: 'alltoall', offload: opts?.executor === 'offload', sched: this.schedule('alltoall', s, opts, true), send: sv, recv: rv, before };
   }
-  alltoall(send: BufOrInPlace, recv: Buf, opts?: CollOptions): void { this.launchPlan(this.planAlltoall(send, recv, opts)).wait(); }
+  alltoall(send: BufOrInPlace, recv: Buf, opts?: CollOptions): void {
+    this.launchPlan(this.memoPlan('alltoall', [send, recv], opts, () => this.planAlltoall(send, recv, opts))).wait();
+  }
   ialltoall(send: BufOrInPlace, recv: Buf, opts?: CollOptions): Request {
-    return this.launchPlan(this.memoPlan('alltoall', [send, recv, opts], () => this.planAlltoall(send, recv, opts)));
+    return this.launchPlan(this.memoPlan('alltoall', [send, recv], opts, () => this.planAlltoall(send, recv, opts)));
   }
   alltoallInit(send: BufOrInPlace, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(this.planAlltoall(send, recv, opts)); }
 

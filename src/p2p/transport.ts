@@ -211,29 +211,35 @@ export class Transport implements Progressor {
 
   /** `send` of a view whose length the caller knows (`byteLength` costs ~10 ns a read). */
   sendSized(view: Uint8Array, bytes: number, dstWorld: number, ctx: number, src: number, tag: number): void {
-    if (bytes <= this.eagerLimit) {
-      const ep = this.route(dstWorld);
-      if (this.outQueues[ep]!.length === 0) {
-        const ring = this.outRings[ep]!;
-        const len = align8(HEADER_BYTES + bytes);
-        const at = ring.reserve(len);
-        if (at >= 0) {
-          this.putHeader(ring.i32, at >> 2, KIND_EAGER, len, ctx, src, tag, bytes, dstWorld, 0, -1, 0);
-          copyBytes(view, ring.u8, at + HEADER_BYTES, bytes);
-          ring.publish(len);
-          wake(this.control, ep);
-          const s = this.stats;
-          s.messagesSent++;
-          s.bytesSent += bytes;
-          if (ep === this.engineEp) s.interNodeMessages++;
-          else s.intraNodeMessages++;
-          return;
-        }
-      }
-    }
+    if (this.trySendEager(view, bytes, dstWorld, ctx, src, tag)) return;
     const req = this.isend(view, dstWorld, ctx, src, tag);
     this.waitUntil(req);
     if (req.error) throw req.error;
+  }
+
+  /**
+   * Sends an eager message straight into its ring, complete on return, when it can: it is
+   * at most the eager limit, nothing is queued ahead of it, and the ring has room. False
+   * (nothing sent) otherwise.
+   */
+  trySendEager(view: Uint8Array, bytes: number, dstWorld: number, ctx: number, src: number, tag: number): boolean {
+    if (bytes > this.eagerLimit) return false;
+    const ep = this.route(dstWorld);
+    if (this.outQueues[ep]!.length !== 0) return false;
+    const ring = this.outRings[ep]!;
+    const len = align8(HEADER_BYTES + bytes);
+    const at = ring.reserve(len);
+    if (at < 0) return false;
+    this.putHeader(ring.i32, at >> 2, KIND_EAGER, len, ctx, src, tag, bytes, dstWorld, 0, -1, 0);
+    copyBytes(view, ring.u8, at + HEADER_BYTES, bytes);
+    ring.publish(len);
+    wake(this.control, ep);
+    const s = this.stats;
+    s.messagesSent++;
+    s.bytesSent += bytes;
+    if (ep === this.engineEp) s.interNodeMessages++;
+    else s.intraNodeMessages++;
+    return true;
   }
 
   private prepareRendezvous(req: SendRequest): void {

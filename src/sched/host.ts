@@ -198,8 +198,12 @@ export class HostExecutor {
     const a = this.region(req, s.bufA[i]!, s.offA[i]!, s.bytesA[i]!);
     const t = req.target;
     switch (kind) {
-      case A_SEND:
-        return this.transport.isend(a, t.worldRanks[s.peer[i]!]!, t.collCtx, t.rank, req.tag + s.sub[i]!);
+      case A_SEND: {
+        const dst = t.worldRanks[s.peer[i]!]!;
+        const tag = req.tag + s.sub[i]!;
+        if (this.transport.trySendEager(a, s.bytesA[i]!, dst, t.collCtx, t.rank, tag)) return null;
+        return this.transport.isend(a, dst, t.collCtx, t.rank, tag);
+      }
       case A_RECV:
         return this.transport.irecv(a, 1, s.peer[i]!, t.collCtx, req.tag + s.sub[i]!);
       case A_REDUCE:
