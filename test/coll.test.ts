@@ -92,6 +92,13 @@ describe('collectives against a sequential reference', () => {
     }
   });
 
+  test('a remembered plan started again before its earlier starts finish gives each start its own buffers', T, async () => {
+    for (const [n, ppn] of [[5, 5], [5, 2]] as const) {
+      const r = await runOk('coll.ts', n, ppn, ['reuse']);
+      for (const x of r.ranks) assert.equal(x.result, 21);
+    }
+  });
+
   test('lean blocking allreduce and barrier: a message that came early or behind another still matches; disagreeing counts fail on both sides', T, async () => {
     for (const ppn of [2, 1]) {
       const r = await runOk('coll.ts', 2, ppn, ['lean']);

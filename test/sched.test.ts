@@ -32,6 +32,11 @@ test('a round-mode schedule stores actions compactly and dumps them readably', (
     '  round 2',
     '    #3 reduce sum/8 TMP[0:+16] into RECV[0:+16]',
   ].join('\n'));
+  assert.deepEqual(Array.from(s.extents()), [16, 16, 16], 'bytes of SEND, RECV and TMP the schedule addresses');
+  const c = new ScheduleBuilder('extents');
+  c.send(1, { buf: SEND, offset: 8, bytes: 24 });
+  c.copy({ buf: TMP, offset: 40, bytes: 8 }, { buf: RECV, offset: 100 });
+  assert.deepEqual(Array.from(c.build().extents()), [32, 108, 48]);
 });
 
 test('zero-byte local actions are dropped, zero-byte messages are kept (barriers need them)', () => {

@@ -20,7 +20,7 @@ import { kernelFor, opById, reduceRegions, registerUserOp } from '../ops/regions
 import { IN_PLACE, type InPlace } from '../p2p/constants.js';
 import type { Request, Status } from '../p2p/request.js';
 import { copyBytes, copyFrom, type Transport } from '../p2p/transport.js';
-import { HostExecutor, type ReduceFn } from '../sched/host.js';
+import { HostExecutor, type CollBuffers, type CollTarget, type ReduceFn } from '../sched/host.js';
 import { OffloadClient } from './offload-client.js';
 import { ScheduleBuilder, type Schedule } from '../sched/schedule.js';
 import { TL_ALLGATHER, TL_ALLREDUCE, TL_ALLTOALL, TL_BARRIER, TL_BCAST, TL_REDUCE, type TwoLevelCall } from '../sched/two-level.js';
@@ -60,6 +60,13 @@ interface Plan {
   before?: () => void;
   /** Scratch owned by a persistent request (one instance at a time); else pooled per start. */
   tmp?: Uint8Array;
+  /**
+   * Set for a plan started again and again (remembered by memoPlan, or persistent): it keeps
+   * the buffer sets of its finished starts, with the views the executor made of them, in
+   * `idle`, so a repeated call makes no views at all.
+   */
+  reuse?: boolean;
+  idle?: CollBuffers[];
   /** 'offload': the node engine runs the schedule (coll/offload-client.ts). */
   offload?: boolean;
   /** A two-level collective run by the engines (no schedule of its own; sched/two-level.ts). */
@@ -181,6 +188,7 @@ export class Communicator extends Comm {
     const plan = build();
     // A memoised plan keeps its buffers alive: only small ones, whose per-call cost matters.
     for (const a of args) if (ArrayBuffer.isView(a) && a.byteLength > MEMO_MAX_BYTES) return plan;
+    plan.reuse = true;
     if (memo.length === 8) memo.pop();
     memo.unshift({ coll, args, lens: args.map((a) => (ArrayBuffer.isView(a) ? a.byteLength : -1)), opts, plan });
     return plan;
@@ -250,6 +258,12 @@ export class Communicator extends Comm {
     return sched;
   }
 
+  /** This communicator as the executors address it. */
+  private get collTarget(): CollTarget {
+    return (this.target ??= { collCtx: this.collCtx, rank: this.rank, worldRanks: this.worldRanks });
+  }
+  private target: CollTarget | undefined = undefined;
+
   /** Starts a planned collective; the next sequence number names its messages. */
   launchPlan(plan: Plan): Request {
     this.check(plan.coll);
@@ -261,29 +275,36 @@ export class Communicator extends Comm {
         client = new OffloadClient(this.transport);
         offloaders.set(this.transport, client);
       }
-      const target = { collCtx: this.collCtx, rank: this.rank, worldRanks: this.worldRanks };
-      if (plan.twoLevel !== undefined) return client.postTwoLevel(target, plan.send, plan.recv, tag, plan.twoLevel);
-      return client.post(plan.sched, { collCtx: this.collCtx, rank: this.rank, worldRanks: this.worldRanks }, plan.send, plan.recv, tag);
+      if (plan.twoLevel !== undefined) return client.postTwoLevel(this.collTarget, plan.send, plan.recv, tag, plan.twoLevel);
+      return client.post(plan.sched, this.collTarget, plan.send, plan.recv, tag);
     }
     const sched = plan.sched;
     const t = this.transport;
-    let tmp = plan.tmp ?? EMPTY;
+    let bufs = plan.idle?.pop();
     let release: (() => void) | null = null;
-    if (sched.tmpBytes > 0 && plan.tmp === undefined) {
-      // Large scratch comes from the arena, so messages sent from it need no staging copy;
-      // small scratch is recycled through a pool rather than allocated per call.
-      const arenaOffset = sched.tmpBytes > t.eagerLimit ? t.allocator.alloc(sched.tmpBytes) : -1;
-      if (arenaOffset >= 0) {
-        tmp = new Uint8Array(t.shared.slices[t.ep]!, arenaOffset, sched.tmpBytes);
-        release = () => t.allocator.free(arenaOffset);
-      } else {
-        const pooled = this.takeTmp(sched.tmpBytes);
-        tmp = pooled.subarray(0, sched.tmpBytes);
-        release = () => this.tmpPool.push(pooled);
+    if (bufs === undefined) {
+      let tmp = plan.tmp ?? EMPTY;
+      let arena = false;
+      if (sched.tmpBytes > 0 && plan.tmp === undefined) {
+        // Large scratch comes from the arena, so messages sent from it need no staging copy;
+        // small scratch is recycled through a pool rather than allocated per call.
+        const arenaOffset = sched.tmpBytes > t.eagerLimit ? t.allocator.alloc(sched.tmpBytes) : -1;
+        if (arenaOffset >= 0) {
+          tmp = new Uint8Array(t.shared.slices[t.ep]!, arenaOffset, sched.tmpBytes);
+          release = () => t.allocator.free(arenaOffset);
+          arena = true;
+        } else {
+          const pooled = this.takeTmp(sched.tmpBytes);
+          tmp = pooled.subarray(0, sched.tmpBytes);
+          if (!plan.reuse) release = () => this.tmpPool.push(pooled);
+        }
       }
+      bufs = { send: plan.send, recv: plan.recv, tmp };
+      if (plan.reuse && !arena) release = idleAgain(plan, bufs);
+    } else {
+      release = idleAgain(plan, bufs);
     }
-    const req = this.executor.start(sched, { collCtx: this.collCtx, rank: this.rank, worldRanks: this.worldRanks },
-      { send: plan.send, recv: plan.recv, tmp }, tag);
+    const req = this.executor.start(sched, this.collTarget, bufs, tag);
     if (release !== null) {
       if (req.done) release();
       else req.onDone = release;
@@ -366,6 +387,7 @@ export class Communicator extends Comm {
 
   private persistent(plan: Plan): PersistentRequest {
     if (plan.sched.tmpBytes > 0) plan.tmp = new Uint8Array(plan.sched.tmpBytes);
+    plan.reuse = true;
     return new PersistentRequest(this, plan);
   }
 
@@ -548,6 +570,7 @@ export class Communicator extends Comm {
     }
     // Remembering a call keeps its buffers alive: only small ones, whose per-call cost matters.
     if (bytes <= MEMO_MAX_BYTES) {
+      if (plan !== null) plan.reuse = true;
       if (recent.length === 4) recent.pop();
       recent.unshift({ send, recv, op, opts, len: c.output.length, lean, plan });
     }
@@ -1049,4 +1072,9 @@ function fold(a: LeanAllreduce, theirs: TypedArray, at: number, theirsFirst: boo
     a.kernel(theirs, at, a.mine, 0, a.count);
     copyFrom(theirBytes, byteAt, a.rv, a.bytes);
   }
+}
+
+/** The completion hook that hands a finished start's buffer set back to its plan. */
+function idleAgain(plan: Plan, bufs: CollBuffers): () => void {
+  return () => (plan.idle ??= []).push(bufs);
 }

@@ -9,10 +9,13 @@
  * Messages between one pair of ranks inside one instance keep their order (FIFO per source),
  * so (context, sequence, order) identifies every message: concurrent collectives never cross.
  */
+import type { TypedArray } from '../comm/validate.js';
 import { NbcInternalError } from '../errors.js';
+import { bytesPerElement, ctorOf, type DType } from '../ops/dtype.js';
+import { kernelFor } from '../ops/regions.js';
 import { Request } from '../p2p/request.js';
 import type { Transport } from '../p2p/transport.js';
-import { A_COPY, A_RECV, A_REDUCE, A_SEND, RECV, SEND, type Schedule } from './schedule.js';
+import { A_COPY, A_RECV, A_REDUCE, A_SEND, RECV, SEND, TMP, type Schedule } from './schedule.js';
 
 /** Applies inout = in ⊕ inout for a schedule's (op id, dtype id) over two byte views. */
 export type ReduceFn = (op: number, dtype: number, input: Uint8Array, inout: Uint8Array) => void;
@@ -29,6 +32,14 @@ export interface CollBuffers {
   send: Uint8Array;
   recv: Uint8Array;
   tmp: Uint8Array;
+  /**
+   * The views of this buffer set that actions address, made on first use and kept: two per
+   * action (region A, region B), and for reductions two typed views (inout, input), or null
+   * where the bytes do not suit a typed view. A caller that starts one plan many times
+   * hands the same set back (once its last start completed) and no view is made again.
+   */
+  views?: Array<Uint8Array | undefined>;
+  typed?: Array<TypedArray | null | undefined>;
 }
 
 /** DAG action states (0 = not started). */
@@ -38,8 +49,9 @@ const DONE = 2;
 export class CollRequest extends Request {
   /** Rounds mode: next round to start. */
   round = 0;
-  /** Posted sends/receives not yet complete. */
-  inflight: Request[] = [];
+  /** Rounds mode: the current round's posted sends/receives, inflight[0 .. nInflight). */
+  inflight: Array<Request | null> = [];
+  nInflight = 0;
   /** DAG mode: per-action state. */
   state: Int8Array | null = null;
   actionReq: Array<Request | null> | null = null;
@@ -72,6 +84,10 @@ export class HostExecutor {
 
   /** Starts a schedule; round 0 (or the DAG's roots) is posted before this returns. */
   start(sched: Schedule, target: CollTarget, bufs: CollBuffers, tag: number): CollRequest {
+    const ends = sched.extents();
+    if (ends[SEND]! > bufs.send.byteLength || ends[RECV]! > bufs.recv.byteLength || ends[TMP]! > bufs.tmp.byteLength) {
+      throw new NbcInternalError(`schedule ${sched.algorithm} addresses ${ends[SEND]}/${ends[RECV]}/${ends[TMP]} bytes of send/recv/tmp, which have ${bufs.send.byteLength}/${bufs.recv.byteLength}/${bufs.tmp.byteLength}`);
+    }
     const req = new CollRequest(this, sched, target, bufs, tag);
     if (sched.isDag) {
       req.state = new Int8Array(sched.nActions);
@@ -111,15 +127,17 @@ export class HostExecutor {
 
   private advanceRounds(req: CollRequest): boolean {
     const s = req.sched;
+    const inflight = req.inflight;
     for (;;) {
-      const inflight = req.inflight;
-      if (inflight.length > 0) {
-        for (let i = 0; i < inflight.length; i++) {
+      const n = req.nInflight;
+      if (n > 0) {
+        for (let i = 0; i < n; i++) {
           const r = inflight[i]!;
           if (!r.done) return false;
           if (r.error) throw r.error;
         }
-        inflight.length = 0;
+        for (let i = 0; i < n; i++) inflight[i] = null;
+        req.nInflight = 0;
       }
       if (req.round >= s.nRounds) {
         req.complete();
@@ -128,7 +146,7 @@ export class HostExecutor {
       const r = req.round++;
       for (let i = s.rounds[r]!; i < s.rounds[r + 1]!; i++) {
         const p = this.startAction(req, i);
-        if (p !== null && !p.done) inflight.push(p);
+        if (p !== null && !p.done) inflight[req.nInflight++] = p;
         else if (p !== null && p.error) throw p.error;
       }
     }
@@ -183,35 +201,78 @@ export class HostExecutor {
     return false;
   }
 
-  private region(req: CollRequest, buf: number, off: number, bytes: number): Uint8Array {
-    const b = buf === SEND ? req.bufs.send : buf === RECV ? req.bufs.recv : req.bufs.tmp;
-    if (off + bytes > b.byteLength) {
-      throw new NbcInternalError(`schedule ${req.sched.algorithm} addresses bytes ${off}..${off + bytes} of a ${b.byteLength}-byte buffer`);
+  /**
+   * Region A (`b` = 0) or B (`b` = 1) of action i, as a view of the request's buffers, made
+   * once per buffer set (in bounds: `start` checked the schedule's extents).
+   */
+  private region(req: CollRequest, i: number, b: 0 | 1): Uint8Array {
+    const views = (req.bufs.views ??= []);
+    let v = views[2 * i + b];
+    if (v === undefined) {
+      const s = req.sched;
+      const buf = b === 0 ? s.bufA[i]! : s.bufB[i]!;
+      const off = b === 0 ? s.offA[i]! : s.offB[i]!;
+      const whole = buf === SEND ? req.bufs.send : buf === RECV ? req.bufs.recv : req.bufs.tmp;
+      v = whole.subarray(off, off + s.bytesA[i]!);
+      views[2 * i + b] = v;
     }
-    return b.subarray(off, off + bytes);
+    return v;
+  }
+
+  /**
+   * Reduce action i: inout = input ⊕ inout. Typed views of both regions are made once per
+   * buffer set; regions a typed view cannot cover (misaligned, overlapping) go through the
+   * byte-level reduction.
+   */
+  private reduceAction(req: CollRequest, i: number): void {
+    const s = req.sched;
+    const typed = (req.bufs.typed ??= []);
+    let inout = typed[2 * i];
+    const dt = s.dtype[i]! as DType;
+    if (inout === undefined) {
+      const a = this.region(req, i, 0);
+      const b = this.region(req, i, 1);
+      const bpe = bytesPerElement(dt);
+      const overlap = a.buffer === b.buffer &&
+        a.byteOffset < b.byteOffset + b.byteLength && b.byteOffset < a.byteOffset + a.byteLength;
+      if (a.byteOffset % bpe !== 0 || b.byteOffset % bpe !== 0 || overlap) {
+        inout = null;
+      } else {
+        const Ctor = ctorOf(dt) as unknown as new (buf: ArrayBufferLike, off: number, len: number) => TypedArray;
+        inout = new Ctor(b.buffer, b.byteOffset, b.byteLength / bpe);
+        typed[2 * i + 1] = new Ctor(a.buffer, a.byteOffset, a.byteLength / bpe);
+      }
+      typed[2 * i] = inout;
+    }
+    if (inout === null) {
+      this.reduce(s.peer[i]!, dt, this.region(req, i, 0), this.region(req, i, 1));
+      return;
+    }
+    kernelFor(s.peer[i]!, dt)(inout, 0, typed[2 * i + 1]!, 0, inout.length);
   }
 
   /** Starts action i: posts a send or receive (returned), or runs a local action (null). */
   private startAction(req: CollRequest, i: number): Request | null {
     const s = req.sched;
     const kind = s.kind[i]!;
-    const a = this.region(req, s.bufA[i]!, s.offA[i]!, s.bytesA[i]!);
     const t = req.target;
     switch (kind) {
       case A_SEND: {
+        const a = this.region(req, i, 0);
         const dst = t.worldRanks[s.peer[i]!]!;
         const tag = req.tag + s.sub[i]!;
         if (this.transport.trySendEager(a, s.bytesA[i]!, dst, t.collCtx, t.rank, tag)) return null;
         return this.transport.isend(a, dst, t.collCtx, t.rank, tag);
       }
       case A_RECV:
-        return this.transport.irecv(a, 1, s.peer[i]!, t.collCtx, req.tag + s.sub[i]!);
+        return this.transport.irecv(this.region(req, i, 0), 1, s.peer[i]!, t.collCtx, req.tag + s.sub[i]!);
       case A_REDUCE:
-        this.reduce(s.peer[i]!, s.dtype[i]!, a, this.region(req, s.bufB[i]!, s.offB[i]!, s.bytesA[i]!));
+        this.reduceAction(req, i);
         return null;
-      case A_COPY:
-        this.region(req, s.bufB[i]!, s.offB[i]!, s.bytesA[i]!).set(a);
+      case A_COPY: {
+        this.region(req, i, 1).set(this.region(req, i, 0));
         return null;
+      }
       default:
         throw new NbcInternalError(`unknown action kind ${kind} in schedule ${s.algorithm}`);
     }

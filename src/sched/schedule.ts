@@ -71,6 +71,27 @@ export class Schedule {
     return this.depStart !== null;
   }
 
+  private ends: Int32Array | null = null;
+
+  /**
+   * The bytes of SEND, RECV and TMP the schedule addresses (one past the last byte of each),
+   * so an executor checks its buffers once per start instead of once per action.
+   */
+  extents(): Int32Array {
+    if (this.ends === null) {
+      const e = new Int32Array(3);
+      for (let i = 0; i < this.nActions; i++) {
+        const a = this.bufA[i]!;
+        if (a >= 0) e[a] = Math.max(e[a]!, this.offA[i]! + this.bytesA[i]!);
+        const kind = this.kind[i]!;
+        const b = this.bufB[i]!;
+        if ((kind === A_REDUCE || kind === A_COPY) && b >= 0) e[b] = Math.max(e[b]!, this.offB[i]! + this.bytesA[i]!);
+      }
+      this.ends = e;
+    }
+    return this.ends;
+  }
+
   /** Human-readable dump (NBC_SCHED_DUMP=1 prints every schedule built). */
   toString(opName: (id: number) => string = String, dtypeName: (id: number) => string = String): string {
     const lines = [`schedule ${this.algorithm}: ${this.nActions} actions, ${this.nRounds} rounds, tmp ${this.tmpBytes} B`];

@@ -11,6 +11,7 @@
  *   persistent N     one persistent allreduce restarted N times with fresh data
  *   determinism      allreduce of random floats: every rank holds the same bits, run after run
  *   badinput         invalid calls raise their NbcError code before any message is sent
+ *   reuse            a remembered plan started again while earlier starts still run
  *   lean             the lean blocking paths' receives: early, behind a user message, counts
  *                    that disagree (2 ranks)
  */
@@ -399,6 +400,33 @@ function scrambled(w: Communicator, executor: 'host' | 'offload' = 'host'): numb
   return reqs.length;
 }
 
+/**
+ * One remembered plan started again while its earlier starts are still running: ireduce's
+ * send buffer may be shared by concurrent calls (it is only read), and a non-root passes no
+ * recv, so every call below is the same plan on the non-roots; each start must get buffers
+ * of its own (its scratch, its views). Then the same calls again, reusing the idle sets.
+ */
+function reuse(w: Communicator): number {
+  const n = 5;
+  const send = Float64Array.from({ length: n }, (_, i) => w.rank * 10 + i);
+  const expect = Array.from({ length: n }, (_, i) => 10 * (w.size * (w.size - 1)) / 2 + w.size * i);
+  let checks = 0;
+  for (let round = 0; round < 3; round++) {
+    const outs = [0, 1, 2, 3].map(() => new Float64Array(n));
+    const reqs = outs.map((o) => w.ireduce(send, w.rank === 0 ? o : null, 'sum', 0, { algorithm: 'binomial' }));
+    for (let k = reqs.length - 1; k >= 0; k--) reqs[k]!.wait();
+    if (w.rank === 0) outs.forEach((o, k) => eq(`round ${round}, concurrent ireduce ${k}`, Array.from(o), expect));
+    const all = new Float64Array(n);
+    for (let k = 0; k < 3; k++) {
+      w.allreduce(send, all, 'sum', { algorithm: 'recursive-doubling' }); // a fresh options object each time
+      eq(`round ${round}, allreduce ${k}`, Array.from(all), expect);
+      checks++;
+    }
+    checks += reqs.length;
+  }
+  return checks;
+}
+
 function persistent(w: Communicator, times: number, executor: 'host' | 'offload' = 'host'): number {
   const n = 17;
   const send = new Int32Array(n);
@@ -677,6 +705,7 @@ export default function main(w: Communicator, args: string[]): unknown {
     case 'badinput': return badinput(w);
     case 'mismatch': return mismatch(w);
     case 'lean': return leanPaths(w);
+    case 'reuse': return reuse(w);
     case 'offloadbits': return offloadBits(w);
     case 'twolevel': return twoLevel(w);
     case 'completes': return completesWhileComputing(w);
