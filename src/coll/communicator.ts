@@ -19,12 +19,13 @@ import { bytesPerElement, ctorOf, dtypeOf, resolveOp, type DType, type OpLike, t
 import { kernelFor, opById, reduceRegions, registerUserOp } from '../ops/regions.js';
 import { IN_PLACE, type InPlace } from '../p2p/constants.js';
 import type { Request, Status } from '../p2p/request.js';
-import { copyBytes, copyFrom, type Transport } from '../p2p/transport.js';
+import { copyAt, copyBytes, type Transport } from '../p2p/transport.js';
 import { HostExecutor, type CollBuffers, type CollTarget, type ReduceFn } from '../sched/host.js';
 import { OffloadClient } from './offload-client.js';
 import { ScheduleBuilder, type Schedule } from '../sched/schedule.js';
 import { TL_ALLGATHER, TL_ALLREDUCE, TL_ALLTOALL, TL_BARRIER, TL_BCAST, TL_REDUCE, type TwoLevelCall } from '../sched/two-level.js';
 import { select, type CollName } from './select.js';
+import { knomialNode, toActual, toRelative } from './tree.js';
 import { pow2Floor, shape, type CollShape } from './shape.js';
 
 export interface CollOptions {
@@ -454,8 +455,37 @@ export class Communicator extends Comm {
     const s = { ...this.base(root), bytes: v.byteLength, esize: bytesPerElement(dtypeOf(buf)) };
     return { coll: 'bcast', offload: opts?.executor === 'offload', sched: this.schedule('bcast', s, opts, true), send: v, recv: v };
   }
+  private readonly recentBcast: Array<RecentCall<LeanBcast>> = [];
+
   bcast(buf: Buf, root: number, opts?: CollOptions): void {
-    this.launchPlan(this.memoPlan('bcast', [buf, root], opts, () => this.planBcast(buf, root, opts))).wait();
+    this.check('bcast');
+    const hit = findRecent(this.recentBcast, buf, undefined, root, opts);
+    let lean = hit?.lean ?? null;
+    let plan = hit?.plan ?? null;
+    if (hit === undefined) {
+      plan = this.planBcast(buf, root, opts);
+      const bytes = plan.recv.byteLength;
+      if (this.leanEligible(opts, bytes) && select('bcast', { size: this.size, bytes, commutative: true }).name === 'binomial') {
+        const p = this.size;
+        const node = knomialNode(toRelative(this.rank, root, p), p, 2);
+        const children = node.children.map((c) => toActual(c, root, p)).reverse();
+        lean = { v: plan.recv, bytes, parent: node.parent < 0 ? -1 : toActual(node.parent, root, p), children };
+        plan = null;
+      }
+      remember(this.recentBcast, bytes, buf, undefined, root, opts, lean, plan);
+    }
+    if (lean !== null) this.leanBcast(lean);
+    else this.launchPlan(plan!).wait();
+  }
+
+  /** Blocking binomial bcast straight on the transport; the same messages as its schedule. */
+  private leanBcast(l: LeanBcast): void {
+    const t = this.transport;
+    const tag = this.nextTag();
+    if (l.parent >= 0) t.recvEagerInto(this.worldRanks[l.parent]!, this.collCtx, l.parent, tag, l.v, 0, l.bytes);
+    for (let i = 0; i < l.children.length; i++) {
+      t.sendSized(l.v, l.bytes, this.worldRanks[l.children[i]!]!, this.collCtx, this.rank, tag);
+    }
   }
   ibcast(buf: Buf, root: number, opts?: CollOptions): Request {
     return this.launchPlan(this.memoPlan('bcast', [buf, root], opts, () => this.planBcast(buf, root, opts)));
@@ -535,24 +565,18 @@ export class Communicator extends Comm {
    * The last few blocking allreduces, resolved (the lean path's call, or the plan), reused when
    * a call passes the same buffers (same lengths), op and options again: loops do (a CG
    * iteration alternates a few), and validation plus selection would otherwise be most of
-   * the cost of a small allreduce. Only derived facts are cached, never the data.
+   * the cost of a small allreduce. Only derived facts are cached, never the data. Blocking
+   * bcast and alltoall keep the same kind of list.
    */
-  private readonly recentAllreduce: Array<{
-    send: BufOrInPlace; recv: BufOrInPlace; op: OpLike; opts: CollOptions | undefined; len: number;
-    lean: LeanAllreduce | null; plan: Plan | null;
-  }> = [];
+  private readonly recentAllreduce: Array<RecentCall<LeanAllreduce>> = [];
 
   allreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): void {
     this.check('allreduce');
-    const recent = this.recentAllreduce;
-    for (let i = 0; i < recent.length; i++) {
-      const m = recent[i]!;
-      if (m.send === send && m.recv === recv && m.op === op && sameOptions(m.opts, opts) &&
-        m.len === (send === IN_PLACE ? (recv as Buf).length : send.length)) {
-        if (m.lean !== null) this.leanAllreduce(m.lean);
-        else this.launchPlan(m.plan!).wait();
-        return;
-      }
+    const hit = findRecent(this.recentAllreduce, send, recv, op, opts);
+    if (hit !== undefined) {
+      if (hit.lean !== null) this.leanAllreduce(hit.lean);
+      else this.launchPlan(hit.plan!).wait();
+      return;
     }
     const c = this.checkAllreduce(send, recv, op);
     const bytes = c.sv.byteLength;
@@ -568,12 +592,7 @@ export class Communicator extends Comm {
     } else {
       plan = this.planCheckedAllreduce(c, opts);
     }
-    // Remembering a call keeps its buffers alive: only small ones, whose per-call cost matters.
-    if (bytes <= MEMO_MAX_BYTES) {
-      if (plan !== null) plan.reuse = true;
-      if (recent.length === 4) recent.pop();
-      recent.unshift({ send, recv, op, opts, len: c.output.length, lean, plan });
-    }
+    remember(this.recentAllreduce, bytes, send, recv, op, opts, lean, plan);
     if (lean !== null) this.leanAllreduce(lean);
     else this.launchPlan(plan!).wait();
   }
@@ -621,13 +640,7 @@ export class Communicator extends Comm {
       if (rank % 2 === 1) {
         t.sendSized(rv, a.bytes, this.worldRanks[rank - 1]!, this.collCtx, rank, tag);
       } else {
-        const off = t.recvEager(this.worldRanks[rank + 1]!, this.collCtx, rank + 1, tag, a.bytes);
-        if (off >= 0) {
-          copyFrom(t.ringMemory, off, rv, a.bytes);
-          t.releaseEager();
-        } else {
-          copyFrom(t.takeEarly(), 0, rv, a.bytes);
-        }
+        t.recvEagerInto(this.worldRanks[rank + 1]!, this.collCtx, rank + 1, tag, rv, 0, a.bytes);
       }
     }
   }
@@ -857,8 +870,50 @@ export class Communicator extends Comm {
     const s = { ...this.base(), bytes: rv.byteLength / this.size };
     return { coll: 'alltoall', offload: opts?.executor === 'offload', sched: this.schedule('alltoall', s, opts, true), send: sv, recv: rv, before };
   }
+  private readonly recentAlltoall: Array<RecentCall<LeanAlltoall>> = [];
+
   alltoall(send: BufOrInPlace, recv: Buf, opts?: CollOptions): void {
-    this.launchPlan(this.memoPlan('alltoall', [send, recv], opts, () => this.planAlltoall(send, recv, opts))).wait();
+    this.check('alltoall');
+    const hit = findRecent(this.recentAlltoall, send, recv, undefined, opts);
+    let lean = hit?.lean ?? null;
+    let plan = hit?.plan ?? null;
+    if (hit === undefined) {
+      plan = this.planAlltoall(send, recv, opts);
+      const bytes = plan.recv.byteLength;
+      const block = bytes / this.size;
+      if (send !== IN_PLACE && this.leanEligible(opts, block) &&
+        select('alltoall', { size: this.size, bytes: block, commutative: true }).name === 'scattered') {
+        const sv = plan.send;
+        const blocks = Array.from({ length: this.size }, (_, r) => sv.subarray(r * block, (r + 1) * block));
+        lean = { sv, rv: plan.recv, block, blocks };
+        plan = null;
+      }
+      remember(this.recentAlltoall, bytes, send, recv, undefined, opts, lean, plan);
+    }
+    if (lean !== null) this.leanAlltoall(lean);
+    else this.launchPlan(plan!).wait();
+  }
+
+  /**
+   * Blocking alltoall with scattered destinations straight on the transport: every block sent
+   * ((rank + k) mod p, k = 1..p-1), then every block received; the same messages as its
+   * schedule.
+   */
+  private leanAlltoall(l: LeanAlltoall): void {
+    const t = this.transport;
+    const tag = this.nextTag();
+    const p = this.size;
+    const rank = this.rank;
+    const B = l.block;
+    copyAt(l.sv, rank * B, l.rv, rank * B, B);
+    for (let k = 1; k < p; k++) {
+      const to = (rank + k) % p;
+      t.sendSized(l.blocks[to]!, B, this.worldRanks[to]!, this.collCtx, rank, tag);
+    }
+    for (let k = 1; k < p; k++) {
+      const from = (rank - k + p) % p;
+      t.recvEagerInto(this.worldRanks[from]!, this.collCtx, from, tag, l.rv, from * B, B);
+    }
   }
   ialltoall(send: BufOrInPlace, recv: Buf, opts?: CollOptions): Request {
     return this.launchPlan(this.memoPlan('alltoall', [send, recv], opts, () => this.planAlltoall(send, recv, opts)));
@@ -1070,11 +1125,70 @@ function fold(a: LeanAllreduce, theirs: TypedArray, at: number, theirsFirst: boo
     a.kernel(a.mine, 0, theirs, at, a.count);
   } else {
     a.kernel(theirs, at, a.mine, 0, a.count);
-    copyFrom(theirBytes, byteAt, a.rv, a.bytes);
+    copyAt(theirBytes, byteAt, a.rv, 0, a.bytes);
   }
 }
 
 /** The completion hook that hands a finished start's buffer set back to its plan. */
 function idleAgain(plan: Plan, bufs: CollBuffers): () => void {
   return () => (plan.idle ??= []).push(bufs);
+}
+
+/**
+ * A blocking call, resolved: the lean path's call when the call takes it, else its plan. Keyed
+ * by up to three arguments (by identity; typed arrays by identity and length) and the
+ * options (by value).
+ */
+interface RecentCall<L> {
+  a: unknown;
+  b: unknown;
+  c: unknown;
+  la: number;
+  lb: number;
+  opts: CollOptions | undefined;
+  lean: L | null;
+  plan: Plan | null;
+}
+
+const lengthOf = (x: unknown): number => (ArrayBuffer.isView(x) ? (x as TypedArray).length : -1);
+
+function findRecent<L>(list: ReadonlyArray<RecentCall<L>>, a: unknown, b: unknown, c: unknown,
+  opts: CollOptions | undefined): RecentCall<L> | undefined {
+  for (let i = 0; i < list.length; i++) {
+    const m = list[i]!;
+    if (m.a === a && m.b === b && m.c === c && sameOptions(m.opts, opts) && m.la === lengthOf(a) && m.lb === lengthOf(b)) return m;
+  }
+  return undefined;
+}
+
+/**
+ * Remembers a resolved call (the last four per collective). Remembering keeps its buffers
+ * alive, so only calls of at most MEMO_MAX_BYTES are: small ones, whose per-call cost matters.
+ */
+function remember<L>(list: Array<RecentCall<L>>, bytes: number, a: unknown, b: unknown, c: unknown,
+  opts: CollOptions | undefined, lean: L | null, plan: Plan | null): void {
+  if (bytes > MEMO_MAX_BYTES) return;
+  if (plan !== null) plan.reuse = true;
+  if (list.length === 4) list.pop();
+  list.unshift({ a, b, c, la: lengthOf(a), lb: lengthOf(b), opts, lean, plan });
+}
+
+/** A blocking bcast the lean path runs (binomial tree), resolved once per call shape. */
+interface LeanBcast {
+  v: Uint8Array;
+  bytes: number;
+  /** Parent's rank, or -1 at the root. */
+  parent: number;
+  /** Children's ranks, in the order the schedule sends to them (largest subtree first). */
+  children: number[];
+}
+
+/** A blocking alltoall the lean path runs (scattered destinations), resolved once per call shape. */
+interface LeanAlltoall {
+  sv: Uint8Array;
+  rv: Uint8Array;
+  /** Bytes per block. */
+  block: number;
+  /** The send buffer's block for each rank. */
+  blocks: Uint8Array[];
 }

@@ -457,6 +457,17 @@ export class Transport implements Progressor {
       i32[w + H_CTX] === this.wantCtx && i32[w + H_KIND] !== KIND_ACK;
   }
 
+  /** `recvEager`, then its payload copied into `into` at byte `at`, and the record released. */
+  recvEagerInto(fromWorld: number, ctx: number, src: number, tag: number, into: Uint8Array, at: number, bytes: number): void {
+    const off = this.recvEager(fromWorld, ctx, src, tag, bytes);
+    if (off < 0) {
+      copyAt(this.takeEarly(), 0, into, at, bytes);
+      return;
+    }
+    copyAt(this.ringMemory, off, into, at, bytes);
+    this.releaseEager();
+  }
+
   /** Frees the record `recvEager` left in place. */
   releaseEager(): void {
     const ring = this.held;
@@ -621,7 +632,7 @@ export class Transport implements Progressor {
     const req = this.takePosted(ctx, src, tag);
     if (kind === KIND_EAGER) {
       if (req !== null) {
-        if (this.finishRecv(req, src, tag, bytes)) copyFrom(ring.u8, at + HEADER_BYTES, req.view, bytes);
+        if (this.finishRecv(req, src, tag, bytes)) copyAt(ring.u8, at + HEADER_BYTES, req.view, 0, bytes);
         if (!req.done) req.complete();
         return;
       }
@@ -821,11 +832,12 @@ export function copyBytes(src: Uint8Array, dst: Uint8Array, at: number, bytes: n
   }
 }
 
-/** Copies `bytes` bytes of `src` from `at` into the start of `dst`. Small copies avoid allocating a view. */
-export function copyFrom(src: Uint8Array, at: number, dst: Uint8Array, bytes: number): void {
+/** Copies `bytes` bytes of `src` from `from` into `dst` at `at`. Small copies avoid allocating a view. */
+export function copyAt(src: Uint8Array, from: number, dst: Uint8Array, at: number, bytes: number): void {
   if (bytes <= 64) {
-    for (let i = 0; i < bytes; i++) dst[i] = src[at + i]!;
+    for (let i = 0; i < bytes; i++) dst[at + i] = src[from + i]!;
   } else {
-    dst.set(src.subarray(at, at + bytes));
+    dst.set(src.subarray(from, from + bytes), at);
   }
 }
+

@@ -225,12 +225,25 @@ export class ScheduleBuilder {
       const flat: number[] = [];
       depStart = new Int32Array(n + 1);
       let r = 0;
+      // Messages between two ranks with one tag match in the order they were posted (MPI's
+      // non-overtaking rule), so a DAG must post them in the order the builder wrote them:
+      // each send or receive also waits for the previous one to or from the same peer with
+      // the same sub-tag. Without this, a dependency that vanished at an empty block let a
+      // later receive be posted first and take an earlier message.
+      const lastComm = new Map<number, number>();
       for (let i = 0; i < n; i++) {
         depStart[i] = flat.length;
         while (r + 1 < this.roundStarts.length && this.roundStarts[r + 1]! <= i) r++;
         const list = this.depLists[i]!;
         if (list.length > 0) flat.push(...list);
         else for (let j = r > 0 ? this.roundStarts[r - 1]! : 0; j < this.roundStarts[r]!; j++) flat.push(j);
+        const kind = this.kind[i]!;
+        if (kind === A_SEND || kind === A_RECV) {
+          const key = (this.peer[i]! * 16 + this.sub[i]!) * 2 + (kind === A_SEND ? 1 : 0);
+          const prev = lastComm.get(key);
+          if (prev !== undefined && !flat.slice(depStart[i]).includes(prev)) flat.push(prev);
+          lastComm.set(key, i);
+        }
       }
       depStart[n] = flat.length;
       deps = Int32Array.from(flat);

@@ -90,9 +90,10 @@ const poison = (a: TypedArray): TypedArray => {
 };
 
 /** Algorithm names to try for a collective, with degree variants. */
-function algorithms(coll: string): string[] {
+/** Every algorithm of a collective, forced one by one, and undefined: the selection table's choice (and the lean blocking paths). */
+function algorithms(coll: string): Array<string | undefined> {
   const names = Object.keys((ALGORITHMS as Record<string, Record<string, unknown>>)[coll]!);
-  const out: string[] = [];
+  const out: Array<string | undefined> = [undefined];
   for (const n of names) {
     if (n === 'knomial' || n === 'reduce-scatterv') out.push(`${n}:2`, `${n}:3`, `${n}:8`);
     else if (n === 'dissemination') out.push('dissemination:1', 'dissemination:2', 'dissemination:3');
@@ -113,8 +114,8 @@ function props(w: Communicator, filter: string | undefined, executor: 'host' | '
   const want = (coll: string): boolean => filter === undefined || filter === coll;
   // User ops run only in the thread that created them: the offload executor refuses them.
   const usable = COMBOS.filter(([, o]) => executor === 'host' || typeof o.op === 'string');
-  const combosFor = (alg: string): Array<[DT, OpSpec]> =>
-    usable.filter(([, o]) => o.commutative || !COMMUTATIVE_ONLY.has(alg.split(':')[0]!));
+  const combosFor = (alg: string | undefined): Array<[DT, OpSpec]> =>
+    usable.filter(([, o]) => o.commutative || alg === undefined || !COMMUTATIVE_ONLY.has(alg.split(':')[0]!));
 
   // -- barrier
   if (want('barrier')) for (const alg of algorithms('barrier')) { w.barrier({ algorithm: alg, ...ex }); checks++; }
