@@ -39,12 +39,21 @@ export interface CollOptions {
 }
 
 /**
- * Whether two calls' options choose the same plan, so a call may reuse a remembered one even
- * when its options are a fresh object literal. Compares every field of CollOptions: a field
- * added there must be added here.
+ * A call's options as remembered: a copy of their values, since the caller may change its
+ * object between calls. Every field of CollOptions: a field added there must be added here
+ * and in sameOptions.
  */
-function sameOptions(a: CollOptions | undefined, b: CollOptions | undefined): boolean {
-  return a === b || (a !== undefined && b !== undefined && a.algorithm === b.algorithm && a.executor === b.executor);
+function keptOptions(o: CollOptions | undefined): CollOptions | undefined {
+  return o === undefined ? undefined : { algorithm: o.algorithm, executor: o.executor };
+}
+
+/**
+ * Whether a call's options choose the same plan as remembered ones (by value, so a fresh
+ * object literal per call still finds its plan).
+ */
+function sameOptions(kept: CollOptions | undefined, given: CollOptions | undefined): boolean {
+  if (kept === undefined || given === undefined) return kept === given;
+  return kept.algorithm === given.algorithm && kept.executor === given.executor;
 }
 
 type Buf = TypedArray;
@@ -68,6 +77,8 @@ interface Plan {
    */
   reuse?: boolean;
   idle?: CollBuffers[];
+  /** recv is the plan's own working space (a non-root's reduce): each buffer set gets its own. */
+  workRecv?: boolean;
   /** 'offload': the node engine runs the schedule (coll/offload-client.ts). */
   offload?: boolean;
   /** A two-level collective run by the engines (no schedule of its own; sched/two-level.ts). */
@@ -191,7 +202,7 @@ export class Communicator extends Comm {
     for (const a of args) if (ArrayBuffer.isView(a) && a.byteLength > MEMO_MAX_BYTES) return plan;
     plan.reuse = true;
     if (memo.length === 8) memo.pop();
-    memo.unshift({ coll, args, lens: args.map((a) => (ArrayBuffer.isView(a) ? a.byteLength : -1)), opts, plan });
+    memo.unshift({ coll, args, lens: args.map((a) => (ArrayBuffer.isView(a) ? a.byteLength : -1)), opts: keptOptions(opts), plan });
     return plan;
   }
 
@@ -300,7 +311,9 @@ export class Communicator extends Comm {
           if (!plan.reuse) release = () => this.tmpPool.push(pooled);
         }
       }
-      bufs = { send: plan.send, recv: plan.recv, tmp };
+      // Two starts running at once must not share working space.
+      const recv = plan.workRecv === true && plan.reuse === true ? new Uint8Array(plan.recv.byteLength) : plan.recv;
+      bufs = { send: plan.send, recv, tmp };
       if (plan.reuse && !arena) release = idleAgain(plan, bufs);
     } else {
       release = idleAgain(plan, bufs);
@@ -527,7 +540,10 @@ export class Communicator extends Comm {
     }
     if (opts?.algorithm === 'two-level') return this.planTwoLevel('reduce', opts, sv, rv, root, red);
     const s = { ...this.base(root), ...red, bytes: sv.byteLength };
-    return { coll: 'reduce', offload: opts?.executor === 'offload', sched: this.schedule('reduce', s, opts, true), send: sv, recv: rv };
+    return {
+      coll: 'reduce', offload: opts?.executor === 'offload', sched: this.schedule('reduce', s, opts, true), send: sv, recv: rv,
+      workRecv: output === null,
+    };
   }
   reduce(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): void {
     this.launchPlan(this.memoPlan('reduce', [send, recv, op, root], opts, () => this.planReduce(send, recv, op, root, opts))).wait();
@@ -1170,7 +1186,7 @@ function remember<L>(list: Array<RecentCall<L>>, bytes: number, a: unknown, b: u
   if (bytes > MEMO_MAX_BYTES) return;
   if (plan !== null) plan.reuse = true;
   if (list.length === 4) list.pop();
-  list.unshift({ a, b, c, la: lengthOf(a), lb: lengthOf(b), opts, lean, plan });
+  list.unshift({ a, b, c, la: lengthOf(a), lb: lengthOf(b), opts: keptOptions(opts), lean, plan });
 }
 
 /** A blocking bcast the lean path runs (binomial tree), resolved once per call shape. */

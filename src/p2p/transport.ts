@@ -707,12 +707,18 @@ export class Transport implements Progressor {
     return false;
   }
 
-  /** Parks once (until a doorbell or 100 ms) unless there is already something to do. */
+  /**
+   * Parks once (until a doorbell or 100 ms) unless there is already something to do. Queued
+   * sends are retried after the sleeping flag is up: a consumer that freed ring space just
+   * before saw the flag down and rang no doorbell, so either the retry sees that space or the
+   * consumer's next release sees the flag (sequential consistency) and rings.
+   */
   private parkOnce(req: { done: boolean }): void {
     const c = this.control;
     Atomics.store(c, this.sleepIdx, 1);
     const seen = Atomics.load(c, this.doorbellIdx);
-    if (!req.done && !this.hasIncoming() && Atomics.load(c, kAbortWord) === 0) {
+    const moved = this.queuedEndpoints > 0 && !this.inProgress && this.flushQueues();
+    if (!moved && !req.done && !this.hasIncoming() && Atomics.load(c, kAbortWord) === 0) {
       Atomics.wait(c, this.doorbellIdx, seen, 100);
     }
     Atomics.store(c, this.sleepIdx, 0);

@@ -414,9 +414,11 @@ function reuse(w: Communicator): number {
   let checks = 0;
   for (let round = 0; round < 3; round++) {
     const outs = [0, 1, 2, 3].map(() => new Float64Array(n));
-    const reqs = outs.map((o) => w.ireduce(send, w.rank === 0 ? o : null, 'sum', 0, { algorithm: 'binomial' }));
+    // binomial keeps partial sums in scratch; reduce-scatter-gather in a non-root's working recv
+    const alg = round === 1 ? 'reduce-scatter-gather' : 'binomial';
+    const reqs = outs.map((o) => w.ireduce(send, w.rank === 0 ? o : null, 'sum', 0, { algorithm: alg }));
     for (let k = reqs.length - 1; k >= 0; k--) reqs[k]!.wait();
-    if (w.rank === 0) outs.forEach((o, k) => eq(`round ${round}, concurrent ireduce ${k}`, Array.from(o), expect));
+    if (w.rank === 0) outs.forEach((o, k) => eq(`round ${round} (${alg}), concurrent ireduce ${k}`, Array.from(o), expect));
     const all = new Float64Array(n);
     for (let k = 0; k < 3; k++) {
       w.allreduce(send, all, 'sum', { algorithm: 'recursive-doubling' }); // a fresh options object each time
@@ -425,7 +427,14 @@ function reuse(w: Communicator): number {
     }
     checks += reqs.length;
   }
-  return checks;
+  // a remembered call is keyed by the options' values: changing the caller's object counts
+  const o: { algorithm?: string } = {};
+  const all = new Float64Array(n);
+  w.allreduce(send, all, 'sum', o);
+  o.algorithm = 'no-such-algorithm';
+  const codes = errorCodes({ changed: () => w.allreduce(send, all, 'sum', o) });
+  eq('options changed in place', [codes.changed], ['NBC_ERR_ARG']);
+  return checks + 1;
 }
 
 function persistent(w: Communicator, times: number, executor: 'host' | 'offload' = 'host'): number {
