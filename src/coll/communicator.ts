@@ -293,7 +293,9 @@ export class Communicator extends Comm {
     const sched = plan.sched;
     const t = this.transport;
     let bufs = plan.idle?.pop();
-    let release: (() => void) | null = null;
+    // Recycles the start's buffers once it completes. A collective that failed may leave
+    // receives posted into them, so its buffers are never reused (the scratch leaks instead).
+    let release: ((err: Error | null) => void) | null = null;
     if (bufs === undefined) {
       let tmp = plan.tmp ?? EMPTY;
       let arena = false;
@@ -303,12 +305,12 @@ export class Communicator extends Comm {
         const arenaOffset = sched.tmpBytes > t.eagerLimit ? t.allocator.alloc(sched.tmpBytes) : -1;
         if (arenaOffset >= 0) {
           tmp = new Uint8Array(t.shared.slices[t.ep]!, arenaOffset, sched.tmpBytes);
-          release = () => t.allocator.free(arenaOffset);
+          release = (err) => { if (err === null) t.allocator.free(arenaOffset); };
           arena = true;
         } else {
           const pooled = this.takeTmp(sched.tmpBytes);
           tmp = pooled.subarray(0, sched.tmpBytes);
-          if (!plan.reuse) release = () => this.tmpPool.push(pooled);
+          if (!plan.reuse) release = (err) => { if (err === null) this.tmpPool.push(pooled); };
         }
       }
       // Two starts running at once must not share working space.
@@ -320,7 +322,7 @@ export class Communicator extends Comm {
     }
     const req = this.executor.start(sched, this.collTarget, bufs, tag);
     if (release !== null) {
-      if (req.done) release();
+      if (req.done) release(req.error);
       else req.onDone = release;
     }
     return req;
@@ -1146,8 +1148,10 @@ function fold(a: LeanAllreduce, theirs: TypedArray, at: number, theirsFirst: boo
 }
 
 /** The completion hook that hands a finished start's buffer set back to its plan. */
-function idleAgain(plan: Plan, bufs: CollBuffers): () => void {
-  return () => (plan.idle ??= []).push(bufs);
+function idleAgain(plan: Plan, bufs: CollBuffers): (err: Error | null) => void {
+  return (err) => {
+    if (err === null) (plan.idle ??= []).push(bufs);
+  };
 }
 
 /**
