@@ -819,16 +819,6 @@ function lengthMismatch(got: number, expected: number, src: number, tag: number)
     : new NbcCountError(`Received ${what}; expected every rank to pass the same count`);
 }
 
-/** Copies a small view into another of the same length; larger ones go through set(). */
-export function copyView(src: Uint8Array, dst: Uint8Array): void {
-  const n = src.byteLength;
-  if (n <= 64) {
-    for (let i = 0; i < n; i++) dst[i] = src[i]!;
-  } else {
-    dst.set(src);
-  }
-}
-
 /** Copies the `bytes` bytes of view `src` into `dst` at `at`. Small copies avoid allocating a view. */
 export function copyBytes(src: Uint8Array, dst: Uint8Array, at: number, bytes: number): void {
   if (bytes <= 64) {
