@@ -176,33 +176,26 @@ export class Communicator extends Comm {
   // ---- plumbing ---------------------------------------------------------------------
 
   /**
-   * Recent plans by argument identity. A plan depends only on the buffers' identity and
-   * length, the scalars and the op, so a loop that passes the same arguments again reuses it
-   * and skips validation, selection and the cache lookup. Only for collectives without count
-   * arrays: a caller may change a counts array in place between calls.
+   * Recent plans of the non-blocking calls (and of blocking ones without a lean path), per
+   * collective, kept like the blocking calls' lists (findRecent). A plan depends only on the
+   * buffers' identity and length, the scalars, the op and the options, so a loop that passes
+   * the same arguments again reuses it and skips validation, selection and the cache lookup.
+   * Only for collectives without count arrays: a caller may change a counts array in place
+   * between calls.
    */
-  private readonly planMemo: Array<{
-    coll: CollName; args: readonly unknown[]; lens: readonly number[]; opts: CollOptions | undefined; plan: Plan;
-  }> = [];
+  private readonly planMemo = new Map<CollName, Array<RecentCall<never>>>();
 
-  private memoPlan(coll: CollName, args: readonly unknown[], opts: CollOptions | undefined, build: () => Plan): Plan {
-    const memo = this.planMemo;
-    next: for (let i = 0; i < memo.length; i++) {
-      const m = memo[i]!;
-      if (m.coll !== coll || m.args.length !== args.length || !sameOptions(m.opts, opts)) continue;
-      for (let k = 0; k < args.length; k++) {
-        const a = args[k];
-        if (m.args[k] !== a) continue next;
-        if (ArrayBuffer.isView(a) && m.lens[k] !== a.byteLength) continue next;
-      }
-      return m.plan;
+  private memoPlan(coll: CollName, opts: CollOptions | undefined, build: () => Plan,
+    a?: unknown, b?: unknown, c?: unknown, d?: unknown): Plan {
+    let list = this.planMemo.get(coll);
+    if (list === undefined) {
+      list = [];
+      this.planMemo.set(coll, list);
     }
+    const hit = findRecent(list, a, b, c, d, opts);
+    if (hit !== undefined) return hit.plan!;
     const plan = build();
-    // A memoised plan keeps its buffers alive: only small ones, whose per-call cost matters.
-    for (const a of args) if (ArrayBuffer.isView(a) && a.byteLength > MEMO_MAX_BYTES) return plan;
-    plan.reuse = true;
-    if (memo.length === 8) memo.pop();
-    memo.unshift({ coll, args, lens: args.map((a) => (ArrayBuffer.isView(a) ? a.byteLength : -1)), opts: keptOptions(opts), plan });
+    remember(list, Math.max(byteLengthOf(a), byteLengthOf(b)), a, b, c, d, opts, null, plan);
     return plan;
   }
 
@@ -440,7 +433,7 @@ export class Communicator extends Comm {
       this.leanBarrier();
       return;
     }
-    this.launchPlan(this.memoPlan('barrier', [], opts, () => this.planBarrier(opts))).wait();
+    this.launchPlan(this.memoPlan('barrier', opts, () => this.planBarrier(opts))).wait();
   }
 
   /** Whether the table picks dissemination with n = 1 for this communicator's barrier (the lean path's). */
@@ -458,7 +451,7 @@ export class Communicator extends Comm {
       else t.takeEarly();
     }
   }
-  ibarrier(opts?: CollOptions): Request { return this.launchPlan(this.memoPlan('barrier', [], opts, () => this.planBarrier(opts))); }
+  ibarrier(opts?: CollOptions): Request { return this.launchPlan(this.memoPlan('barrier', opts, () => this.planBarrier(opts))); }
   barrierInit(opts?: CollOptions): PersistentRequest { return this.persistent(this.planBarrier(opts)); }
 
   // ---- bcast --------------------------------------------------------------------------
@@ -474,7 +467,7 @@ export class Communicator extends Comm {
 
   bcast(buf: Buf, root: number, opts?: CollOptions): void {
     this.check('bcast');
-    const hit = findRecent(this.recentBcast, buf, undefined, root, opts);
+    const hit = findRecent(this.recentBcast, buf, undefined, root, undefined, opts);
     let lean = hit?.lean ?? null;
     let plan = hit?.plan ?? null;
     if (hit === undefined) {
@@ -487,7 +480,7 @@ export class Communicator extends Comm {
         lean = { v: plan.recv, bytes, parent: node.parent < 0 ? -1 : toActual(node.parent, root, p), children };
         plan = null;
       }
-      remember(this.recentBcast, bytes, buf, undefined, root, opts, lean, plan);
+      remember(this.recentBcast, bytes, buf, undefined, root, undefined, opts, lean, plan);
     }
     if (lean !== null) this.leanBcast(lean);
     else this.launchPlan(plan!).wait();
@@ -503,7 +496,7 @@ export class Communicator extends Comm {
     }
   }
   ibcast(buf: Buf, root: number, opts?: CollOptions): Request {
-    return this.launchPlan(this.memoPlan('bcast', [buf, root], opts, () => this.planBcast(buf, root, opts)));
+    return this.launchPlan(this.memoPlan('bcast', opts, () => this.planBcast(buf, root, opts), buf, undefined, root));
   }
   bcastInit(buf: Buf, root: number, opts?: CollOptions): PersistentRequest { return this.persistent(this.planBcast(buf, root, opts)); }
 
@@ -548,10 +541,10 @@ export class Communicator extends Comm {
     };
   }
   reduce(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): void {
-    this.launchPlan(this.memoPlan('reduce', [send, recv, op, root], opts, () => this.planReduce(send, recv, op, root, opts))).wait();
+    this.launchPlan(this.memoPlan('reduce', opts, () => this.planReduce(send, recv, op, root, opts), send, recv, op, root)).wait();
   }
   ireduce(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): Request {
-    return this.launchPlan(this.memoPlan('reduce', [send, recv, op, root], opts, () => this.planReduce(send, recv, op, root, opts)));
+    return this.launchPlan(this.memoPlan('reduce', opts, () => this.planReduce(send, recv, op, root, opts), send, recv, op, root));
   }
   reduceInit(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): PersistentRequest {
     return this.persistent(this.planReduce(send, recv, op, root, opts));
@@ -590,7 +583,7 @@ export class Communicator extends Comm {
 
   allreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): void {
     this.check('allreduce');
-    const hit = findRecent(this.recentAllreduce, send, recv, op, opts);
+    const hit = findRecent(this.recentAllreduce, send, recv, op, undefined, opts);
     if (hit !== undefined) {
       if (hit.lean !== null) this.leanAllreduce(hit.lean);
       else this.launchPlan(hit.plan!).wait();
@@ -610,12 +603,12 @@ export class Communicator extends Comm {
     } else {
       plan = this.planCheckedAllreduce(c, opts);
     }
-    remember(this.recentAllreduce, bytes, send, recv, op, opts, lean, plan);
+    remember(this.recentAllreduce, bytes, send, recv, op, undefined, opts, lean, plan);
     if (lean !== null) this.leanAllreduce(lean);
     else this.launchPlan(plan!).wait();
   }
   iallreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): Request {
-    return this.launchPlan(this.memoPlan('allreduce', [send, recv, op], opts, () => this.planAllreduce(send, recv, op, opts)));
+    return this.launchPlan(this.memoPlan('allreduce', opts, () => this.planAllreduce(send, recv, op, opts), send, recv, op));
   }
   allreduceInit(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): PersistentRequest {
     return this.persistent(this.planAllreduce(send, recv, op, opts));
@@ -833,10 +826,10 @@ export class Communicator extends Comm {
     return { coll: 'allgather', offload: opts?.executor === 'offload', sched: this.schedule('allgather', s, opts, true), send: sv, recv: rv };
   }
   allgather(send: BufOrInPlace, recv: Buf, opts?: CollOptions): void {
-    this.launchPlan(this.memoPlan('allgather', [send, recv], opts, () => this.planAllgather(send, recv, opts))).wait();
+    this.launchPlan(this.memoPlan('allgather', opts, () => this.planAllgather(send, recv, opts), send, recv)).wait();
   }
   iallgather(send: BufOrInPlace, recv: Buf, opts?: CollOptions): Request {
-    return this.launchPlan(this.memoPlan('allgather', [send, recv], opts, () => this.planAllgather(send, recv, opts)));
+    return this.launchPlan(this.memoPlan('allgather', opts, () => this.planAllgather(send, recv, opts), send, recv));
   }
   allgatherInit(send: BufOrInPlace, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(this.planAllgather(send, recv, opts)); }
 
@@ -892,7 +885,7 @@ export class Communicator extends Comm {
 
   alltoall(send: BufOrInPlace, recv: Buf, opts?: CollOptions): void {
     this.check('alltoall');
-    const hit = findRecent(this.recentAlltoall, send, recv, undefined, opts);
+    const hit = findRecent(this.recentAlltoall, send, recv, undefined, undefined, opts);
     let lean = hit?.lean ?? null;
     let plan = hit?.plan ?? null;
     if (hit === undefined) {
@@ -906,7 +899,7 @@ export class Communicator extends Comm {
         lean = { sv, rv: plan.recv, block, blocks };
         plan = null;
       }
-      remember(this.recentAlltoall, bytes, send, recv, undefined, opts, lean, plan);
+      remember(this.recentAlltoall, bytes, send, recv, undefined, undefined, opts, lean, plan);
     }
     if (lean !== null) this.leanAlltoall(lean);
     else this.launchPlan(plan!).wait();
@@ -934,7 +927,7 @@ export class Communicator extends Comm {
     }
   }
   ialltoall(send: BufOrInPlace, recv: Buf, opts?: CollOptions): Request {
-    return this.launchPlan(this.memoPlan('alltoall', [send, recv], opts, () => this.planAlltoall(send, recv, opts)));
+    return this.launchPlan(this.memoPlan('alltoall', opts, () => this.planAlltoall(send, recv, opts), send, recv));
   }
   alltoallInit(send: BufOrInPlace, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(this.planAlltoall(send, recv, opts)); }
 
@@ -1155,14 +1148,15 @@ function idleAgain(plan: Plan, bufs: CollBuffers): (err: Error | null) => void {
 }
 
 /**
- * A blocking call, resolved: the lean path's call when the call takes it, else its plan. Keyed
- * by up to three arguments (by identity; typed arrays by identity and length) and the
+ * A call, resolved: the lean path's call when the call takes it, else its plan. Keyed by up
+ * to four arguments (by identity; the buffers a and b by identity and length) and the
  * options (by value).
  */
 interface RecentCall<L> {
   a: unknown;
   b: unknown;
   c: unknown;
+  d: unknown;
   la: number;
   lb: number;
   opts: CollOptions | undefined;
@@ -1171,26 +1165,28 @@ interface RecentCall<L> {
 }
 
 const lengthOf = (x: unknown): number => (ArrayBuffer.isView(x) ? (x as TypedArray).length : -1);
+const byteLengthOf = (x: unknown): number => (ArrayBuffer.isView(x) ? x.byteLength : 0);
 
-function findRecent<L>(list: ReadonlyArray<RecentCall<L>>, a: unknown, b: unknown, c: unknown,
+function findRecent<L>(list: ReadonlyArray<RecentCall<L>>, a: unknown, b: unknown, c: unknown, d: unknown,
   opts: CollOptions | undefined): RecentCall<L> | undefined {
   for (let i = 0; i < list.length; i++) {
     const m = list[i]!;
-    if (m.a === a && m.b === b && m.c === c && sameOptions(m.opts, opts) && m.la === lengthOf(a) && m.lb === lengthOf(b)) return m;
+    if (m.a === a && m.b === b && m.c === c && m.d === d && sameOptions(m.opts, opts) &&
+      m.la === lengthOf(a) && m.lb === lengthOf(b)) return m;
   }
   return undefined;
 }
 
 /**
- * Remembers a resolved call (the last four per collective). Remembering keeps its buffers
+ * Remembers a resolved call (the last four per list). Remembering keeps its buffers
  * alive, so only calls of at most MEMO_MAX_BYTES are: small ones, whose per-call cost matters.
  */
-function remember<L>(list: Array<RecentCall<L>>, bytes: number, a: unknown, b: unknown, c: unknown,
+function remember<L>(list: Array<RecentCall<L>>, bytes: number, a: unknown, b: unknown, c: unknown, d: unknown,
   opts: CollOptions | undefined, lean: L | null, plan: Plan | null): void {
   if (bytes > MEMO_MAX_BYTES) return;
   if (plan !== null) plan.reuse = true;
   if (list.length === 4) list.pop();
-  list.unshift({ a, b, c, la: lengthOf(a), lb: lengthOf(b), opts: keptOptions(opts), lean, plan });
+  list.unshift({ a, b, c, d, la: lengthOf(a), lb: lengthOf(b), opts: keptOptions(opts), lean, plan });
 }
 
 /** A blocking bcast the lean path runs (binomial tree), resolved once per call shape. */
