@@ -241,7 +241,7 @@ export class ScheduleBuilder {
         if (kind === A_SEND || kind === A_RECV) {
           const key = (this.peer[i]! * 16 + this.sub[i]!) * 2 + (kind === A_SEND ? 1 : 0);
           const prev = lastComm.get(key);
-          if (prev !== undefined && !flat.slice(depStart[i]).includes(prev)) flat.push(prev);
+          if (prev !== undefined && flat.lastIndexOf(prev) < depStart[i]!) flat.push(prev);
           lastComm.set(key, i);
         }
       }
