@@ -79,7 +79,9 @@ type CommClass = new (rc: RankContext, worldRanks: readonly number[] | Int32Arra
 /**
  * A communicator: point-to-point messaging, communicator management and (optionally) a
  * Cartesian topology. The collectives are added by the subclass in coll/ (layers import
- * downwards only); communicators made from one keep its class.
+ * downwards only); communicators made from one keep its class, and their types say so:
+ * dup, split, splitShared, create and cartCreate return `this`, so on the `Communicator`
+ * that init() returns, `world.dup().allreduce(...)` type-checks.
  */
 export class Comm {
   readonly rank: number;
@@ -99,9 +101,13 @@ export class Comm {
     if (this.rank < 0) throw new NbcCommError(`internal: rank ${rc.worldRank} is not a member of communicator ${ctx}`);
   }
 
-  /** A communicator of the same class as this one. */
-  protected spawn(worldRanks: readonly number[] | Int32Array, ctx: number, topology: CartTopology | null = null): Comm {
-    return new (this.constructor as CommClass)(this.rc, worldRanks, ctx, topology);
+  /**
+   * A communicator of the same class as this one. The cast to `this` holds because every
+   * subclass keeps Comm's constructor signature (CommClass), which is what makes the
+   * management methods' `this` return types true.
+   */
+  protected spawn(worldRanks: readonly number[] | Int32Array, ctx: number, topology: CartTopology | null = null): this {
+    return new (this.constructor as CommClass)(this.rc, worldRanks, ctx, topology) as this;
   }
 
   /** Index of the node (process) this rank runs on. */
@@ -266,8 +272,11 @@ export class Comm {
 
   // ---- communicator management --------------------------------------------------------
 
-  /** A new communicator with the same members and order, and its own context. Collective. */
-  dup(): Comm {
+  /**
+   * A new communicator with the same members, order and topology, and its own context, of
+   * this one's class (a Communicator's dup has every collective). Collective.
+   */
+  dup(): this {
     this.check('dup');
     const { ctx } = this.agree([]);
     return this.spawn(this.worldRanks, ctx, this.topology);
@@ -275,9 +284,11 @@ export class Comm {
 
   /**
    * Partitions the members by `color`; within a color, ranks are ordered by `key`, then by
-   * rank in this communicator. A color of UNDEFINED returns null. Collective.
+   * rank in this communicator. Collective.
+   * @returns this rank's part, of this communicator's class; null where `color` is UNDEFINED
+   *   (the rank still takes part in the call but joins no new communicator).
    */
-  split(color: number, key = 0): Comm | null {
+  split(color: number, key = 0): this | null {
     this.check('split');
     if (!Number.isInteger(color) || (color < 0 && color !== UNDEFINED)) {
       throw new NbcArgError(`Cannot split communicator ${this.ctx}: color ${String(color)} is invalid; expected a non-negative integer or UNDEFINED`);
@@ -295,16 +306,20 @@ export class Comm {
     return this.spawn(members.map((m) => this.worldRanks[m.rank]!), ctx);
   }
 
-  /** The members that share this rank's node. Collective. */
-  splitShared(): Comm {
-    return this.split(this.rc.nodeId, this.rank)!;
+  /**
+   * The members that share this rank's node, of this communicator's class; never null (every
+   * rank has a node). Collective.
+   */
+  splitShared(): this {
+    return this.split(this.rc.nodeId, this.rank)!; // the color is a node id, never UNDEFINED
   }
 
   /**
-   * A communicator of the members of `group` (a subgroup of this communicator's group);
-   * null on ranks outside it. Collective over this communicator.
+   * A communicator of the members of `group` (a subgroup of this communicator's group), in
+   * the group's order. Collective over this communicator: ranks outside the group call it too.
+   * @returns the new communicator, of this communicator's class; null on ranks outside `group`.
    */
-  create(group: Group): Comm | null {
+  create(group: Group): this | null {
     this.check('create');
     const mine = new Set(this.worldRanks);
     for (const w of group.worldRanks) {
@@ -317,8 +332,11 @@ export class Comm {
   }
 
   /**
-   * A communicator with a Cartesian topology of `dims` (row-major rank order). Ranks beyond
-   * the grid's size get null. `reorder` is accepted and ignored: ranks keep their order.
+   * A communicator with a Cartesian topology of `dims` (row-major rank order), of this
+   * communicator's class (a Communicator's has the neighbour collectives). `reorder` is
+   * accepted and ignored: ranks keep their order. Collective.
+   * @returns the grid communicator; null on ranks beyond the grid's size (rank >= product of
+   *   `dims`), like split's UNDEFINED.
    */
   cartCreate(dims: readonly number[], periods: readonly boolean[], reorder = false): this | null {
     this.check('cartCreate');
@@ -338,7 +356,7 @@ export class Comm {
     }
     const { ctx } = this.agree([]);
     if (this.rank >= n) return null;
-    return this.spawn(this.worldRanks.subarray(0, n), ctx, { dims: [...dims], periods: [...periods] }) as this;
+    return this.spawn(this.worldRanks.subarray(0, n), ctx, { dims: [...dims], periods: [...periods] });
   }
 
   /** Frees the communicator. Pending operations on it must be complete. */
