@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import { test } from 'node:test';
+import { DEFAULT_CONFIG } from '../src/config.ts';
 import { Transport } from '../src/p2p/transport.ts';
 import { Engine, FRAME_MSG, HIGH_WATER } from '../src/runtime/engine.ts';
 import { H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_SRC, H_TAG, HEADER_BYTES, KIND_EAGER } from '../src/shm/layout.ts';
@@ -33,7 +34,7 @@ function node0(): { engine: Engine; links: FakeLinks; rank: Transport } {
   const shared = createNodeShared({ ranks: 1, ringBytes: 64 * 1024, sliceBytes: 64 << 20 });
   const placement = { worldSize: 2, nodeId: 0, nodeOfRank: Int32Array.of(0, 1), localOfRank: Int32Array.of(0, 0) };
   const links = new FakeLinks();
-  const engine = new Engine(shared, { ...placement, worldRank: -1 }, links, (err) => { throw err; });
+  const engine = new Engine(shared, { ...placement, worldRank: -1 }, links, (err) => { throw err; }, DEFAULT_CONFIG);
   const rank = new Transport(shared, { ...placement, worldRank: 0 });
   return { engine, links, rank };
 }

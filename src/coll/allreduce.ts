@@ -4,12 +4,8 @@
  * partners from the same operands in the same order (recursive doubling), or computed once and
  * then copied (k-nomial, Rabenseifner, ring).
  *
- * Non-powers of two (recursive doubling, Rabenseifner): with p' the largest power of two <= p
- * and r = p - p', ranks 0..2r-1 pair up; each even rank hands its vector to the odd rank above
- * it, which folds it in (lower rank as left operand) and takes part in the main phase with
- * newrank = rank / 2; ranks >= 2r take part as newrank = rank - r. Newranks keep rank order, so
- * contiguous newrank ranges are contiguous rank ranges and non-commutative folds stay in order.
- * At the end the odd ranks return the result to their even partners.
+ * Non-powers of two (recursive doubling, Rabenseifner) fold pairs of ranks first
+ * (patterns.ts).
  *
  * - recursiveDoubling: log2(p') exchanges of the whole vector; any op.
  * - knomialReduceBcast (seed 000): k-nomial reduce to rank 0, k-nomial bcast back; any op.
@@ -18,53 +14,9 @@
  */
 import { RECV, SEND, ScheduleBuilder, TMP, type Schedule } from '../sched/schedule.js';
 import { knomialInto } from './bcast.js';
+import { copyIn, foldInto, reduceScatterHalvingInto, unfoldInto } from './patterns.js';
 import { knomialReduceInto } from './reduce.js';
-import { blocks, pow2Floor, type CollShape } from './shape.js';
-
-interface Fold {
-  pp: number;
-  r: number;
-  /** This rank's newrank, or -1 when it sits the main phase out. */
-  newrank: number;
-  realOf: (nr: number) => number;
-}
-
-/** The non-power-of-two fold: afterwards RECV of every participant holds its pair's fold. */
-function foldInto(b: ScheduleBuilder, s: CollShape, tmp: number): Fold {
-  const p = s.size;
-  const pp = pow2Floor(p);
-  const r = p - pp;
-  const all = s.bytes;
-  let newrank: number;
-  if (s.rank < 2 * r) {
-    if (s.rank % 2 === 0) {
-      b.send(s.rank + 1, { buf: RECV, offset: 0, bytes: all });
-      newrank = -1;
-    } else {
-      b.recv(s.rank - 1, { buf: TMP, offset: tmp, bytes: all });
-      b.round();
-      b.reduce(s.op, s.dtype, { buf: TMP, offset: tmp, bytes: all }, { buf: RECV, offset: 0 });
-      newrank = s.rank >> 1;
-    }
-    b.round();
-  } else {
-    newrank = s.rank - r;
-  }
-  return { pp, r, newrank, realOf: (nr) => (nr < r ? nr * 2 + 1 : nr + r) };
-}
-
-/** Odd ranks of the fold return the result to their even partners. */
-function unfoldInto(b: ScheduleBuilder, s: CollShape, f: Fold): void {
-  if (s.rank >= 2 * f.r) return;
-  if (s.rank % 2 === 1) b.send(s.rank - 1, { buf: RECV, offset: 0, bytes: s.bytes });
-  else b.recv(s.rank + 1, { buf: RECV, offset: 0, bytes: s.bytes });
-  b.round();
-}
-
-function copyIn(b: ScheduleBuilder, s: CollShape): void {
-  b.copy({ buf: SEND, offset: 0, bytes: s.bytes }, { buf: RECV, offset: 0 });
-  b.round();
-}
+import { blocks, type CollShape } from './shape.js';
 
 export function recursiveDoubling(s: CollShape): Schedule {
   const b = new ScheduleBuilder('allreduce/recursive-doubling');
@@ -100,45 +52,6 @@ export function knomialReduceBcast(s: CollShape): Schedule {
   knomialReduceInto(b, at0, s.radix);
   knomialInto(b, at0, s.radix);
   return b.build();
-}
-
-export interface HalvingLayout extends Fold {
-  /** Block i (of p') starts at element blockStart[i]; after the halving newrank i owns block i. */
-  blockStart: Int32Array;
-  E: number;
-}
-
-/**
- * Recursive-halving reduce-scatter (commutative ops): after it, participant newrank i holds the
- * fully reduced block i of p' blocks in RECV (other parts of RECV are partial).
- */
-export function reduceScatterHalvingInto(b: ScheduleBuilder, s: CollShape): HalvingLayout {
-  copyIn(b, s);
-  const E = s.esize;
-  const count = s.bytes / E;
-  const tmp = b.tmpAlloc(s.bytes);
-  const f = foldInto(b, s, tmp);
-  const { start } = blocks(count, f.pp);
-  const span = (from: number, to: number) => ({ offset: start[from]! * E, bytes: (start[to]! - start[from]!) * E });
-  if (f.newrank >= 0) {
-    let lo = 0;
-    let hi = f.pp;
-    for (let mask = f.pp >> 1; mask >= 1; mask >>= 1) {
-      const partner = f.realOf(f.newrank ^ mask);
-      const mid = lo + mask;
-      const [keepLo, keepHi, giveLo, giveHi] = (f.newrank & mask) === 0 ? [lo, mid, mid, hi] : [mid, hi, lo, mid];
-      const give = span(giveLo, giveHi);
-      const keep = span(keepLo, keepHi);
-      if (give.bytes > 0) b.send(partner, { buf: RECV, ...give });
-      if (keep.bytes > 0) b.recv(partner, { buf: TMP, offset: tmp + keep.offset, bytes: keep.bytes });
-      b.round();
-      b.reduce(s.op, s.dtype, { buf: TMP, offset: tmp + keep.offset, bytes: keep.bytes }, { buf: RECV, offset: keep.offset });
-      lo = keepLo;
-      hi = keepHi;
-    }
-    b.round();
-  }
-  return { ...f, blockStart: start, E };
 }
 
 export function rabenseifner(s: CollShape): Schedule {

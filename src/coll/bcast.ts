@@ -10,7 +10,7 @@
 import { RECV, ScheduleBuilder, type Schedule } from '../sched/schedule.js';
 import type { CollShape } from './shape.js';
 import { blocks } from './shape.js';
-import { knomialNode, toActual, toRelative } from './tree.js';
+import { knomialNode, toActual, toRelative } from './patterns.js';
 
 export function knomialInto(b: ScheduleBuilder, s: CollShape, k: number): void {
   const p = s.size;

@@ -13,20 +13,19 @@ import { Comm } from '../comm/comm.js';
 import { cartNeighbors } from '../comm/topology.js';
 import { bytesOf, describe, type TypedArray } from '../comm/validate.js';
 import {
-  NbcArgError, NbcCountError, NbcOpError, NbcRootError, NbcTypeError,
+  NbcArgError, NbcCountError, NbcRootError, NbcTypeError,
 } from '../errors.js';
 import { bytesPerElement, ctorOf, dtypeOf, resolveOp, type DType, type OpLike, type ReduceKernel } from '../ops/index.js';
-import { kernelFor, opById, reduceRegions, registerUserOp } from '../ops/regions.js';
+import { kernelFor, opById, registerUserOp } from '../ops/regions.js';
 import { IN_PLACE, type InPlace } from '../p2p/constants.js';
 import type { Request, Status } from '../p2p/request.js';
-import { copyAt, copyBytes, type Transport } from '../p2p/transport.js';
-import { HostExecutor, type CollBuffers, type CollTarget, type ReduceFn } from '../sched/host.js';
-import { OffloadClient } from './offload-client.js';
+import { copyAt, copyBytes } from '../p2p/transport.js';
+import type { CollTarget, Executor, Plan } from '../sched/executor.js';
+import { executorFor } from '../sched/executors.js';
 import { ScheduleBuilder, type Schedule } from '../sched/schedule.js';
-import { TL_ALLGATHER, TL_ALLREDUCE, TL_ALLTOALL, TL_BARRIER, TL_BCAST, TL_REDUCE, type TwoLevelCall } from '../sched/two-level.js';
-import { select, type CollName } from './select.js';
-import { knomialNode, toActual, toRelative } from './tree.js';
-import { pow2Floor, shape, type CollShape } from './shape.js';
+import { select, type Choice, type CollName } from './select.js';
+import { knomialNode, toActual, toRelative } from './patterns.js';
+import { pow2Floor, shape, topologyOf, type CollShape, type Topology } from './shape.js';
 
 export interface CollOptions {
   /** Algorithm name (see select.ts), e.g. 'ring' or 'knomial:4'. */
@@ -60,47 +59,20 @@ type Buf = TypedArray;
 type BufOrInPlace = TypedArray | InPlace;
 type Counts = ArrayLike<number>;
 
-/** A collective ready to start: its schedule and the bytes it reads and writes. */
-interface Plan {
-  coll: CollName;
-  sched: Schedule;
-  send: Uint8Array;
-  recv: Uint8Array;
-  /** Runs before every start (e.g. snapshotting an in-place alltoall's input). */
-  before?: () => void;
-  /** Scratch owned by a persistent request (one instance at a time); else pooled per start. */
-  tmp?: Uint8Array;
-  /**
-   * Set for a plan started again and again (remembered by memoPlan, or persistent): it keeps
-   * the buffer sets of its finished starts, with the views the executor made of them, in
-   * `idle`, so a repeated call makes no views at all.
-   */
-  reuse?: boolean;
-  idle?: CollBuffers[];
-  /** recv is the plan's own working space (a non-root's reduce): each buffer set gets its own. */
-  workRecv?: boolean;
-  /** 'offload': the node engine runs the schedule (coll/offload-client.ts). */
-  offload?: boolean;
-  /** A two-level collective run by the engines (no schedule of its own; sched/two-level.ts). */
-  twoLevel?: TwoLevelCall;
-}
-
-/** The empty schedule of plans the engines run by themselves (two-level). */
-const ENGINE_SCHEDULE = new ScheduleBuilder('two-level').build();
-
-/** The collectives with a two-level form, and their kind words. */
-const TWO_LEVEL: Partial<Record<CollName, number>> = {
-  allreduce: TL_ALLREDUCE, barrier: TL_BARRIER, bcast: TL_BCAST, reduce: TL_REDUCE, allgather: TL_ALLGATHER, alltoall: TL_ALLTOALL,
-};
+/** The schedule of plans the executor composes by itself (the engines' two-level forms). */
+const COMPOSED = new ScheduleBuilder('composed by the executor').build();
 
 const EMPTY: Uint8Array = new Uint8Array(0);
 const CACHE_LIMIT = 128;
 /** Largest buffer a memoised plan may hold on to. */
 const MEMO_MAX_BYTES = 256 << 10;
-const executors = new WeakMap<Transport, HostExecutor>();
-const offloaders = new WeakMap<Transport, OffloadClient>();
 
-const reduceFn: ReduceFn = (opId, dt, input, inout) => reduceRegions(opId, dt as DType, input, inout);
+/**
+ * The shape fields a cached schedule depends on, besides the collective, the algorithm and
+ * its degree (rank, size and topology are the communicator's own). Calls with per-rank count
+ * arrays are not cached.
+ */
+const KEY_FIELDS = ['root', 'bytes', 'esize', 'dtype', 'op', 'commutative'] as const satisfies ReadonlyArray<keyof CollShape>;
 
 /** A persistent collective: start() it any number of times; wait()/test() each start. */
 export class PersistentRequest implements PromiseLike<Status> {
@@ -163,16 +135,6 @@ export class Communicator extends Comm {
   private readonly cache = new Map<string, { sched: Schedule; used: number }>();
   private cacheTick = 0;
 
-  private get executor(): HostExecutor {
-    const t = this.transport;
-    let ex = executors.get(t);
-    if (ex === undefined) {
-      ex = new HostExecutor(t, reduceFn);
-      executors.set(t, ex);
-    }
-    return ex;
-  }
-
   // ---- plumbing ---------------------------------------------------------------------
 
   /**
@@ -217,35 +179,69 @@ export class Communicator extends Comm {
     return v;
   }
 
-  /**
-   * The lean path applies to a blocking call that leaves the algorithm to the selection table,
-   * on the host executor, with a message that travels eagerly.
-   */
-  private leanEligible(opts: CollOptions | undefined, bytes: number): boolean {
-    return (opts === undefined || (opts.algorithm === undefined && (opts.executor ?? 'host') === 'host')) &&
-      bytes <= this.transport.eagerLimit && this.size > 1;
+  /** The executor a call names, or the configured default (NBC_EXECUTOR). */
+  private executorName(opts: CollOptions | undefined): string {
+    return opts?.executor ?? this.rc.config.executor;
   }
 
-  private schedule(coll: CollName, s: CollShape, opts: CollOptions | undefined, cacheable: boolean): Schedule {
-    this.check(coll);
-    if (opts?.executor !== undefined && opts.executor !== 'host' && opts.executor !== 'offload') {
-      throw new NbcArgError(`Cannot run ${coll} with executor '${String(opts.executor)}': ${opts.executor === 'agg' ? 'in-network aggregation is not available in this build' : 'unknown executor'}; expected 'host' or 'offload'`);
+  /** The nodes this communicator spans (what hierarchical algorithms and selection see). */
+  private get nodes(): Topology {
+    if (this.topo === undefined) {
+      const nodeOfRank = this.transport.placement.nodeOfRank;
+      this.topo = topologyOf(this.size, (r) => nodeOfRank[this.worldRanks[r]!]!);
     }
-    const choice = select(coll, { size: s.size, bytes: s.bytes, commutative: s.commutative }, opts?.algorithm);
-    const full: CollShape = { ...s, radix: choice.radix };
+    return this.topo;
+  }
+  private topo: Topology | undefined = undefined;
+
+  /** Selects the algorithm of a call (select.ts) from what every rank shares. */
+  private choose(coll: CollName, bytes: number, commutative: boolean, opts: CollOptions | undefined): Choice {
+    const t = this.nodes;
+    return select(coll, { size: this.size, bytes, commutative, executor: this.executorName(opts), nodes: t.nodes, ppn: t.ppn },
+      opts?.algorithm, this.rc.config);
+  }
+
+  /**
+   * Whether a blocking call takes its lean path: the algorithm left to the table, which picks
+   * one the front end runs by hand, on the host executor, with a message that travels eagerly.
+   */
+  private leanEligible(coll: CollName, opts: CollOptions | undefined, bytes: number, commutative = true): boolean {
+    if ((opts !== undefined && opts.algorithm !== undefined) || this.executorName(opts) !== 'host' ||
+      bytes > this.transport.eagerLimit || this.size === 1) return false;
+    const c = this.choose(coll, bytes, commutative, undefined);
+    // The lean barrier is dissemination with one message per round.
+    return c.lean && (coll !== 'barrier' || c.radix === 1);
+  }
+
+  /**
+   * Plans a call: checks the communicator, selects, takes the schedule from the cache keyed by
+   * call shape (or builds it), and names the executor that will run it.
+   */
+  private plan(coll: CollName, s: CollShape, opts: CollOptions | undefined, cacheable: boolean, send: Uint8Array, recv: Uint8Array,
+    extra?: Partial<Plan>): Plan {
+    this.check(coll);
+    const executor: Executor = executorFor(this.transport, this.rc.config, this.executorName(opts), coll);
+    const choice = this.choose(coll, s.bytes, s.commutative, opts);
+    if (choice.composite !== undefined) {
+      const composite = { kind: choice.composite, root: s.root, op: s.op, dtype: s.dtype, esize: s.esize };
+      return { coll, sched: COMPOSED, send, recv, executor, composite, ...extra };
+    }
+    return { coll, sched: this.schedule(coll, choice, s, cacheable), send, recv, executor, ...extra };
+  }
+
+  private schedule(coll: CollName, choice: Choice, s: CollShape, cacheable: boolean): Schedule {
     let key = '';
     if (cacheable) {
-      key = `${coll}|${choice.name}|${choice.radix}|${s.root}|${s.bytes}|${s.esize}|${s.dtype}|${s.op}|${s.commutative}`;
+      key = `${coll}|${choice.name}|${choice.radix}`;
+      for (const f of KEY_FIELDS) key += `|${s[f]}`;
       const hit = this.cache.get(key);
       if (hit !== undefined) {
         hit.used = ++this.cacheTick;
         return hit.sched;
       }
     }
-    const sched = choice.build(full);
-    if (process.env.NBC_SCHED_DUMP === '1') {
-      process.stderr.write(`[rank ${this.rank} comm ${this.ctx}] ${sched.toString((id) => opById(id).name)}\n`);
-    }
+    const sched = choice.build({ ...s, radix: choice.radix, topo: this.nodes, leader: choice.leader });
+    this.rc.config.schedDump?.(`[rank ${this.rank} comm ${this.ctx}] ${sched.toString((id) => opById(id).name)}`);
     if (cacheable) {
       if (this.cache.size >= CACHE_LIMIT) {
         let oldest = '';
@@ -269,73 +265,11 @@ export class Communicator extends Comm {
   }
   private target: CollTarget | undefined = undefined;
 
-  /** Starts a planned collective; the next sequence number names its messages. */
+  /** Starts a planned collective on its executor; the next sequence number names its messages. */
   launchPlan(plan: Plan): Request {
     this.check(plan.coll);
     plan.before?.();
-    const tag = this.nextTag();
-    if (plan.offload) {
-      let client = offloaders.get(this.transport);
-      if (client === undefined) {
-        client = new OffloadClient(this.transport);
-        offloaders.set(this.transport, client);
-      }
-      if (plan.twoLevel !== undefined) return client.postTwoLevel(this.collTarget, plan.send, plan.recv, tag, plan.twoLevel);
-      return client.post(plan.sched, this.collTarget, plan.send, plan.recv, tag);
-    }
-    const sched = plan.sched;
-    const t = this.transport;
-    let bufs = plan.idle?.pop();
-    // Recycles the start's buffers once it completes. A collective that failed may leave
-    // receives posted into them, so its buffers are never reused (the scratch leaks instead).
-    let release: ((err: Error | null) => void) | null = null;
-    if (bufs === undefined) {
-      let tmp = plan.tmp ?? EMPTY;
-      let arena = false;
-      if (sched.tmpBytes > 0 && plan.tmp === undefined) {
-        // Large scratch comes from the arena, so messages sent from it need no staging copy;
-        // small scratch is recycled through a pool rather than allocated per call.
-        const arenaOffset = sched.tmpBytes > t.eagerLimit ? t.allocator.alloc(sched.tmpBytes) : -1;
-        if (arenaOffset >= 0) {
-          tmp = new Uint8Array(t.shared.slices[t.ep]!, arenaOffset, sched.tmpBytes);
-          release = (err) => { if (err === null) t.allocator.free(arenaOffset); };
-          arena = true;
-        } else {
-          const pooled = this.takeTmp(sched.tmpBytes);
-          tmp = pooled.subarray(0, sched.tmpBytes);
-          if (!plan.reuse) release = (err) => { if (err === null) this.tmpPool.push(pooled); };
-        }
-      }
-      // Two starts running at once must not share working space.
-      const recv = plan.workRecv === true && plan.reuse === true ? new Uint8Array(plan.recv.byteLength) : plan.recv;
-      bufs = { send: plan.send, recv, tmp };
-      if (plan.reuse && !arena) release = idleAgain(plan, bufs);
-    } else {
-      release = idleAgain(plan, bufs);
-    }
-    const req = this.executor.start(sched, this.collTarget, bufs, tag);
-    if (release !== null) {
-      if (req.done) release(req.error);
-      else req.onDone = release;
-    }
-    return req;
-  }
-
-  /** Recycled scratch buffers of finished collectives. */
-  private readonly tmpPool: Uint8Array[] = [];
-
-  private takeTmp(bytes: number): Uint8Array {
-    const pool = this.tmpPool;
-    for (let i = pool.length - 1; i >= 0; i--) {
-      const b = pool[i]!;
-      if (b.byteLength >= bytes) {
-        pool[i] = pool[pool.length - 1]!;
-        pool.pop();
-        return b;
-      }
-    }
-    if (pool.length > 32) pool.length = 0; // only too-small buffers left: let them go
-    return new Uint8Array(Math.max(64, 1 << Math.ceil(Math.log2(bytes))));
+    return plan.executor.start(plan, this.collTarget, this.nextTag());
   }
 
   private base(root = 0): CollShape {
@@ -400,43 +334,22 @@ export class Communicator extends Comm {
     return new PersistentRequest(this, plan);
   }
 
-  /**
-   * A two-level plan (sched/two-level.ts): the node engines combine their members and run the
-   * inter-node part among themselves. Only the offload executor has engines that can; the
-   * reductions need a commutative op, since a node's members need not be contiguous in rank
-   * order.
-   */
-  private planTwoLevel(coll: CollName, opts: CollOptions, send: Uint8Array, recv: Uint8Array, root: number,
-    red?: { op: number; dtype: number; esize: number; commutative: boolean }): Plan {
-    this.check(coll);
-    const kind = TWO_LEVEL[coll]!;
-    if (opts.executor !== 'offload') {
-      throw new NbcArgError(`Cannot ${coll} with algorithm 'two-level' on communicator ${this.ctx}: the node engines run it; expected executor 'offload'`);
-    }
-    if (red !== undefined && !red.commutative) {
-      throw new NbcOpError(`Cannot ${coll} with algorithm 'two-level' and a non-commutative op: a node's members need not be contiguous in rank order; expected a commutative op`);
-    }
-    const twoLevel = { kind, root, op: red?.op ?? 0, dtype: red?.dtype ?? 0, esize: red?.esize ?? 1 };
-    return { coll, offload: true, sched: ENGINE_SCHEDULE, send, recv, twoLevel };
-  }
-
   // ---- barrier ------------------------------------------------------------------------
 
   private planBarrier(opts?: CollOptions): Plan {
-    if (opts?.algorithm === 'two-level') return this.planTwoLevel('barrier', opts, EMPTY, EMPTY, 0);
-    return { coll: 'barrier', offload: opts?.executor === 'offload', sched: this.schedule('barrier', this.base(), opts, true), send: EMPTY, recv: EMPTY };
+    return this.plan('barrier', this.base(), opts, true, EMPTY, EMPTY);
   }
   barrier(opts?: CollOptions): void {
     this.check('barrier');
-    if (this.leanEligible(opts, 0) &&
-      (this.leanBarrierOk ??= select('barrier', { size: this.size, bytes: 0, commutative: true }).radix === 1)) {
+    if ((opts === undefined || (opts.algorithm === undefined && this.executorName(opts) === 'host')) &&
+      (this.leanBarrierOk ??= this.leanEligible('barrier', undefined, 0))) {
       this.leanBarrier();
       return;
     }
     this.launchPlan(this.memoPlan('barrier', opts, () => this.planBarrier(opts))).wait();
   }
 
-  /** Whether the table picks dissemination with n = 1 for this communicator's barrier (the lean path's). */
+  /** Whether this communicator's default barrier takes the lean path (dissemination with n = 1). */
   private leanBarrierOk: boolean | undefined = undefined;
 
   /** Blocking dissemination barrier (n = 1) straight on the transport; same messages as its schedule. */
@@ -459,9 +372,8 @@ export class Communicator extends Comm {
   private planBcast(buf: Buf, root: number, opts?: CollOptions): Plan {
     const v = this.buf('bcast', buf, 'buffer');
     this.checkRoot(root, 'bcast');
-    if (opts?.algorithm === 'two-level') return this.planTwoLevel('bcast', opts, v, v, root);
     const s = { ...this.base(root), bytes: v.byteLength, esize: bytesPerElement(dtypeOf(buf)) };
-    return { coll: 'bcast', offload: opts?.executor === 'offload', sched: this.schedule('bcast', s, opts, true), send: v, recv: v };
+    return this.plan('bcast', s, opts, true, v, v);
   }
   private readonly recentBcast: Array<RecentCall<LeanBcast>> = [];
 
@@ -473,7 +385,7 @@ export class Communicator extends Comm {
     if (hit === undefined) {
       plan = this.planBcast(buf, root, opts);
       const bytes = plan.recv.byteLength;
-      if (this.leanEligible(opts, bytes) && select('bcast', { size: this.size, bytes, commutative: true }).name === 'binomial') {
+      if (this.leanEligible('bcast', opts, bytes)) {
         const p = this.size;
         const node = knomialNode(toRelative(this.rank, root, p), p, 2);
         const children = node.children.map((c) => toActual(c, root, p)).reverse();
@@ -533,12 +445,8 @@ export class Communicator extends Comm {
     } else {
       rv = new Uint8Array(sv.byteLength); // working space for algorithms that use RECV everywhere
     }
-    if (opts?.algorithm === 'two-level') return this.planTwoLevel('reduce', opts, sv, rv, root, red);
     const s = { ...this.base(root), ...red, bytes: sv.byteLength };
-    return {
-      coll: 'reduce', offload: opts?.executor === 'offload', sched: this.schedule('reduce', s, opts, true), send: sv, recv: rv,
-      workRecv: output === null,
-    };
+    return this.plan('reduce', s, opts, true, sv, rv, { workRecv: output === null });
   }
   reduce(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): void {
     this.launchPlan(this.memoPlan('reduce', opts, () => this.planReduce(send, recv, op, root, opts), send, recv, op, root)).wait();
@@ -568,9 +476,8 @@ export class Communicator extends Comm {
 
   private planCheckedAllreduce(c: ReturnType<Communicator['checkAllreduce']>, opts?: CollOptions): Plan {
     const { sv, rv, red } = c;
-    if (opts?.algorithm === 'two-level') return this.planTwoLevel('allreduce', opts, sv, rv, 0, red);
     const s = { ...this.base(), ...red, bytes: sv.byteLength };
-    return { coll: 'allreduce', offload: opts?.executor === 'offload', sched: this.schedule('allreduce', s, opts, true), send: sv, recv: rv };
+    return this.plan('allreduce', s, opts, true, sv, rv);
   }
   /**
    * The last few blocking allreduces, resolved (the lean path's call, or the plan), reused when
@@ -593,8 +500,7 @@ export class Communicator extends Comm {
     const bytes = c.sv.byteLength;
     let lean: LeanAllreduce | null = null;
     let plan: Plan | null = null;
-    if (this.leanEligible(opts, bytes) &&
-      select('allreduce', { size: this.size, bytes, commutative: c.red.commutative }).name === 'recursive-doubling') {
+    if (this.leanEligible('allreduce', opts, bytes, c.red.commutative)) {
       const dt = c.red.dtype as DType;
       lean = {
         sv: c.sv, rv: c.rv, mine: c.output, kernel: kernelFor(c.red.op, dt), dt, esize: bytesPerElement(dt), bytes,
@@ -697,7 +603,7 @@ export class Communicator extends Comm {
       sv = this.buf('gather', send, 'send');
     }
     const s = { ...this.base(root), bytes: sv.byteLength };
-    return { coll: 'gather', offload: opts?.executor === 'offload', sched: this.schedule('gather', s, opts, true), send: sv, recv: rv };
+    return this.plan('gather', s, opts, true, sv, rv);
   }
   gather(send: BufOrInPlace, recv: Buf | null | undefined, root: number, opts?: CollOptions): void {
     this.launchPlan(this.planGather(send, recv, root, opts)).wait();
@@ -727,7 +633,7 @@ export class Communicator extends Comm {
       rv = this.buf('scatter', recv, 'recv');
     }
     const s = { ...this.base(root), bytes: rv.byteLength };
-    return { coll: 'scatter', offload: opts?.executor === 'offload', sched: this.schedule('scatter', s, opts, true), send: sv, recv: rv };
+    return this.plan('scatter', s, opts, true, sv, rv);
   }
   scatter(send: Buf | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): void {
     this.launchPlan(this.planScatter(send, recv, root, opts)).wait();
@@ -763,7 +669,7 @@ export class Communicator extends Comm {
       sv = this.buf('gatherv', send, 'send');
     }
     s.bytes = sv.byteLength;
-    return { coll: 'gatherv', offload: opts?.executor === 'offload', sched: this.schedule('gatherv', s, opts, false), send: sv, recv: rv };
+    return this.plan('gatherv', s, opts, false, sv, rv);
   }
   gatherv(send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts, displs: Counts, root: number, opts?: CollOptions): void {
     this.launchPlan(this.planGatherv(send, recv, counts, displs, root, opts)).wait();
@@ -799,7 +705,7 @@ export class Communicator extends Comm {
       rv = this.buf('scatterv', recv, 'recv');
     }
     s.bytes = rv.byteLength;
-    return { coll: 'scatterv', offload: opts?.executor === 'offload', sched: this.schedule('scatterv', s, opts, false), send: sv, recv: rv };
+    return this.plan('scatterv', s, opts, false, sv, rv);
   }
   scatterv(send: Buf | null | undefined, counts: Counts, displs: Counts, recv: BufOrInPlace, root: number, opts?: CollOptions): void {
     this.launchPlan(this.planScatterv(send, counts, displs, recv, root, opts)).wait();
@@ -821,9 +727,8 @@ export class Communicator extends Comm {
     this.count('allgather', 'recv', recv.length, n * this.size);
     const B = rv.byteLength / this.size;
     const sv = send === IN_PLACE ? rv.subarray(this.rank * B, (this.rank + 1) * B) : this.buf('allgather', send, 'send');
-    if (opts?.algorithm === 'two-level') return this.planTwoLevel('allgather', opts, sv, rv, 0);
     const s = { ...this.base(), bytes: sv.byteLength };
-    return { coll: 'allgather', offload: opts?.executor === 'offload', sched: this.schedule('allgather', s, opts, true), send: sv, recv: rv };
+    return this.plan('allgather', s, opts, true, sv, rv);
   }
   allgather(send: BufOrInPlace, recv: Buf, opts?: CollOptions): void {
     this.launchPlan(this.memoPlan('allgather', opts, () => this.planAllgather(send, recv, opts), send, recv)).wait();
@@ -843,7 +748,7 @@ export class Communicator extends Comm {
     }
     const sv = send === IN_PLACE ? rv.subarray(d[this.rank]!, d[this.rank]! + c[this.rank]!) : this.buf('allgatherv', send, 'send');
     const s = { ...this.base(), bytes: sv.byteLength, counts: c, displs: d };
-    return { coll: 'allgatherv', offload: opts?.executor === 'offload', sched: this.schedule('allgatherv', s, opts, false), send: sv, recv: rv };
+    return this.plan('allgatherv', s, opts, false, sv, rv);
   }
   allgatherv(send: BufOrInPlace, recv: Buf, counts: Counts, displs: Counts, opts?: CollOptions): void {
     this.launchPlan(this.planAllgatherv(send, recv, counts, displs, opts)).wait();
@@ -877,9 +782,8 @@ export class Communicator extends Comm {
     } else {
       sv = this.buf('alltoall', send, 'send');
     }
-    if (opts?.algorithm === 'two-level') return { ...this.planTwoLevel('alltoall', opts, sv, rv, 0), before };
     const s = { ...this.base(), bytes: rv.byteLength / this.size };
-    return { coll: 'alltoall', offload: opts?.executor === 'offload', sched: this.schedule('alltoall', s, opts, true), send: sv, recv: rv, before };
+    return this.plan('alltoall', s, opts, true, sv, rv, { before });
   }
   private readonly recentAlltoall: Array<RecentCall<LeanAlltoall>> = [];
 
@@ -892,8 +796,7 @@ export class Communicator extends Comm {
       plan = this.planAlltoall(send, recv, opts);
       const bytes = plan.recv.byteLength;
       const block = bytes / this.size;
-      if (send !== IN_PLACE && this.leanEligible(opts, block) &&
-        select('alltoall', { size: this.size, bytes: block, commutative: true }).name === 'scattered') {
+      if (send !== IN_PLACE && this.leanEligible('alltoall', opts, block)) {
         const sv = plan.send;
         const blocks = Array.from({ length: this.size }, (_, r) => sv.subarray(r * block, (r + 1) * block));
         lean = { sv, rv: plan.recv, block, blocks };
@@ -939,7 +842,7 @@ export class Communicator extends Comm {
     const sx = this.vector('alltoallv', scounts, sdispls, bpe, send.length, 'send');
     const rx = this.vector('alltoallv', rcounts, rdispls, bpe, recv.length, 'recv');
     const s = { ...this.base(), counts: sx.c, displs: sx.d, rcounts: rx.c, rdispls: rx.d };
-    return { coll: 'alltoallv', offload: opts?.executor === 'offload', sched: this.schedule('alltoallv', s, opts, false), send: sv, recv: rv };
+    return this.plan('alltoallv', s, opts, false, sv, rv);
   }
   alltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): void {
     this.launchPlan(this.planAlltoallv(send, scounts, sdispls, recv, rcounts, rdispls, opts)).wait();
@@ -980,7 +883,7 @@ export class Communicator extends Comm {
     }
     const out = send === IN_PLACE ? rv.subarray(0, c[this.rank]!) : rv;
     const s = { ...this.base(), ...red, bytes: sv.byteLength, counts: c };
-    return { coll, offload: opts?.executor === 'offload', sched: this.schedule(coll, s, opts, false), send: sv, recv: out };
+    return this.plan(coll, s, opts, false, sv, out);
   }
   reduceScatterBlock(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): void {
     this.launchPlan(this.planReduceScatter('reduceScatterBlock', send, recv, null, op, opts)).wait();
@@ -1018,7 +921,7 @@ export class Communicator extends Comm {
       before = () => copy.set(rv);
     }
     const s = { ...this.base(), ...red, bytes: rv.byteLength };
-    return { coll, offload: opts?.executor === 'offload', sched: this.schedule(coll, s, opts, true), send: sv, recv: rv, before };
+    return this.plan(coll, s, opts, true, sv, rv, { before });
   }
   scan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): void { this.launchPlan(this.planScan('scan', send, recv, op, opts)).wait(); }
   iscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): Request { return this.launchPlan(this.planScan('scan', send, recv, op, opts)); }
@@ -1043,7 +946,7 @@ export class Communicator extends Comm {
     this.sameType('neighborAllgather', send, recv);
     this.count('neighborAllgather', 'recv', recv.length, send.length * nb.length);
     const s = { ...this.base(), bytes: sv.byteLength, neighbors: nb };
-    return { coll: 'neighborAllgather', offload: opts?.executor === 'offload', sched: this.schedule('neighborAllgather', s, opts, false), send: sv, recv: rv };
+    return this.plan('neighborAllgather', s, opts, false, sv, rv);
   }
   neighborAllgather(send: Buf, recv: Buf, opts?: CollOptions): void { this.launchPlan(this.planNeighborAllgather(send, recv, opts)).wait(); }
   ineighborAllgather(send: Buf, recv: Buf, opts?: CollOptions): Request { return this.launchPlan(this.planNeighborAllgather(send, recv, opts)); }
@@ -1063,7 +966,7 @@ export class Communicator extends Comm {
     const c = new Int32Array(nb.length).fill(B);
     const d = Int32Array.from({ length: nb.length }, (_, i) => i * B);
     const s = { ...this.base(), neighbors: nb, counts: c, displs: d, rcounts: c, rdispls: d };
-    return { coll: 'neighborAlltoall', offload: opts?.executor === 'offload', sched: this.schedule('neighborAlltoall', s, opts, false), send: sv, recv: rv };
+    return this.plan('neighborAlltoall', s, opts, false, sv, rv);
   }
   neighborAlltoall(send: Buf, recv: Buf, opts?: CollOptions): void { this.launchPlan(this.planNeighborAlltoall(send, recv, opts)).wait(); }
   ineighborAlltoall(send: Buf, recv: Buf, opts?: CollOptions): Request { return this.launchPlan(this.planNeighborAlltoall(send, recv, opts)); }
@@ -1095,7 +998,7 @@ export class Communicator extends Comm {
     const sx = vec(scounts, sdispls, send.length, 'send');
     const rx = vec(rcounts, rdispls, recv.length, 'recv');
     const s = { ...this.base(), neighbors: nb, counts: sx.c, displs: sx.d, rcounts: rx.c, rdispls: rx.d };
-    return { coll: 'neighborAlltoallv', offload: opts?.executor === 'offload', sched: this.schedule('neighborAlltoallv', s, opts, false), send: sv, recv: rv };
+    return this.plan('neighborAlltoallv', s, opts, false, sv, rv);
   }
   neighborAlltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): void {
     this.launchPlan(this.planNeighborAlltoallv(send, scounts, sdispls, recv, rcounts, rdispls, opts)).wait();
@@ -1138,13 +1041,6 @@ function fold(a: LeanAllreduce, theirs: TypedArray, at: number, theirsFirst: boo
     a.kernel(theirs, at, a.mine, 0, a.count);
     copyAt(theirBytes, byteAt, a.rv, 0, a.bytes);
   }
-}
-
-/** The completion hook that hands a finished start's buffer set back to its plan. */
-function idleAgain(plan: Plan, bufs: CollBuffers): (err: Error | null) => void {
-  return (err) => {
-    if (err === null) (plan.idle ??= []).push(bufs);
-  };
 }
 
 /**

@@ -9,7 +9,7 @@
  */
 import { RECV, SEND, ScheduleBuilder, TMP, type Schedule } from '../sched/schedule.js';
 import type { CollShape } from './shape.js';
-import { knomialNode, toActual, toRelative } from './tree.js';
+import { knomialNode, toActual, toRelative } from './patterns.js';
 
 export function gatherLinear(s: CollShape): Schedule {
   const b = new ScheduleBuilder('gather/linear');

@@ -12,9 +12,8 @@
  *   gather of the blocks to the root.
  */
 import { RECV, SEND, ScheduleBuilder, TMP, type BufId, type Schedule } from '../sched/schedule.js';
-import { reduceScatterHalvingInto } from './allreduce.js';
 import type { CollShape } from './shape.js';
-import { knomialNode, toActual, toRelative } from './tree.js';
+import { knomialNode, reduceScatterHalvingInto, toActual, toRelative } from './patterns.js';
 
 /**
  * Appends a k-nomial reduce of SEND towards `root`, leaving the result at `dst` (RECV by

@@ -1,38 +1,66 @@
 /**
  * Algorithm selection as data (MPICH's decision tree, UCC's score table): for each collective,
  * the algorithms it has and the rules that choose one. A choice is a pure function of what
- * every rank shares (communicator size, bytes per rank, op commutativity), so all ranks pick
- * the same schedule. Overrides: `{ algorithm }` per call, then NBC_<COLLECTIVE>_ALGORITHM
- * (e.g. NBC_ALLREDUCE_ALGORITHM=ring), then these rules. "knomial" takes its degree as
+ * every rank shares (communicator size, its nodes and ranks per node, bytes per rank, op
+ * commutativity, executor), so all ranks pick the same schedule. Overrides: `{ algorithm }`
+ * per call, then NBC_<COLLECTIVE>_ALGORITHM (e.g. NBC_ALLREDUCE_ALGORITHM=ring; read by the
+ * runtime, passed in as CoreConfig), then these rules. "knomial" takes its degree as
  * "knomial:4" (2..8; default 4), "dissemination" its n as "dissemination:2" (1..8; default 1).
+ *
+ * Hierarchical algorithms (`hier`) also get the flat algorithm their node leaders run, chosen
+ * by the same rules for a communicator of one rank per node; the offload engines' two-level
+ * forms get theirs from `interNodeSchedule`. So every inter-node phase is chosen here.
  *
  * Every threshold names the measurement that chose it (BENCHMARKS.md, "Switch points").
  */
+import type { CoreConfig } from '../config.js';
 import { NbcArgError, NbcOpError } from '../errors.js';
 import type { Schedule } from '../sched/schedule.js';
+import { TL_ALLGATHER, TL_ALLREDUCE, TL_ALLTOALL, TL_BARRIER, TL_BCAST, TL_REDUCE, type InterNodeColl, type InterNodeShape } from '../sched/two-level.js';
 import * as allgather from './allgather.js';
 import * as allreduce from './allreduce.js';
 import * as alltoall from './alltoall.js';
 import * as barrier from './barrier.js';
 import * as bcast from './bcast.js';
 import * as gather from './gather.js';
+import * as hier from './hier.js';
 import * as neighbor from './neighbor.js';
 import * as reduce from './reduce.js';
 import * as reduceScatter from './reduce-scatter.js';
 import * as scan from './scan.js';
-import type { CollShape } from './shape.js';
+import { shape, type CollShape } from './shape.js';
 
 export type CollName =
   | 'barrier' | 'bcast' | 'reduce' | 'allreduce' | 'gather' | 'gatherv' | 'scatter' | 'scatterv'
   | 'allgather' | 'allgatherv' | 'alltoall' | 'alltoallv' | 'reduceScatterBlock' | 'reduceScatter'
   | 'scan' | 'exscan' | 'neighborAllgather' | 'neighborAlltoall' | 'neighborAlltoallv';
 
-interface Algorithm {
+export interface Algorithm {
   build: (s: CollShape) => Schedule;
   /** Only correct for commutative ops (ring and Rabenseifner reorder the fold). */
   commutativeOnly?: boolean;
   /** Takes a degree (k-nomial k, or dissemination's n): [min, max, default]. */
   radix?: readonly [number, number, number];
+  /** Hierarchical (hier.ts): the collective its node leaders run among themselves. */
+  leaders?: CollName;
+  /**
+   * Composed by the executor itself rather than run from a schedule: the kind word it is
+   * posted with (the offload engines' two-level forms, sched/two-level.ts).
+   */
+  composite?: number;
+  /** Only these executors can run it. */
+  executors?: readonly string[];
+  /** The front end runs its blocking form by hand when messages are eager (lean paths, communicator.ts). */
+  lean?: boolean;
+}
+
+/** The engines' own composition: no schedule of its own (sched/two-level.ts plans it). */
+const composedByEngines = (coll: string) => (): Schedule => {
+  throw new Error(`the two-level ${coll} is composed by the node engines; it has no rank schedule`);
+};
+
+function twoLevel(coll: CollName, kind: number, reduction = false): Algorithm {
+  return { build: composedByEngines(coll), composite: kind, executors: ['offload'], commutativeOnly: reduction };
 }
 
 const KNOMIAL = [2, 8, 4] as const;
@@ -42,37 +70,59 @@ const neighborV = (s: CollShape): Schedule => neighbor.alltoallv(s as neighbor.N
 
 /** Every algorithm of every collective, by name. */
 export const ALGORITHMS: Record<CollName, Record<string, Algorithm>> = {
-  barrier: { dissemination: { build: barrier.dissemination, radix: [1, 8, 1] } },
+  barrier: {
+    dissemination: { build: barrier.dissemination, radix: [1, 8, 1], lean: true },
+    hier: { build: hier.barrier, leaders: 'barrier' },
+    'two-level': twoLevel('barrier', TL_BARRIER),
+  },
   bcast: {
-    binomial: { build: bcast.binomial },
+    binomial: { build: bcast.binomial, lean: true },
     knomial: { build: bcast.knomial, radix: KNOMIAL },
     'scatter-allgather': { build: bcast.scatterAllgather },
+    hier: { build: hier.broadcast, leaders: 'bcast' },
+    'two-level': twoLevel('bcast', TL_BCAST),
   },
   reduce: {
     binomial: { build: reduce.binomial },
     knomial: { build: reduce.knomial, radix: KNOMIAL },
     'reduce-scatter-gather': { build: reduce.reduceScatterGather, commutativeOnly: true },
+    hier: { build: hier.reduceTo, leaders: 'reduce', commutativeOnly: true },
+    'two-level': twoLevel('reduce', TL_REDUCE, true),
   },
   allreduce: {
-    'recursive-doubling': { build: allreduce.recursiveDoubling },
+    'recursive-doubling': { build: allreduce.recursiveDoubling, lean: true },
     knomial: { build: allreduce.knomialReduceBcast, radix: KNOMIAL },
     rabenseifner: { build: allreduce.rabenseifner, commutativeOnly: true },
     ring: { build: allreduce.ring, commutativeOnly: true },
+    hier: { build: hier.allreduce, leaders: 'allreduce', commutativeOnly: true },
+    'two-level': twoLevel('allreduce', TL_ALLREDUCE, true),
   },
-  gather: { binomial: { build: gather.gatherBinomial }, linear: { build: gather.gatherLinear } },
+  gather: {
+    binomial: { build: gather.gatherBinomial },
+    linear: { build: gather.gatherLinear },
+    hier: { build: hier.gatherTo, leaders: 'gatherv' },
+  },
   gatherv: { linear: { build: gather.gathervLinear } },
-  scatter: { binomial: { build: gather.scatterBinomial }, linear: { build: gather.scatterLinear } },
+  scatter: {
+    binomial: { build: gather.scatterBinomial },
+    linear: { build: gather.scatterLinear },
+    hier: { build: hier.scatterFrom, leaders: 'scatterv' },
+  },
   scatterv: { linear: { build: gather.scattervLinear } },
   allgather: {
     ring: { build: allgather.ring },
     'recursive-doubling': { build: allgather.recursiveDoubling },
     bruck: { build: allgather.bruck },
+    hier: { build: hier.allgather, leaders: 'allgatherv' },
+    'two-level': twoLevel('allgather', TL_ALLGATHER),
   },
   allgatherv: { ring: { build: allgather.ringV } },
   alltoall: {
     bruck: { build: alltoall.bruck },
     pairwise: { build: alltoall.pairwise },
-    scattered: { build: alltoall.scattered },
+    scattered: { build: alltoall.scattered, lean: true },
+    hier: { build: hier.alltoall, leaders: 'alltoallv' },
+    'two-level': twoLevel('alltoall', TL_ALLTOALL),
   },
   alltoallv: { scattered: { build: alltoall.scatteredV } },
   reduceScatterBlock: {
@@ -97,6 +147,9 @@ interface Rule {
   minBytes?: number;
   maxBytes?: number;
   minSize?: number;
+  /** Bounds on the communicator's nodes and the most ranks per node. */
+  minNodes?: number;
+  minPpn?: number;
   commutative?: boolean;
   /** Why this rule and threshold (the measurement that chose it). */
   why: string;
@@ -149,6 +202,23 @@ export interface Choice {
   name: string;
   radix: number;
   build: (s: CollShape) => Schedule;
+  /** Set for algorithms the executor composes itself (Algorithm.composite). */
+  composite?: number;
+  /** The front end may run this call's blocking form by hand (Algorithm.lean). */
+  lean: boolean;
+  /** Hierarchical algorithms: what the node leaders run. */
+  leader?: { build: (s: CollShape) => Schedule; radix: number };
+}
+
+/** What selection sees of a call: everything every rank shares. */
+export interface SelectInput {
+  size: number;
+  bytes: number;
+  commutative: boolean;
+  executor: string;
+  /** Nodes the communicator spans, and the most ranks on any of them. */
+  nodes: number;
+  ppn: number;
 }
 
 const envName = (coll: CollName): string => `NBC_${coll.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}_ALGORITHM`;
@@ -156,7 +226,7 @@ const envName = (coll: CollName): string => `NBC_${coll.replace(/[A-Z]/g, (c) =>
 function parse(coll: CollName, text: string, source: string): { name: string; radix?: number } {
   const [name = '', k] = text.split(':');
   const algs = ALGORITHMS[coll];
-  const alg = algs[name];
+  const alg = Object.hasOwn(algs, name) ? algs[name] : undefined;
   if (alg === undefined) {
     throw new NbcArgError(`Cannot run ${coll} with algorithm '${text}' (${source}): expected one of ${Object.keys(algs).join(', ')}`);
   }
@@ -169,41 +239,62 @@ function parse(coll: CollName, text: string, source: string): { name: string; ra
   return { name, radix };
 }
 
-/** NBC_<COLL>_ALGORITHM, read once per process (reading process.env costs ~0.2 us). */
-const envOverrides = new Map<CollName, string | null>();
+/** Whether an algorithm runs on its own, among any ranks (not composed of phases). */
+const isFlat = (a: Algorithm): boolean => a.leaders === undefined && a.composite === undefined;
 
-function envOverride(coll: CollName): string | null {
-  let v = envOverrides.get(coll);
-  if (v === undefined) {
-    const text = process.env[envName(coll)];
-    v = text === undefined || text === '' ? null : text;
-    envOverrides.set(coll, v);
-  }
-  return v;
-}
-
-/** Picks the algorithm for a call: override, environment, then the rules. */
-export function select(coll: CollName, s: { size: number; bytes: number; commutative: boolean }, override?: string): Choice {
+/**
+ * Picks the algorithm for a call: override, environment, then the rules. `flatOnly` (the
+ * leaders' phase of a hierarchical call) passes over composed algorithms.
+ */
+export function select(coll: CollName, s: SelectInput, override: string | undefined, config: CoreConfig, flatOnly = false): Choice {
   let pick: { name: string; radix?: number } | undefined;
   if (override !== undefined) pick = parse(coll, override, '{ algorithm }');
   else {
-    const env = envOverride(coll);
-    if (env !== null) pick = parse(coll, env, envName(coll));
+    const env = config.algorithms[coll];
+    if (env !== undefined) pick = parse(coll, env, envName(coll));
   }
-  if (pick !== undefined) {
+  if (pick !== undefined && !(flatOnly && !isFlat(ALGORITHMS[coll][pick.name]!))) {
     const alg = ALGORITHMS[coll][pick.name]!;
     if (alg.commutativeOnly && !s.commutative) {
       throw new NbcOpError(`Cannot run ${coll} with algorithm '${pick.name}' and a non-commutative op: '${pick.name}' reorders the reduction; expected a commutative op or another algorithm`);
     }
-    return { name: pick.name, radix: pick.radix ?? alg.radix?.[2] ?? 2, build: alg.build };
+    if (alg.executors !== undefined && !alg.executors.includes(s.executor)) {
+      throw new NbcArgError(`Cannot run ${coll} with algorithm '${pick.name}' on executor '${s.executor}': expected executor ${alg.executors.map((e) => `'${e}'`).join(' or ')}`);
+    }
+    return choice(coll, pick.name, pick.radix ?? alg.radix?.[2] ?? 2, s, config);
   }
   for (const r of RULES[coll]) {
     if (r.minBytes !== undefined && s.bytes < r.minBytes) continue;
     if (r.maxBytes !== undefined && s.bytes > r.maxBytes) continue;
     if (r.minSize !== undefined && s.size < r.minSize) continue;
+    if (r.minNodes !== undefined && s.nodes < r.minNodes) continue;
+    if (r.minPpn !== undefined && s.ppn < r.minPpn) continue;
     if (r.commutative !== undefined && r.commutative !== s.commutative) continue;
     const alg = ALGORITHMS[coll][r.algorithm]!;
-    return { name: r.algorithm, radix: r.radix ?? alg.radix?.[2] ?? 2, build: alg.build };
+    if (flatOnly && !isFlat(alg)) continue;
+    if (alg.executors !== undefined && !alg.executors.includes(s.executor)) continue;
+    return choice(coll, r.algorithm, r.radix ?? alg.radix?.[2] ?? 2, s, config);
   }
   throw new NbcArgError(`no selection rule matched ${coll}`);
+}
+
+function choice(coll: CollName, name: string, radix: number, s: SelectInput, config: CoreConfig): Choice {
+  const alg = ALGORITHMS[coll][name]!;
+  const c: Choice = { name, radix, build: alg.build, lean: alg.lean === true };
+  if (alg.composite !== undefined) c.composite = alg.composite;
+  if (alg.leaders !== undefined) {
+    // One rank per node: the leaders' communicator.
+    const inner = select(alg.leaders, { ...s, size: s.nodes, ppn: 1 }, undefined, config, true);
+    c.leader = { build: inner.build, radix: inner.radix };
+  }
+  return c;
+}
+
+/**
+ * The schedule the node engines of a two-level collective run among themselves (one
+ * participant per node; sched/two-level.ts), chosen by the same rules as any call.
+ */
+export function interNodeSchedule(coll: InterNodeColl, s: InterNodeShape, config: CoreConfig): Schedule {
+  const c = select(coll, { size: s.size, bytes: s.bytes, commutative: true, executor: 'offload', nodes: s.size, ppn: 1 }, undefined, config, true);
+  return c.build(shape({ ...s, commutative: true, radix: c.radix }));
 }

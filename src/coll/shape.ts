@@ -3,6 +3,8 @@
  * counts, op commutativity) plus this rank's number. Builders are pure functions of it, which
  * is what makes schedules cacheable and identical across executors.
  */
+import type { Schedule } from '../sched/schedule.js';
+
 export interface CollShape {
   rank: number;
   size: number;
@@ -24,6 +26,40 @@ export interface CollShape {
   /** alltoallv: receive side counts and displacements (send side in counts/displs). */
   rcounts?: Int32Array;
   rdispls?: Int32Array;
+  /** The communicator's nodes, for hierarchical algorithms (hier.ts). */
+  topo?: Topology;
+  /** Hierarchical algorithms: the flat algorithm the node leaders run among themselves. */
+  leader?: { build: (s: CollShape) => Schedule; radix: number };
+}
+
+/** Which ranks of a communicator share a node: what hierarchical algorithms and selection see. */
+export interface Topology {
+  nodes: number;
+  /** Node index of every rank (nodes numbered in order of their lowest rank). */
+  nodeOf: Int32Array;
+  /** Each node's ranks, ascending. */
+  members: Int32Array[];
+  /** The most ranks any node holds. */
+  ppn: number;
+}
+
+/** The topology of a communicator whose rank i lives on node id `nodeIdOf(i)`. */
+export function topologyOf(size: number, nodeIdOf: (rank: number) => number): Topology {
+  const index = new Map<number, number>();
+  const nodeOf = new Int32Array(size);
+  const lists: number[][] = [];
+  for (let r = 0; r < size; r++) {
+    const id = nodeIdOf(r);
+    let k = index.get(id);
+    if (k === undefined) {
+      k = lists.length;
+      index.set(id, k);
+      lists.push([]);
+    }
+    nodeOf[r] = k;
+    lists[k]!.push(r);
+  }
+  return { nodes: lists.length, nodeOf, members: lists.map((m) => Int32Array.from(m)), ppn: Math.max(0, ...lists.map((m) => m.length)) };
 }
 
 export function shape(partial: Partial<CollShape> & Pick<CollShape, 'rank' | 'size'>): CollShape {

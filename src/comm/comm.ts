@@ -7,6 +7,7 @@
  * So no rank ever belongs to two communicators with the same id, which is all matching needs
  * (a message is matched by the receiver, on (context, source, tag)).
  */
+import type { CoreConfig } from '../config.js';
 import { NbcArgError, NbcCommError, NbcCountError, NbcRankError } from '../errors.js';
 import { ANY_SOURCE, ANY_TAG, PROC_NULL } from '../p2p/constants.js';
 import { completedRequest, Request, type Status } from '../p2p/request.js';
@@ -27,6 +28,8 @@ export interface RankContext {
   nodeId: number;
   /** Next free (even) context id. */
   nextCtx: number;
+  /** What the runtime read from the environment for the collectives (runtime/config.ts). */
+  config: CoreConfig;
 }
 
 /** An ordered set of world ranks. */

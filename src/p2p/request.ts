@@ -23,7 +23,18 @@ export interface Progressor {
   parkAsync(callback: () => void): void;
 }
 
+/**
+ * Told when a request completes, with the token it was given: how the schedule interpreter
+ * learns that an action finished without polling its requests (sched/interpreter.ts).
+ */
+export interface RequestListener {
+  settled(token: number, error: Error | null): void;
+}
+
 export class Request implements PromiseLike<Status> {
+  /** Who is told on completion (at most one), and the token it is told. */
+  listener: RequestListener | null = null;
+  listenerToken = 0;
   /**
    * How long a blocking wait spins before parking, if not the transport's default: requests
    * that another thread completes (offloaded collectives) park at once, leaving it the core.
@@ -39,6 +50,11 @@ export class Request implements PromiseLike<Status> {
   complete(error: Error | null = null): void {
     this.done = true;
     this.error = error;
+    const l = this.listener;
+    if (l !== null) {
+      this.listener = null;
+      l.settled(this.listenerToken, error);
+    }
   }
 
   /**

@@ -17,17 +17,9 @@ import {
   HEADER_WORDS, kDoorbell, KIND_ACK, KIND_COMM, KIND_EAGER, KIND_FRAG, KIND_POST, KIND_RTS, KIND_SCHED, kSleeping,
 } from '../shm/layout.js';
 import { OF_BYTES, OF_WORDS, OffloadEngine } from '../sched/offload.js';
-import type { Schedule } from '../sched/schedule.js';
-import type { InterNodeColl } from '../sched/two-level.js';
 import { decodeSchedule } from '../sched/wire.js';
-import * as allgather from '../coll/allgather.js';
-import * as allreduce from '../coll/allreduce.js';
-import * as alltoall from '../coll/alltoall.js';
-import * as barrier from '../coll/barrier.js';
-import * as bcast from '../coll/bcast.js';
-import * as reduce from '../coll/reduce.js';
-import type { CollShape } from '../coll/shape.js';
-import { shape } from '../coll/shape.js';
+import { interNodeSchedule } from '../coll/select.js';
+import type { CoreConfig } from '../config.js';
 import { SliceAllocator } from '../shm/arena.js';
 import { ringOffset, wake, type NodeShared } from '../shm/node-shared.js';
 import { Ring } from '../shm/ring.js';
@@ -39,16 +31,6 @@ export const FRAME_MSG = 1;
 export const FRAME_OFFLOAD = 2;
 /** Largest fragment of a large message on the wire. */
 export const FRAGMENT_BYTES = 1 << 20;
-
-/** The schedules engines run among themselves in two-level collectives (one participant per node). */
-const INTER_NODE: Record<InterNodeColl, (s: CollShape) => Schedule> = {
-  allreduce: allreduce.recursiveDoubling,
-  barrier: (s) => barrier.dissemination({ ...s, radix: 1 }),
-  bcast: bcast.binomial,
-  reduce: reduce.binomial,
-  allgatherv: allgather.ringV,
-  alltoallv: alltoall.scatteredV,
-};
 
 /** What the engine needs of the node's links (implemented by net/link.ts LinkManager). */
 export interface NodeLinks {
@@ -120,6 +102,7 @@ export class Engine {
     readonly placement: Placement,
     readonly links: NodeLinks | null,
     private readonly onFatal: (err: Error) => void,
+    config: CoreConfig,
   ) {
     const { ranks, ringBytes } = shared.layout;
     this.ep = ranks;
@@ -149,7 +132,7 @@ export class Engine {
         this.links.send(node, FRAME_OFFLOAD, [new Uint8Array(header.buffer), payload], () => this.guard(onWritten));
         this.count(OF_BYTES + payload.byteLength);
       },
-      interNode: (coll, s) => INTER_NODE[coll](shape({ ...s, commutative: true })),
+      interNode: (coll, s) => interNodeSchedule(coll, s, config),
       complete: (ep, slice, offset, value) => {
         Atomics.store(i32[slice]!, offset >> 2, value);
         wake(this.control, ep);

@@ -7,6 +7,7 @@ import type { RankContext } from '../comm/comm.js';
 import { Communicator } from '../coll/communicator.js';
 import { createNodeShared } from '../shm/node-shared.js';
 import { Transport } from '../p2p/transport.js';
+import { configFromEnv } from './config.js';
 
 const KEY = Symbol.for('nbcoll.rank-runtime');
 
@@ -46,5 +47,5 @@ function makeRankContext(worldRank: number, worldSize: number): RankContext {
   const transport = new Transport(shared, {
     worldRank, worldSize, nodeId: 0, nodeOfRank: Int32Array.of(0), localOfRank: Int32Array.of(0),
   });
-  return { transport, worldRank, worldSize, nodeId: 0, nextCtx: 2 };
+  return { transport, worldRank, worldSize, nodeId: 0, nextCtx: 2, config: configFromEnv() };
 }

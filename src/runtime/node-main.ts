@@ -21,6 +21,7 @@ import type { Wireup } from './env.js';
 import type { LinkSpec } from './link-spec.js';
 import type { RankBoot, RankReport } from './rank-main.js';
 import { RendezvousClient, RendezvousServer } from './rendezvous.js';
+import { configFromEnv } from './config.js';
 
 export interface NodeOptions {
   entry: string;
@@ -186,7 +187,7 @@ export async function runNode(o: NodeOptions): Promise<number> {
   });
   control = new Int32Array(shared.control);
   const enginePlacement: Placement = { worldRank: -1, worldSize, nodeId: nodeRank, nodeOfRank, localOfRank };
-  engine = new Engine(shared, enginePlacement, links, (err) => fail(`node ${nodeRank} engine failed: ${formatError(err)}`, 1));
+  engine = new Engine(shared, enginePlacement, links, (err) => fail(`node ${nodeRank} engine failed: ${formatError(err)}`, 1), configFromEnv());
   engine.start();
 
   // Spin budget before parking. When the job's ranks on this host fit its cores, waiting ranks

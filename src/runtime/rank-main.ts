@@ -13,6 +13,7 @@ import type { RankContext } from '../comm/comm.js';
 import { Communicator } from '../coll/communicator.js';
 import { Transport, type Placement } from '../p2p/transport.js';
 import type { NodeShared } from '../shm/node-shared.js';
+import { configFromEnv } from './config.js';
 import { setRankRuntime } from './init.js';
 
 export interface RankBoot {
@@ -38,6 +39,7 @@ const rc: RankContext = {
   worldSize: boot.placement.worldSize,
   nodeId: boot.placement.nodeId,
   nextCtx: 2,
+  config: configFromEnv(),
 };
 const world = new Communicator(rc, Array.from({ length: rc.worldSize }, (_, i) => i), 0);
 setRankRuntime({ world, rc, args: boot.args });

@@ -1,8 +1,14 @@
 /**
  * The host executor (LibNBC): the calling rank runs its own schedule. Round 0 starts inside
- * the initiating call; every later step happens inside progress, which the transport runs on
- * any test() or wait() of any request, so outstanding collectives on any communicators advance
- * together and complete in any order.
+ * the initiating call; every later step happens when one of its messages completes, which the
+ * transport notices inside progress, run by any test() or wait() of any request. So
+ * outstanding collectives on any communicators advance together and complete in any order.
+ *
+ * This file is the host's port of the schedule interpreter (interpreter.ts): sends and
+ * receives go to the rank's transport, reductions and copies run on views of the call's
+ * buffers, and a transport request that completes later tells the run through its listener.
+ * It also owns the buffers a start runs on (scratch from the arena or a pool, and the buffer
+ * sets that remembered and persistent plans keep between starts).
  *
  * Matching: every collective instance on a communicator takes the next sequence number, and
  * all its messages travel on the communicator's collective context with that number as tag.
@@ -12,21 +18,12 @@
 import type { TypedArray } from '../comm/validate.js';
 import { NbcInternalError } from '../errors.js';
 import { bytesPerElement, ctorOf, type DType } from '../ops/dtype.js';
-import { kernelFor } from '../ops/regions.js';
+import { kernelFor, reduceRegions } from '../ops/regions.js';
 import { Request } from '../p2p/request.js';
 import type { Transport } from '../p2p/transport.js';
-import { A_COPY, A_RECV, A_REDUCE, A_SEND, RECV, SEND, TMP, type Schedule } from './schedule.js';
-
-/** Applies inout = in ⊕ inout for a schedule's (op id, dtype id) over two byte views. */
-export type ReduceFn = (op: number, dtype: number, input: Uint8Array, inout: Uint8Array) => void;
-
-/** Who runs the schedule: communicator identity as the executor needs it. */
-export interface CollTarget {
-  collCtx: number;
-  rank: number;
-  /** World rank of each member. */
-  worldRanks: Int32Array;
-}
+import type { CollTarget, Executor, Plan } from './executor.js';
+import { Interpreter, Run, type Port } from './interpreter.js';
+import { RECV, SEND, TMP, type Schedule } from './schedule.js';
 
 export interface CollBuffers {
   send: Uint8Array;
@@ -42,32 +39,10 @@ export interface CollBuffers {
   typed?: Array<TypedArray | null | undefined>;
 }
 
-/** DAG action states (0 = not started). */
-const STARTED = 1;
-const DONE = 2;
-
+/** The request of a collective run by the host executor. */
 export class CollRequest extends Request {
-  /** Rounds mode: next round to start. */
-  round = 0;
-  /** Rounds mode: the current round's posted sends/receives, inflight[0 .. nInflight). */
-  inflight: Array<Request | null> = [];
-  nInflight = 0;
-  /** DAG mode: per-action state. */
-  state: Int8Array | null = null;
-  actionReq: Array<Request | null> | null = null;
-  remaining = 0;
-  /** Called once when the collective completes (unstaging, freeing scratch). */
+  /** Called once when the collective completes (recycling its buffers). */
   onDone: ((err: Error | null) => void) | null = null;
-
-  constructor(
-    readonly exec: HostExecutor,
-    readonly sched: Schedule,
-    readonly target: CollTarget,
-    readonly bufs: CollBuffers,
-    readonly tag: number,
-  ) {
-    super(exec.transport);
-  }
 
   override complete(error: Error | null = null): void {
     super.complete(error);
@@ -75,163 +50,117 @@ export class CollRequest extends Request {
   }
 }
 
-export class HostExecutor {
-  private active: CollRequest[] = [];
+/** One start of a schedule on this rank. */
+class HostRun extends Run {
+  constructor(sched: Schedule, readonly target: CollTarget, readonly bufs: CollBuffers, readonly tag: number, readonly req: CollRequest) {
+    super(sched);
+  }
+}
 
-  constructor(readonly transport: Transport, private readonly reduce: ReduceFn) {
-    transport.addProgressHook(() => this.progressAll());
+const EMPTY = new Uint8Array(0);
+
+export class HostExecutor implements Executor, Port<HostRun> {
+  readonly name = 'host';
+  private readonly interp = new Interpreter<HostRun>(this);
+  /** Recycled scratch buffers of finished collectives. */
+  private readonly tmpPool: Uint8Array[] = [];
+
+  constructor(readonly transport: Transport) {}
+
+  /** Starts a planned collective; round 0 (or the DAG's roots) is posted before this returns. */
+  start(plan: Plan, target: CollTarget, tag: number): Request {
+    const sched = plan.sched;
+    const t = this.transport;
+    let bufs = plan.idle?.pop();
+    // Recycles the start's buffers once it completes. A collective that failed may leave
+    // receives posted into them, so its buffers are never reused (the scratch leaks instead).
+    let release: ((err: Error | null) => void) | null = null;
+    if (bufs === undefined) {
+      let tmp = plan.tmp ?? EMPTY;
+      let arena = false;
+      if (sched.tmpBytes > 0 && plan.tmp === undefined) {
+        // Large scratch comes from the arena, so messages sent from it need no staging copy;
+        // small scratch is recycled through a pool rather than allocated per call.
+        const arenaOffset = sched.tmpBytes > t.eagerLimit ? t.allocator.alloc(sched.tmpBytes) : -1;
+        if (arenaOffset >= 0) {
+          tmp = new Uint8Array(t.shared.slices[t.ep]!, arenaOffset, sched.tmpBytes);
+          release = (err) => { if (err === null) t.allocator.free(arenaOffset); };
+          arena = true;
+        } else {
+          const pooled = this.takeTmp(sched.tmpBytes);
+          tmp = pooled.subarray(0, sched.tmpBytes);
+          if (!plan.reuse) release = (err) => { if (err === null) this.tmpPool.push(pooled); };
+        }
+      }
+      // Two starts running at once must not share working space.
+      const recv = plan.workRecv === true && plan.reuse === true ? new Uint8Array(plan.recv.byteLength) : plan.recv;
+      bufs = { send: plan.send, recv, tmp };
+      if (plan.reuse && !arena) release = idleAgain(plan, bufs);
+    } else {
+      release = idleAgain(plan, bufs);
+    }
+    const req = this.run(sched, target, bufs, tag);
+    if (release !== null) {
+      if (req.done) release(req.error);
+      else req.onDone = release;
+    }
+    return req;
   }
 
-  /** Starts a schedule; round 0 (or the DAG's roots) is posted before this returns. */
-  start(sched: Schedule, target: CollTarget, bufs: CollBuffers, tag: number): CollRequest {
+  /** Runs a schedule on given buffers (checked against its extents once per start). */
+  run(sched: Schedule, target: CollTarget, bufs: CollBuffers, tag: number): CollRequest {
     const ends = sched.extents();
     if (ends[SEND]! > bufs.send.byteLength || ends[RECV]! > bufs.recv.byteLength || ends[TMP]! > bufs.tmp.byteLength) {
       throw new NbcInternalError(`schedule ${sched.algorithm} addresses ${ends[SEND]}/${ends[RECV]}/${ends[TMP]} bytes of send/recv/tmp, which have ${bufs.send.byteLength}/${bufs.recv.byteLength}/${bufs.tmp.byteLength}`);
     }
-    const req = new CollRequest(this, sched, target, bufs, tag);
-    if (sched.isDag) {
-      req.state = new Int8Array(sched.nActions);
-      req.actionReq = new Array(sched.nActions).fill(null);
-      req.remaining = sched.nActions;
-    }
-    if (this.advance(req)) return req;
-    this.active.push(req);
+    const req = new CollRequest(this.transport);
+    this.interp.start(new HostRun(sched, target, bufs, tag, req));
     return req;
   }
 
-  /** Advances every active collective. True when any made progress. */
-  progressAll(): boolean {
-    if (this.active.length === 0) return false;
-    let any = false;
-    let w = 0;
-    for (let i = 0; i < this.active.length; i++) {
-      const req = this.active[i]!;
-      const before = req.round + req.remaining;
-      const finished = this.advance(req);
-      if (finished || req.round + req.remaining !== before) any = true;
-      if (!finished) this.active[w++] = req;
+  private takeTmp(bytes: number): Uint8Array {
+    const pool = this.tmpPool;
+    for (let i = pool.length - 1; i >= 0; i--) {
+      const b = pool[i]!;
+      if (b.byteLength >= bytes) {
+        pool[i] = pool[pool.length - 1]!;
+        pool.pop();
+        return b;
+      }
     }
-    if (w !== this.active.length) this.active.length = w;
-    return any;
+    if (pool.length > 32) pool.length = 0; // only too-small buffers left: let them go
+    return new Uint8Array(Math.max(64, 1 << Math.ceil(Math.log2(bytes))));
   }
 
-  /** Runs what can run now. True when the collective is complete (successfully or not). */
-  private advance(req: CollRequest): boolean {
-    try {
-      return req.sched.isDag ? this.advanceDag(req) : this.advanceRounds(req);
-    } catch (err) {
-      if (!req.done) req.complete(err as Error);
-      return true;
-    }
+  // ---- the port --------------------------------------------------------------------------
+
+  send(run: HostRun, i: number): boolean {
+    const s = run.sched;
+    const t = run.target;
+    const a = this.region(run, i, 0);
+    const dst = t.worldRanks[s.peer[i]!]!;
+    const tag = run.tag + s.sub[i]!;
+    if (this.transport.trySendEager(a, s.bytesA[i]!, dst, t.collCtx, t.rank, tag)) return true;
+    return watch(run, i, this.transport.isend(a, dst, t.collCtx, t.rank, tag));
   }
 
-  private advanceRounds(req: CollRequest): boolean {
-    const s = req.sched;
-    const inflight = req.inflight;
-    for (;;) {
-      const n = req.nInflight;
-      if (n > 0) {
-        for (let i = 0; i < n; i++) {
-          const r = inflight[i]!;
-          if (!r.done) return false;
-          if (r.error) throw r.error;
-        }
-        for (let i = 0; i < n; i++) inflight[i] = null;
-        req.nInflight = 0;
-      }
-      if (req.round >= s.nRounds) {
-        req.complete();
-        return true;
-      }
-      const r = req.round++;
-      for (let i = s.rounds[r]!; i < s.rounds[r + 1]!; i++) {
-        const p = this.startAction(req, i);
-        if (p !== null && !p.done) inflight[req.nInflight++] = p;
-        else if (p !== null && p.error) throw p.error;
-      }
-    }
-  }
-
-  private advanceDag(req: CollRequest): boolean {
-    const s = req.sched;
-    const state = req.state!;
-    const reqs = req.actionReq!;
-    const depStart = s.depStart!;
-    const deps = s.deps!;
-    let changed = true;
-    while (changed) {
-      changed = false;
-      for (let i = 0; i < s.nActions; i++) {
-        const st = state[i]!;
-        if (st === DONE) continue;
-        if (st === STARTED) {
-          const p = reqs[i]!;
-          if (!p.done) continue;
-          if (p.error) throw p.error;
-          state[i] = DONE;
-          reqs[i] = null;
-          req.remaining--;
-          changed = true;
-          continue;
-        }
-        let ready = true;
-        for (let d = depStart[i]!; d < depStart[i + 1]!; d++) {
-          if (state[deps[d]!] !== DONE) {
-            ready = false;
-            break;
-          }
-        }
-        if (!ready) continue;
-        const p = this.startAction(req, i);
-        changed = true;
-        if (p === null || p.done) {
-          if (p !== null && p.error) throw p.error;
-          state[i] = DONE;
-          req.remaining--;
-        } else {
-          state[i] = STARTED;
-          reqs[i] = p;
-        }
-      }
-    }
-    if (req.remaining === 0) {
-      req.complete();
-      return true;
-    }
-    return false;
+  recv(run: HostRun, i: number): boolean {
+    const s = run.sched;
+    return watch(run, i, this.transport.irecv(this.region(run, i, 0), 1, s.peer[i]!, run.target.collCtx, run.tag + s.sub[i]!));
   }
 
   /**
-   * Region A (`b` = 0) or B (`b` = 1) of action i, as a view of the request's buffers, made
-   * once per buffer set (in bounds: `start` checked the schedule's extents).
+   * inout = input ⊕ inout. Typed views of both regions are made once per buffer set; regions
+   * a typed view cannot cover (misaligned, overlapping) go through the byte-level reduction.
    */
-  private region(req: CollRequest, i: number, b: 0 | 1): Uint8Array {
-    const views = (req.bufs.views ??= []);
-    let v = views[2 * i + b];
-    if (v === undefined) {
-      const s = req.sched;
-      const buf = b === 0 ? s.bufA[i]! : s.bufB[i]!;
-      const off = b === 0 ? s.offA[i]! : s.offB[i]!;
-      const whole = buf === SEND ? req.bufs.send : buf === RECV ? req.bufs.recv : req.bufs.tmp;
-      v = whole.subarray(off, off + s.bytesA[i]!);
-      views[2 * i + b] = v;
-    }
-    return v;
-  }
-
-  /**
-   * Reduce action i: inout = input ⊕ inout. Typed views of both regions are made once per
-   * buffer set; regions a typed view cannot cover (misaligned, overlapping) go through the
-   * byte-level reduction.
-   */
-  private reduceAction(req: CollRequest, i: number): void {
-    const s = req.sched;
-    const typed = (req.bufs.typed ??= []);
+  reduce(run: HostRun, i: number): void {
+    const s = run.sched;
+    const typed = (run.bufs.typed ??= []);
     let inout = typed[2 * i];
     const dt = s.dtype[i]! as DType;
     if (inout === undefined) {
-      const a = this.region(req, i, 0);
-      const b = this.region(req, i, 1);
+      const a = this.region(run, i, 0);
+      const b = this.region(run, i, 1);
       const bpe = bytesPerElement(dt);
       const overlap = a.buffer === b.buffer &&
         a.byteOffset < b.byteOffset + b.byteLength && b.byteOffset < a.byteOffset + a.byteLength;
@@ -245,36 +174,55 @@ export class HostExecutor {
       typed[2 * i] = inout;
     }
     if (inout === null) {
-      this.reduce(s.peer[i]!, dt, this.region(req, i, 0), this.region(req, i, 1));
+      reduceRegions(s.peer[i]!, dt, this.region(run, i, 0), this.region(run, i, 1));
       return;
     }
     kernelFor(s.peer[i]!, dt)(inout, 0, typed[2 * i + 1]!, 0, inout.length);
   }
 
-  /** Starts action i: posts a send or receive (returned), or runs a local action (null). */
-  private startAction(req: CollRequest, i: number): Request | null {
-    const s = req.sched;
-    const kind = s.kind[i]!;
-    const t = req.target;
-    switch (kind) {
-      case A_SEND: {
-        const a = this.region(req, i, 0);
-        const dst = t.worldRanks[s.peer[i]!]!;
-        const tag = req.tag + s.sub[i]!;
-        if (this.transport.trySendEager(a, s.bytesA[i]!, dst, t.collCtx, t.rank, tag)) return null;
-        return this.transport.isend(a, dst, t.collCtx, t.rank, tag);
-      }
-      case A_RECV:
-        return this.transport.irecv(this.region(req, i, 0), 1, s.peer[i]!, t.collCtx, req.tag + s.sub[i]!);
-      case A_REDUCE:
-        this.reduceAction(req, i);
-        return null;
-      case A_COPY: {
-        this.region(req, i, 1).set(this.region(req, i, 0));
-        return null;
-      }
-      default:
-        throw new NbcInternalError(`unknown action kind ${kind} in schedule ${s.algorithm}`);
-    }
+  copy(run: HostRun, i: number): void {
+    const from = this.region(run, i, 0);
+    const to = this.region(run, i, 1);
+    if (from.byteOffset !== to.byteOffset || from.buffer !== to.buffer) to.set(from); // an in-place copy is a no-op
   }
+
+  finished(run: HostRun, error: Error | null): void {
+    run.req.complete(error);
+  }
+
+  /**
+   * Region A (`b` = 0) or B (`b` = 1) of action i, as a view of the run's buffers, made once
+   * per buffer set (in bounds: `run` checked the schedule's extents).
+   */
+  private region(run: HostRun, i: number, b: 0 | 1): Uint8Array {
+    const views = (run.bufs.views ??= []);
+    let v = views[2 * i + b];
+    if (v === undefined) {
+      const s = run.sched;
+      const buf = b === 0 ? s.bufA[i]! : s.bufB[i]!;
+      const off = b === 0 ? s.offA[i]! : s.offB[i]!;
+      const whole = buf === SEND ? run.bufs.send : buf === RECV ? run.bufs.recv : run.bufs.tmp;
+      v = whole.subarray(off, off + s.bytesA[i]!);
+      views[2 * i + b] = v;
+    }
+    return v;
+  }
+}
+
+/** A posted send or receive: done now (true; its error thrown), or the run is told later. */
+function watch(run: HostRun, i: number, r: Request): boolean {
+  if (r.done) {
+    if (r.error !== null) throw r.error;
+    return true;
+  }
+  r.listener = run;
+  r.listenerToken = i;
+  return false;
+}
+
+/** The completion hook that hands a finished start's buffer set back to its plan. */
+function idleAgain(plan: Plan, bufs: CollBuffers): (err: Error | null) => void {
+  return (err) => {
+    if (err === null) (plan.idle ??= []).push(bufs);
+  };
 }

@@ -15,9 +15,11 @@
  * Completion: the engine stores 1 (or 2 on error) into the request's completion word in the
  * rank's arena slice and rings the rank's doorbell. Core code: no node:* imports.
  */
+import { NbcTruncateError } from '../errors.js';
 import type { DType } from '../ops/dtype.js';
 import { reduceRegions } from '../ops/regions.js';
-import { A_COPY, A_RECV, A_REDUCE, A_SEND, RECV, SEND, type Schedule } from './schedule.js';
+import { Interpreter, Run, type Port } from './interpreter.js';
+import { RECV, SEND, type Schedule } from './schedule.js';
 import { nodeLayout, planTwoLevel, type InterNodeColl, type InterNodeShape, type Member, type NodeLayout, type TwoLevelCall } from './two-level.js';
 
 /** Header of an offload frame between engines (Int32 words). */
@@ -58,23 +60,23 @@ export interface RegionRef {
   bytes: number;
 }
 
-interface Exec {
-  ep: number;
-  sched: Schedule;
-  worldRanks: Int32Array;
-  rank: number;
-  ctx: number;
-  tag: number;
-  bufs: [Uint8Array, Uint8Array, Uint8Array];
-  state: Int8Array;
-  /** Rounds mode: the round in progress. */
-  round: number;
-  remaining: number;
-  done: boolean;
-  slotSlice: number;
-  slotOffset: number;
-  /** Engine-level schedules (two-level designs) report here instead of a completion word. */
-  onDone?: (ok: boolean) => void;
+/** One execution of a schedule by the engine: a rank's offloaded collective, or an engines' exchange. */
+class OffloadRun extends Run {
+  constructor(
+    sched: Schedule,
+    readonly ep: number,
+    readonly worldRanks: Int32Array,
+    readonly rank: number,
+    readonly ctx: number,
+    readonly tag: number,
+    readonly bufs: readonly [Uint8Array, Uint8Array, Uint8Array],
+    readonly slotSlice: number,
+    readonly slotOffset: number,
+    /** Engine-level schedules (two-level designs) report here instead of a completion word. */
+    readonly onDone?: (ok: boolean) => void,
+  ) {
+    super(sched);
+  }
 }
 
 interface TwoLevelPost extends Member {
@@ -83,27 +85,24 @@ interface TwoLevelPost extends Member {
   slotOffset: number;
 }
 
+/** A posted receive, or a local send waiting for its receive. */
 interface Waiting {
-  exec: Exec;
+  run: OffloadRun;
   action: number;
   view: Uint8Array;
 }
 
-const STARTED = 1;
-const FINISHED = 2;
-
-export class OffloadEngine {
+export class OffloadEngine implements Port<OffloadRun> {
+  private readonly interp = new Interpreter<OffloadRun>(this);
   private readonly schedules = new Map<string, Schedule>();
   private readonly comms = new Map<string, Int32Array>();
   private readonly posted = new Map<string, Waiting[]>();
   private readonly localSends = new Map<string, Waiting[]>();
   private readonly arrived = new Map<string, Uint8Array[]>();
   private readonly assembling = new Map<string, { data: Uint8Array; got: number }>();
-  private readonly dirty: Exec[] = [];
   /** Two-level collectives waiting for the rest of their node's members. */
   private readonly groups = new Map<string, TwoLevelPost[]>();
   private readonly layouts = new WeakMap<Int32Array, NodeLayout>();
-  private draining = false;
   private nextFrameId = 1;
 
   constructor(private readonly host: OffloadHost) {}
@@ -126,12 +125,7 @@ export class OffloadEngine {
       return;
     }
     const view = (r: RegionRef): Uint8Array => this.host.slices[r.slice]!.subarray(r.offset, r.offset + r.bytes);
-    const exec: Exec = {
-      ep, sched, worldRanks, rank, ctx, tag, bufs: [view(send), view(recv), view(tmp)],
-      state: new Int8Array(sched.nActions), round: 0, remaining: sched.nActions, done: false, slotSlice, slotOffset,
-    };
-    this.dirty.push(exec);
-    this.drain();
+    this.interp.start(new OffloadRun(sched, ep, worldRanks, rank, ctx, tag, [view(send), view(recv), view(tmp)], slotSlice, slotOffset));
   }
 
   /**
@@ -177,13 +171,8 @@ export class OffloadEngine {
       return;
     }
     const sched = this.host.interNode(inter.coll, inter.shape);
-    const exec: Exec = {
-      ep: -1, sched, worldRanks: layout.reps, rank: layout.me, ctx: -ctx - 1, tag,
-      bufs: [inter.send, inter.recv, new Uint8Array(sched.tmpBytes)], state: new Int8Array(sched.nActions), round: 0,
-      remaining: sched.nActions, done: false, slotSlice: -1, slotOffset: -1, onDone: finish,
-    };
-    this.dirty.push(exec);
-    this.drain();
+    this.interp.start(new OffloadRun(sched, -1, layout.reps, layout.me, -ctx - 1, tag,
+      [inter.send, inter.recv, new Uint8Array(sched.tmpBytes)], -1, -1, finish));
   }
 
   /** A frame of an offloaded message from another node's engine. */
@@ -210,84 +199,96 @@ export class OffloadEngine {
     const w = q?.shift();
     if (w !== undefined) {
       if (q!.length === 0) this.posted.delete(key);
-      this.deliver(w, data);
+      this.interp.settle(w.run, w.action, this.fill(w, data));
     } else {
       push(this.arrived, key, data === payload ? payload.slice() : data);
     }
-    this.drain();
   }
 
-  private deliver(w: Waiting, data: Uint8Array): void {
+  /** Copies a message into a posted receive; a size that differs fails the receive (the run goes on). */
+  private fill(w: Waiting, data: Uint8Array): Error | null {
     if (data.byteLength !== w.view.byteLength) {
-      this.fail(w.exec);
-      return;
+      return new NbcTruncateError(`An offloaded collective received ${data.byteLength} bytes where its schedule expects ${w.view.byteLength}: its ranks disagree on message sizes`);
     }
     w.view.set(data);
-    this.finish(w.exec, w.action);
+    return null;
   }
 
-  private region(e: Exec, buf: number, off: number, bytes: number): Uint8Array {
-    const b = buf === SEND ? e.bufs[0] : buf === RECV ? e.bufs[1] : e.bufs[2];
+  private region(r: OffloadRun, buf: number, off: number, bytes: number): Uint8Array {
+    const b = buf === SEND ? r.bufs[0] : buf === RECV ? r.bufs[1] : r.bufs[2];
     return b.subarray(off, off + bytes);
   }
 
-  /** Starts action i; local actions finish at once. */
-  private start(e: Exec, i: number): void {
-    const s = e.sched;
-    e.state[i] = STARTED;
-    const kind = s.kind[i]!;
-    const a = this.region(e, s.bufA[i]!, s.offA[i]!, s.bytesA[i]!);
-    if (kind === A_SEND) {
-      const dstWorld = e.worldRanks[s.peer[i]!]!;
-      const tag = e.tag + s.sub[i]!;
-      if (this.host.nodeOfRank[dstWorld] === this.host.nodeId) {
-        const key = keyOf(dstWorld, e.ctx, tag, e.rank);
-        const q = this.posted.get(key);
-        const w = q?.shift();
-        if (w !== undefined) {
-          if (q!.length === 0) this.posted.delete(key);
-          this.deliver(w, a);
-          this.finish(e, i);
-        } else {
-          push(this.localSends, key, { exec: e, action: i, view: a });
-        }
-      } else {
-        this.sendRemote(e, i, dstWorld, tag, a);
-      }
-      return;
+  // ---- the port --------------------------------------------------------------------------
+
+  /**
+   * A send to a rank of this node meets its receive inside the engine (one copy between the
+   * two ranks' regions); a send to another node becomes frames to that node's engine.
+   */
+  send(r: OffloadRun, i: number): boolean {
+    const s = r.sched;
+    const a = this.region(r, s.bufA[i]!, s.offA[i]!, s.bytesA[i]!);
+    const dstWorld = r.worldRanks[s.peer[i]!]!;
+    const tag = r.tag + s.sub[i]!;
+    if (this.host.nodeOfRank[dstWorld] !== this.host.nodeId) {
+      this.sendRemote(r, i, dstWorld, tag, a);
+      return false;
     }
-    if (kind === A_RECV) {
-      const myWorld = e.worldRanks[e.rank]!;
-      const key = keyOf(myWorld, e.ctx, e.tag + s.sub[i]!, s.peer[i]!);
-      const waiting: Waiting = { exec: e, action: i, view: a };
-      const ls = this.localSends.get(key);
-      const sender = ls?.shift();
-      if (sender !== undefined) {
-        if (ls!.length === 0) this.localSends.delete(key);
-        this.deliver(waiting, sender.view);
-        this.finish(sender.exec, sender.action);
-        return;
-      }
-      const ar = this.arrived.get(key);
-      const data = ar?.shift();
-      if (data !== undefined) {
-        if (ar!.length === 0) this.arrived.delete(key);
-        this.deliver(waiting, data);
-        return;
-      }
-      push(this.posted, key, waiting);
-      return;
+    const key = keyOf(dstWorld, r.ctx, tag, r.rank);
+    const q = this.posted.get(key);
+    const w = q?.shift();
+    if (w === undefined) {
+      push(this.localSends, key, { run: r, action: i, view: a });
+      return false;
     }
-    if (kind === A_REDUCE) {
-      const dt = s.dtype[i]! as DType;
-      reduceRegions(s.peer[i]!, dt, a, this.region(e, s.bufB[i]!, s.offB[i]!, s.bytesA[i]!));
-    } else if (kind === A_COPY) {
-      this.region(e, s.bufB[i]!, s.offB[i]!, s.bytesA[i]!).set(a);
-    }
-    this.finish(e, i);
+    if (q!.length === 0) this.posted.delete(key);
+    this.interp.settle(w.run, w.action, this.fill(w, a));
+    return true;
   }
 
-  private sendRemote(e: Exec, i: number, dstWorld: number, tag: number, data: Uint8Array): void {
+  recv(r: OffloadRun, i: number): boolean {
+    const s = r.sched;
+    const myWorld = r.worldRanks[r.rank]!;
+    const key = keyOf(myWorld, r.ctx, r.tag + s.sub[i]!, s.peer[i]!);
+    const waiting: Waiting = { run: r, action: i, view: this.region(r, s.bufA[i]!, s.offA[i]!, s.bytesA[i]!) };
+    const ls = this.localSends.get(key);
+    const sender = ls?.shift();
+    if (sender !== undefined) {
+      if (ls!.length === 0) this.localSends.delete(key);
+      const err = this.fill(waiting, sender.view);
+      this.interp.settle(sender.run, sender.action, null);
+      if (err !== null) throw err;
+      return true;
+    }
+    const ar = this.arrived.get(key);
+    const data = ar?.shift();
+    if (data !== undefined) {
+      if (ar!.length === 0) this.arrived.delete(key);
+      const err = this.fill(waiting, data);
+      if (err !== null) throw err;
+      return true;
+    }
+    push(this.posted, key, waiting);
+    return false;
+  }
+
+  reduce(r: OffloadRun, i: number): void {
+    const s = r.sched;
+    reduceRegions(s.peer[i]!, s.dtype[i]! as DType, this.region(r, s.bufA[i]!, s.offA[i]!, s.bytesA[i]!),
+      this.region(r, s.bufB[i]!, s.offB[i]!, s.bytesA[i]!));
+  }
+
+  copy(r: OffloadRun, i: number): void {
+    const s = r.sched;
+    this.region(r, s.bufB[i]!, s.offB[i]!, s.bytesA[i]!).set(this.region(r, s.bufA[i]!, s.offA[i]!, s.bytesA[i]!));
+  }
+
+  finished(r: OffloadRun, error: Error | null): void {
+    if (r.onDone !== undefined) r.onDone(error === null);
+    else this.host.complete(r.ep, r.slotSlice, r.slotOffset, error === null ? DONE_OK : DONE_ERROR);
+  }
+
+  private sendRemote(r: OffloadRun, i: number, dstWorld: number, tag: number, data: Uint8Array): void {
     const node = this.host.nodeOfRank[dstWorld]!;
     const id = this.nextFrameId++;
     const total = data.byteLength;
@@ -296,83 +297,17 @@ export class OffloadEngine {
       const n = Math.min(OF_FRAGMENT, total - off);
       const h = new Int32Array(OF_WORDS);
       h[OF_DST] = dstWorld;
-      h[OF_CTX] = e.ctx;
+      h[OF_CTX] = r.ctx;
       h[OF_TAG] = tag;
-      h[OF_SRC] = e.rank;
+      h[OF_SRC] = r.rank;
       h[OF_TOTAL] = total;
       h[OF_OFFSET] = off;
       h[OF_ID] = id;
       // The region stays untouched until the send action finishes, which is after the write.
       this.host.sendFrame(node, h, data.subarray(off, off + n), () => {
-        if (--left === 0) {
-          this.finish(e, i);
-          this.drain();
-        }
+        if (--left === 0) this.interp.settle(r, i, null);
       });
       if (total === 0) break;
-    }
-  }
-
-  private finish(e: Exec, i: number): void {
-    if (e.state[i] === FINISHED) return;
-    e.state[i] = FINISHED;
-    e.remaining--;
-    this.dirty.push(e);
-  }
-
-  private fail(e: Exec): void {
-    if (e.done) return;
-    e.done = true;
-    if (e.onDone !== undefined) e.onDone(false);
-    else this.host.complete(e.ep, e.slotSlice, e.slotOffset, DONE_ERROR);
-  }
-
-  /** Advances every execution that something happened to (iteratively: no deep recursion). */
-  private drain(): void {
-    if (this.draining) return;
-    this.draining = true;
-    try {
-      let e: Exec | undefined;
-      while ((e = this.dirty.pop()) !== undefined) this.advance(e);
-    } finally {
-      this.draining = false;
-    }
-  }
-
-  private advance(e: Exec): void {
-    if (e.done) return;
-    const s = e.sched;
-    if (s.isDag) {
-      const depStart = s.depStart!;
-      const deps = s.deps!;
-      for (let i = 0; i < s.nActions; i++) {
-        if (e.state[i] !== 0) continue;
-        let ready = true;
-        for (let d = depStart[i]!; d < depStart[i + 1]!; d++) {
-          if (e.state[deps[d]!] !== FINISHED) {
-            ready = false;
-            break;
-          }
-        }
-        if (ready) this.start(e, i);
-      }
-    } else {
-      for (;;) {
-        const r = e.round;
-        if (r >= s.nRounds) break;
-        let open = false;
-        for (let i = s.rounds[r]!; i < s.rounds[r + 1]!; i++) {
-          if (e.state[i] === 0) this.start(e, i);
-          if (e.state[i] !== FINISHED) open = true;
-        }
-        if (open) break;
-        e.round++;
-      }
-    }
-    if (e.remaining === 0 && !e.done) {
-      e.done = true;
-      if (e.onDone !== undefined) e.onDone(true);
-      else this.host.complete(e.ep, e.slotSlice, e.slotOffset, DONE_OK);
     }
   }
 }

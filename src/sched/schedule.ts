@@ -29,6 +29,12 @@ export const A_REDUCE = 3;
 export const A_COPY = 4;
 const KIND_NAMES: Record<number, string> = { [A_SEND]: 'send', [A_RECV]: 'recv', [A_REDUCE]: 'reduce', [A_COPY]: 'copy' };
 
+/** Where a region starts: a buffer and a byte offset in it. */
+export interface Place {
+  buf: BufId;
+  offset: number;
+}
+
 export interface Region {
   buf: BufId;
   /** Byte offset in the buffer. */
@@ -72,6 +78,37 @@ export class Schedule {
   }
 
   private ends: Int32Array | null = null;
+  private edges: Dependents | null = null;
+
+  /**
+   * DAG mode: who waits for whom, inverted once per schedule (MPICH gentran's way), so
+   * completing an action releases its dependents without rescanning the schedule.
+   */
+  dependents(): Dependents {
+    if (this.edges === null) {
+      const n = this.nActions;
+      const count = new Int32Array(n);
+      const start = new Int32Array(n + 1);
+      const depStart = this.depStart;
+      const deps = this.deps;
+      if (depStart !== null && deps !== null) {
+        for (let i = 0; i < n; i++) {
+          count[i] = depStart[i + 1]! - depStart[i]!;
+          for (let d = depStart[i]!; d < depStart[i + 1]!; d++) start[deps[d]! + 1]!++;
+        }
+        for (let i = 0; i < n; i++) start[i + 1]! += start[i]!;
+        const list = new Int32Array(start[n]!);
+        const fill = start.slice(0, n);
+        for (let i = 0; i < n; i++) {
+          for (let d = depStart[i]!; d < depStart[i + 1]!; d++) list[fill[deps[d]!]!++] = i;
+        }
+        this.edges = { count, start, list };
+      } else {
+        this.edges = { count, start, list: new Int32Array(0) };
+      }
+    }
+    return this.edges;
+  }
 
   /**
    * The bytes of SEND, RECV and TMP the schedule addresses (one past the last byte of each),
@@ -121,6 +158,13 @@ export class Schedule {
   }
 }
 
+/** A DAG schedule's edges, inverted: `list[start[i] .. start[i+1])` wait for action i; action i waits for `count[i]` others. */
+export interface Dependents {
+  count: Int32Array;
+  start: Int32Array;
+  list: Int32Array;
+}
+
 /** Builds a schedule action by action. Builders are pure functions of the call shape. */
 export class ScheduleBuilder {
   private n = 0;
@@ -168,6 +212,41 @@ export class ScheduleBuilder {
 
   copy(src: Region, dst: { buf: BufId; offset: number }, after?: readonly number[]): number {
     return this.push(A_COPY, -1, src, dst.buf, dst.offset, 0, after);
+  }
+
+  /**
+   * Appends a schedule built for a subset of ranks (UCC's rank maps): its peer i is `ranks[i]`
+   * here, its SEND and RECV regions are moved to `send` and `recv` (any buffer and offset of
+   * this schedule), its scratch goes after this schedule's. It starts after everything added
+   * so far and everything added later starts after it; inside, its rounds stay rounds and its
+   * DAG stays a DAG. This is how hierarchical collectives are composed from the flat builders.
+   */
+  splice(sub: Schedule, ranks: ArrayLike<number>, send: Place, recv: Place): void {
+    this.round();
+    const tmp = sub.tmpBytes > 0 ? this.tmpAlloc(sub.tmpBytes) : 0;
+    const first = this.n;
+    const place = (buf: number, off: number): Place =>
+      buf === SEND ? { buf: send.buf, offset: send.offset + off } : buf === RECV ? { buf: recv.buf, offset: recv.offset + off } : { buf: TMP, offset: tmp + off };
+    for (let r = 0; r < sub.nRounds; r++) {
+      for (let i = sub.rounds[r]!; i < sub.rounds[r + 1]!; i++) {
+        const kind = sub.kind[i]!;
+        const a = place(sub.bufA[i]!, sub.offA[i]!);
+        const region = { buf: a.buf, offset: a.offset, bytes: sub.bytesA[i]! };
+        let after: number[] | undefined;
+        if (sub.isDag) {
+          after = [];
+          for (let d = sub.depStart![i]!; d < sub.depStart![i + 1]!; d++) after.push(first + sub.deps![d]!);
+        }
+        let at: number;
+        if (kind === A_SEND) at = this.send(ranks[sub.peer[i]!]!, region, after, sub.sub[i]!);
+        else if (kind === A_RECV) at = this.recv(ranks[sub.peer[i]!]!, region, after, sub.sub[i]!);
+        else if (kind === A_REDUCE) at = this.reduce(sub.peer[i]!, sub.dtype[i]!, region, place(sub.bufB[i]!, sub.offB[i]!), after);
+        else at = this.copy(region, place(sub.bufB[i]!, sub.offB[i]!), after);
+        if (at !== first + i) throw new Error(`splice of ${sub.algorithm}: action ${i} landed at ${at - first}`);
+      }
+      if (!sub.isDag) this.round();
+    }
+    this.round();
   }
 
   private push(kind: number, peer: number, a: Region, bufB: number, offB: number, dtype: number, after?: readonly number[]): number {

@@ -89,10 +89,15 @@ const poison = (a: TypedArray): TypedArray => {
   return a;
 };
 
-/** Algorithm names to try for a collective, with degree variants. */
-/** Every algorithm of a collective, forced one by one, and undefined: the selection table's choice (and the lean blocking paths). */
-function algorithms(coll: string): Array<string | undefined> {
-  const names = Object.keys((ALGORITHMS as Record<string, Record<string, unknown>>)[coll]!);
+type AlgorithmRow = { commutativeOnly?: boolean; executors?: readonly string[] };
+const table = ALGORITHMS as Record<string, Record<string, AlgorithmRow>>;
+
+/**
+ * Every algorithm of a collective that `executor` runs, forced one by one with degree variants,
+ * and undefined: the selection table's choice (and the lean blocking paths).
+ */
+function algorithms(coll: string, executor = 'host'): Array<string | undefined> {
+  const names = Object.keys(table[coll]!).filter((n) => table[coll]![n]!.executors?.includes(executor) ?? true);
   const out: Array<string | undefined> = [undefined];
   for (const n of names) {
     if (n === 'knomial' || n === 'reduce-scatterv') out.push(`${n}:2`, `${n}:3`, `${n}:8`);
@@ -102,7 +107,8 @@ function algorithms(coll: string): Array<string | undefined> {
   return out;
 }
 
-const COMMUTATIVE_ONLY = new Set(['rabenseifner', 'ring', 'reduce-scatter-gather']);
+/** Whether an algorithm of any collective is only for commutative ops (from the exported table). */
+const commutativeOnly = (alg: string): boolean => Object.values(table).some((algs) => algs[alg]?.commutativeOnly === true);
 
 function props(w: Communicator, filter: string | undefined, executor: 'host' | 'offload' = 'host'): number {
   const ex = { executor };
@@ -115,13 +121,13 @@ function props(w: Communicator, filter: string | undefined, executor: 'host' | '
   // User ops run only in the thread that created them: the offload executor refuses them.
   const usable = COMBOS.filter(([, o]) => executor === 'host' || typeof o.op === 'string');
   const combosFor = (alg: string | undefined): Array<[DT, OpSpec]> =>
-    usable.filter(([, o]) => o.commutative || alg === undefined || !COMMUTATIVE_ONLY.has(alg.split(':')[0]!));
+    usable.filter(([, o]) => o.commutative || alg === undefined || !commutativeOnly(alg.split(':')[0]!));
 
   // -- barrier
-  if (want('barrier')) for (const alg of algorithms('barrier')) { w.barrier({ algorithm: alg, ...ex }); checks++; }
+  if (want('barrier')) for (const alg of algorithms('barrier', executor)) { w.barrier({ algorithm: alg, ...ex }); checks++; }
 
   // -- bcast
-  if (want('bcast')) for (const alg of algorithms('bcast')) for (const root of roots) {
+  if (want('bcast')) for (const alg of algorithms('bcast', executor)) for (const root of roots) {
     for (const dt of [DType.Float64, DType.Int8, DType.BigUint64]) {
       const n = counts[++salt % counts.length]! * 3;
       const ref = gen(dt, 'x', root, n, salt);
@@ -135,7 +141,7 @@ function props(w: Communicator, filter: string | undefined, executor: 'host' | '
   // -- reduce and allreduce
   for (const coll of ['reduce', 'allreduce'] as const) {
     if (!want(coll)) continue;
-    for (const alg of algorithms(coll)) {
+    for (const alg of algorithms(coll, executor)) {
       for (const root of coll === 'reduce' ? roots : [0]) {
         const combos = combosFor(alg);
         for (let c = 0; c < 3; c++) {
@@ -176,7 +182,7 @@ function props(w: Communicator, filter: string | undefined, executor: 'host' | '
 
   // -- gather, scatter, allgather, alltoall (and v-variants)
   const dts = [DType.Float64, DType.Int32, DType.Uint8, DType.BigInt64];
-  if (want('gather')) for (const alg of algorithms('gather')) for (const root of roots) {
+  if (want('gather')) for (const alg of algorithms('gather', executor)) for (const root of roots) {
     const dt = dts[++salt % dts.length]!;
     const n = counts[salt % counts.length]!;
     const blocks = Array.from({ length: p }, (_, r) => gen(dt, 'x', r, n, salt));
@@ -196,7 +202,7 @@ function props(w: Communicator, filter: string | undefined, executor: 'host' | '
     }
     checks++;
   }
-  if (want('scatter')) for (const alg of algorithms('scatter')) for (const root of roots) {
+  if (want('scatter')) for (const alg of algorithms('scatter', executor)) for (const root of roots) {
     const dt = dts[++salt % dts.length]!;
     const n = counts[salt % counts.length]!;
     const blocks = Array.from({ length: p }, (_, r) => gen(dt, 'x', r, n, salt));
@@ -236,7 +242,7 @@ function props(w: Communicator, filter: string | undefined, executor: 'host' | '
       checks++;
     }
   }
-  if (want('allgather')) for (const alg of algorithms('allgather')) for (let k = 0; k < 4; k++) {
+  if (want('allgather')) for (const alg of algorithms('allgather', executor)) for (let k = 0; k < 4; k++) {
     const dt = dts[++salt % dts.length]!;
     const n = counts[salt % counts.length]!;
     const blocks = Array.from({ length: p }, (_, r) => gen(dt, 'x', r, n, salt));
@@ -263,7 +269,7 @@ function props(w: Communicator, filter: string | undefined, executor: 'host' | '
     for (let r = 0; r < p; r++) eq(`allgatherv block ${r}`, out.subarray(dsp[r]!, dsp[r]! + cnt[r]!), blocks[r]!);
     checks++;
   }
-  if (want('alltoall')) for (const alg of algorithms('alltoall')) for (let k = 0; k < 4; k++) {
+  if (want('alltoall')) for (const alg of algorithms('alltoall', executor)) for (let k = 0; k < 4; k++) {
     const dt = dts[++salt % dts.length]!;
     const n = counts[salt % counts.length]!;
     // rank r's block j: gen(r*p + j)
@@ -304,7 +310,7 @@ function props(w: Communicator, filter: string | undefined, executor: 'host' | '
   // -- reduce-scatter, scan, exscan
   for (const coll of ['reduceScatterBlock', 'reduceScatter'] as const) {
     if (!want(coll)) continue;
-    for (const alg of algorithms(coll)) for (let k = 0; k < 4; k++) {
+    for (const alg of algorithms(coll, executor)) for (let k = 0; k < 4; k++) {
       const combos = combosFor(alg);
       const [dt, o] = combos[(++salt) % combos.length]!;
       const cnt = Array.from({ length: p }, (_, r) => (coll === 'reduceScatterBlock' ? counts[salt % counts.length]! : (r + salt) % 3) * o.item);

@@ -14,18 +14,12 @@ import { NbcArgError, NbcNoMemError, NbcOpError } from '../errors.js';
 import { USER_OP_ID_BASE } from '../ops/op.js';
 import { Request } from '../p2p/request.js';
 import type { Transport } from '../p2p/transport.js';
-import { DONE_OK } from '../sched/offload.js';
-import { A_REDUCE, type Schedule } from '../sched/schedule.js';
-import type { TwoLevelCall } from '../sched/two-level.js';
-import { encodeSchedule } from '../sched/wire.js';
 import { KIND_COMM, KIND_POST, KIND_SCHED } from '../shm/layout.js';
-
-/**
- * A rank waiting for an offloaded collective spins only briefly: the engine that completes it
- * needs a core, and on a busy machine the waiting rank's spin would be taking it
- * (NBC_OFFLOAD_SPIN_US overrides).
- */
-const OFFLOAD_SPIN_US = Number(process.env.NBC_OFFLOAD_SPIN_US ?? 5);
+import type { CollTarget, Executor, Plan } from './executor.js';
+import { DONE_OK } from './offload.js';
+import { A_REDUCE, type Schedule } from './schedule.js';
+import type { TwoLevelCall } from './two-level.js';
+import { encodeSchedule } from './wire.js';
 
 class OffloadRequest extends Request {
   slotIndex = 0;
@@ -41,13 +35,10 @@ class OffloadRequest extends Request {
   frees: number[] = [];
 }
 
-export interface OffloadTarget {
-  collCtx: number;
-  rank: number;
-  worldRanks: Int32Array;
-}
+type OffloadTarget = CollTarget;
 
-export class OffloadClient {
+export class OffloadClient implements Executor {
+  readonly name = 'offload';
   private readonly ids = new WeakMap<Schedule, number>();
   private nextId = 1;
   private readonly comms = new Set<number>();
@@ -55,7 +46,12 @@ export class OffloadClient {
   private readonly slot: Int32Array;
   private readonly ownSlice: SharedArrayBuffer;
 
-  constructor(private readonly t: Transport) {
+  /**
+   * @param spinUs how long a rank waiting for an offloaded collective spins before parking:
+   *   briefly, since the engine that completes it needs a core, and on a busy machine the
+   *   waiting rank's spin would be taking it.
+   */
+  constructor(private readonly t: Transport, private readonly spinUs: number) {
     this.ownSlice = t.shared.slices[t.ep]!;
     this.slot = new Int32Array(this.ownSlice);
     t.addProgressHook(() => this.poll());
@@ -77,6 +73,11 @@ export class OffloadClient {
     const arena = new Uint8Array(this.ownSlice, off, view.byteLength);
     if (copyIn) arena.set(view);
     return { slice: this.t.ep, offset: off, bytes: view.byteLength, arena };
+  }
+
+  start(plan: Plan, target: CollTarget, tag: number): Request {
+    if (plan.composite !== undefined) return this.postTwoLevel(target, plan.send, plan.recv, tag, plan.composite);
+    return this.post(plan.sched, target, plan.send, plan.recv, tag);
   }
 
   post(sched: Schedule, target: OffloadTarget, send: Uint8Array, recv: Uint8Array, tag: number): Request {
@@ -131,7 +132,7 @@ export class OffloadClient {
       this.comms.add(target.collCtx);
     }
     const req = new OffloadRequest(this.t);
-    req.spinUs = OFFLOAD_SPIN_US;
+    req.spinUs = this.spinUs;
     const same = send.buffer === recv.buffer && send.byteOffset === recv.byteOffset && send.byteLength === recv.byteLength;
     const r = this.region(recv, req, true);
     const s = same ? r : this.region(send, req, true);

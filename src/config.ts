@@ -1,0 +1,24 @@
+/**
+ * What the core (shm p2p comm ops sched coll) is told about its environment. The runtime reads
+ * the process environment once (runtime/config.ts) and passes this down; the core itself reads
+ * no `process.*`, so it runs the same in a rank, the node engine or a simulator.
+ */
+export interface CoreConfig {
+  /** The executor a call without `{ executor }` runs on (NBC_EXECUTOR; default 'host'). */
+  executor: string;
+  /** Algorithm overrides by collective name (NBC_<COLLECTIVE>_ALGORITHM), e.g. { allreduce: 'ring' }. */
+  algorithms: Readonly<Record<string, string>>;
+  /** Prints every schedule built (NBC_SCHED_DUMP=1), or null. */
+  schedDump: ((text: string) => void) | null;
+  /** How long a rank waiting for an offloaded collective spins before parking (NBC_OFFLOAD_SPIN_US). */
+  offloadSpinUs: number;
+}
+
+export const DEFAULT_CONFIG: CoreConfig = Object.freeze({
+  executor: 'host',
+  algorithms: Object.freeze({}),
+  schedDump: null,
+  // The engine that completes an offloaded collective needs a core; on a busy machine the
+  // waiting rank's spin would be taking it (BENCHMARKS.md, "Offload executor").
+  offloadSpinUs: 5,
+});

@@ -1,0 +1,36 @@
+/**
+ * The core's configuration from the process environment, read once per process: the one
+ * place the environment reaches the collectives (docs/architecture.md, "Configuration").
+ */
+import { DEFAULT_CONFIG, type CoreConfig } from '../config.js';
+import { NbcArgError } from '../errors.js';
+
+const ALGORITHM_VAR = /^NBC_([A-Z_]+)_ALGORITHM$/;
+
+/** NBC_ALL_GATHER_V -> allGatherV: the collective a NBC_<COLLECTIVE>_ALGORITHM variable names. */
+function collectiveOf(words: string): string {
+  return words.toLowerCase().replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+}
+
+export function configFromEnv(env: NodeJS.ProcessEnv = process.env): CoreConfig {
+  const algorithms: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) {
+    const m = ALGORITHM_VAR.exec(name);
+    if (m !== null && value !== undefined && value !== '') algorithms[collectiveOf(m[1]!)] = value;
+  }
+  const spin = env.NBC_OFFLOAD_SPIN_US;
+  let offloadSpinUs = DEFAULT_CONFIG.offloadSpinUs;
+  if (spin !== undefined && spin !== '') {
+    offloadSpinUs = Number(spin);
+    if (!Number.isFinite(offloadSpinUs) || offloadSpinUs < 0) {
+      throw new NbcArgError(`NBC_OFFLOAD_SPIN_US=${spin}: expected a non-negative number of microseconds`);
+    }
+  }
+  const executor = env.NBC_EXECUTOR === undefined || env.NBC_EXECUTOR === '' ? DEFAULT_CONFIG.executor : env.NBC_EXECUTOR;
+  return {
+    executor,
+    algorithms: Object.freeze(algorithms),
+    schedDump: env.NBC_SCHED_DUMP === '1' ? (text) => process.stderr.write(`${text}\n`) : null,
+    offloadSpinUs,
+  };
+}

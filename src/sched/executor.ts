@@ -1,0 +1,53 @@
+/**
+ * Executors: who runs a planned collective. Each is one object with `start`, made once per
+ * rank transport from the registry (executors.ts); the front end never asks which one it holds.
+ * A plan is `{ schedule, buffers, executor }` plus what a start needs to reuse its buffers.
+ * Core code: no node:* imports.
+ */
+import type { Request } from '../p2p/request.js';
+import type { CollBuffers } from './host.js';
+import type { Schedule } from './schedule.js';
+import type { TwoLevelCall } from './two-level.js';
+
+/** A communicator as executors address it. */
+export interface CollTarget {
+  collCtx: number;
+  rank: number;
+  /** World rank of each member. */
+  worldRanks: Int32Array;
+}
+
+export interface Executor {
+  /** Its name in the registry ('host', 'offload', ...). */
+  readonly name: string;
+  /** Starts one instance of a plan, its messages tagged from `tag`; the request completes it. */
+  start(plan: Plan, target: CollTarget, tag: number): Request;
+}
+
+/** A collective ready to start: its schedule, the bytes it reads and writes, and who runs it. */
+export interface Plan {
+  /** The collective's name, for messages. */
+  coll: string;
+  sched: Schedule;
+  send: Uint8Array;
+  recv: Uint8Array;
+  executor: Executor;
+  /** Runs before every start (e.g. snapshotting an in-place alltoall's input). */
+  before?: () => void;
+  /** Scratch owned by a persistent request (one instance at a time); else pooled per start. */
+  tmp?: Uint8Array;
+  /**
+   * Set for a plan started again and again (remembered, or persistent): the host executor
+   * keeps the buffer sets of its finished starts, with the views made of them, in `idle`, so a
+   * repeated call makes no views at all.
+   */
+  reuse?: boolean;
+  idle?: CollBuffers[];
+  /** recv is the plan's own working space (a non-root's reduce): each buffer set gets its own. */
+  workRecv?: boolean;
+  /**
+   * A collective the executor composes by itself instead of running `sched` (the offload
+   * executor's two-level form: its engines combine their nodes; sched/two-level.ts).
+   */
+  composite?: TwoLevelCall;
+}

@@ -1,0 +1,53 @@
+/**
+ * The executor registry: every executor a call can name in `{ executor }` (or NBC_EXECUTOR),
+ * one row each. An executor is made once per rank transport, the first time a call names it.
+ *
+ * Adding an executor: write its file (a class implementing `Executor`; for one that runs
+ * schedules, a port of interpreter.ts), then add its row here. docs/architecture.md
+ * ("Adding an executor") walks through it.
+ */
+import type { CoreConfig } from '../config.js';
+import { NbcArgError } from '../errors.js';
+import type { Transport } from '../p2p/transport.js';
+import type { Executor } from './executor.js';
+import { HostExecutor } from './host.js';
+import { OffloadClient } from './offload-client.js';
+
+export interface ExecutorRow {
+  /** What it is, for errors and `nbc info`. */
+  description: string;
+  create(transport: Transport, config: CoreConfig): Executor;
+}
+
+export const EXECUTORS: Readonly<Record<string, ExecutorRow>> = {
+  host: {
+    description: 'the calling rank runs the schedule inside its calls (LibNBC; seeds 001, 002)',
+    create: (t) => new HostExecutor(t),
+  },
+  offload: {
+    description: "the node's engine runs the schedule while the rank computes (CORE-Direct; seed 000)",
+    create: (t, c) => new OffloadClient(t, c.offloadSpinUs),
+  },
+};
+
+const made = new WeakMap<Transport, Map<string, Executor>>();
+
+/** The executor `name` of a rank's transport; NbcArgError naming the registered ones if none. */
+export function executorFor(transport: Transport, config: CoreConfig, name: string, coll: string): Executor {
+  let mine = made.get(transport);
+  if (mine === undefined) {
+    mine = new Map();
+    made.set(transport, mine);
+  }
+  let ex = mine.get(name);
+  if (ex === undefined) {
+    const row = Object.hasOwn(EXECUTORS, name) ? EXECUTORS[name] : undefined;
+    if (row === undefined) {
+      const why = name === 'agg' ? 'in-network aggregation is not available in this build' : 'unknown executor';
+      throw new NbcArgError(`Cannot run ${coll} with executor '${String(name)}': ${why}; expected one of ${Object.keys(EXECUTORS).join(', ')}`);
+    }
+    ex = row.create(transport, config);
+    mine.set(name, ex);
+  }
+  return ex;
+}
