@@ -17,4 +17,5 @@ export type { TypedArray, TypedArrayConstructor } from './comm/validate.js';
 export { ANY_SOURCE, ANY_TAG, IN_PLACE, PROC_NULL, TAG_UB } from './p2p/constants.js';
 export { Request, waitAll, testAll, waitAny, testAny } from './p2p/request.js';
 export type { Status } from './p2p/request.js';
+export type { MessageTrace } from './p2p/transport.js';
 export * from './errors.js';

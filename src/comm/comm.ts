@@ -11,7 +11,7 @@ import type { CoreConfig } from '../config.js';
 import { NbcArgError, NbcCommError, NbcCountError, NbcRankError } from '../errors.js';
 import { ANY_SOURCE, ANY_TAG, PROC_NULL } from '../p2p/constants.js';
 import { completedRequest, Request, type Status } from '../p2p/request.js';
-import type { Transport, TransportStats } from '../p2p/transport.js';
+import type { MessageTrace, Transport, TransportStats } from '../p2p/transport.js';
 import { cartCoords, cartRank, cartShift, dimsCreate } from './topology.js';
 import {
   bytesOf, checkDest, checkSource, checkTag, elementBytes, type TypedArray, type TypedArrayConstructor,
@@ -410,6 +410,16 @@ export class Comm {
   /** Message and byte counts of this rank (all communicators). */
   stats(): { host: TransportStats } {
     return { host: { ...this.transport.stats } };
+  }
+
+  /**
+   * Records into `trace` every message this rank sends or matches, on any communicator, and
+   * every schedule it starts, until called with null. For tests (test/jobs/lean.ts proves the
+   * lean blocking collectives send what their schedules send); off, it costs one null check
+   * per message.
+   */
+  traceMessages(trace: MessageTrace | null): void {
+    this.transport.trace = trace;
   }
 }
 

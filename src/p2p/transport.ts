@@ -97,6 +97,19 @@ export interface TransportStats {
   bytesReceived: number;
 }
 
+/**
+ * What a rank did while traced (`Transport.trace`), for tests that prove which messages a
+ * collective sends. Messages are four numbers each, in order: sends as they are posted
+ * (destination's world rank, context, tag, bytes), receives as they match (source's rank in
+ * its communicator, context, tag, bytes); `schedules` counts the schedules the host executor
+ * started.
+ */
+export interface MessageTrace {
+  sends: number[];
+  recvs: number[];
+  schedules: number;
+}
+
 export class Transport implements Progressor {
   readonly ep: number;
   readonly engineEp: number;
@@ -137,6 +150,8 @@ export class Transport implements Progressor {
   private wantTag = 0;
   /** The node's ring memory: where `recvEager` payloads lie. */
   readonly ringMemory: Uint8Array;
+  /** Where to record messages, or null (the default: one null check per message). */
+  trace: MessageTrace | null = null;
   /**
    * Progress hooks (the collective executor): run after every drain, so every outstanding
    * collective advances whichever request the rank happens to wait on. Without this, two
@@ -192,6 +207,7 @@ export class Transport implements Progressor {
     req.tag = tag;
     req.ep = this.route(dstWorld);
     req.status.bytes = view.byteLength;
+    if (this.trace !== null) this.trace.sends.push(dstWorld, ctx, tag, view.byteLength);
     if (view.byteLength > this.eagerLimit) this.prepareRendezvous(req);
     const q = this.outQueues[req.ep]!;
     if (q.length > 0 || !this.writeSend(req)) {
@@ -239,6 +255,7 @@ export class Transport implements Progressor {
     s.bytesSent += bytes;
     if (ep === this.engineEp) s.interNodeMessages++;
     else s.intraNodeMessages++;
+    if (this.trace !== null) this.trace.sends.push(dstWorld, ctx, tag, bytes);
     return true;
   }
 
@@ -434,6 +451,7 @@ export class Transport implements Progressor {
           this.heldLen = i32[w + H_LEN]!;
           this.stats.messagesReceived++;
           this.stats.bytesReceived += got;
+          if (this.trace !== null) this.trace.recvs.push(src, ctx, tag, got);
           if (got !== bytes) {
             this.releaseEager();
             throw lengthMismatch(got, bytes, src, tag);
@@ -493,6 +511,7 @@ export class Transport implements Progressor {
       list.splice(i, 1);
       this.stats.messagesReceived++;
       this.stats.bytesReceived += m.bytes;
+      if (this.trace !== null) this.trace.recvs.push(src, ctx, tag, m.bytes);
       if (m.kind === KIND_EAGER) {
         this.early = m.data!;
       } else {
@@ -588,6 +607,7 @@ export class Transport implements Progressor {
     req.status.count = Math.floor(bytes / req.elementBytes);
     this.stats.messagesReceived++;
     this.stats.bytesReceived += bytes;
+    if (this.trace !== null) this.trace.recvs.push(src, req.ctx, tag, bytes);
     if (bytes > req.view.byteLength) {
       req.complete(new NbcTruncateError(
         `Cannot receive a ${bytes}-byte message from rank ${src} (tag ${tag}) into a ` +

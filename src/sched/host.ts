@@ -114,6 +114,7 @@ export class HostExecutor implements Executor, Port<HostRun> {
       throw new NbcInternalError(`schedule ${sched.algorithm} addresses ${ends[SEND]}/${ends[RECV]}/${ends[TMP]} bytes of send/recv/tmp, which have ${bufs.send.byteLength}/${bufs.recv.byteLength}/${bufs.tmp.byteLength}`);
     }
     const req = new CollRequest(this.transport);
+    if (this.transport.trace !== null) this.transport.trace.schedules++;
     this.interp.start(new HostRun(sched, target, bufs, tag, req));
     return req;
   }
