@@ -5,7 +5,7 @@ import { runOk } from './helpers.ts';
 const T = { timeout: 180_000 };
 
 /** Comm sizes 1..9 and 16 (non-powers of two included) over 1..3 nodes. */
-const shapes: Array<[number, number]> = [[1, 1], [2, 1], [3, 3], [4, 2], [5, 2], [6, 3], [7, 3], [8, 4], [9, 3], [16, 8]];
+const shapes: Array<[number, number]> = [[1, 1], [2, 1], [3, 3], [4, 2], [5, 2], [6, 3], [7, 2], [7, 3], [8, 4], [9, 3], [16, 8]];
 
 describe('collectives against a sequential reference', () => {
   for (const [n, ppn] of shapes) {
@@ -16,7 +16,7 @@ describe('collectives against a sequential reference', () => {
     });
   }
 
-  for (const [n, ppn] of [[1, 1], [2, 2], [3, 1], [5, 2], [7, 3], [16, 8]] as Array<[number, number]>) {
+  for (const [n, ppn] of [[1, 1], [2, 2], [3, 1], [5, 2], [7, 2], [7, 3], [16, 8]] as Array<[number, number]>) {
     test(`with executor 'offload', every collective x algorithm x root x dtype/op matches the reference on ${n} ranks over ${Math.ceil(n / ppn)} node(s)`, T, async () => {
       const r = await runOk('coll.ts', n, ppn, ['props', '-', 'offload']);
       const checks = r.ranks.map((x) => x.result as number);
@@ -27,7 +27,7 @@ describe('collectives against a sequential reference', () => {
   test('offloaded allreduce gives bitwise the same result as the host executor, for every algorithm', T, async () => {
     for (const [n, ppn] of [[4, 4], [5, 2]] as Array<[number, number]>) {
       const r = await runOk('coll.ts', n, ppn, ['offloadbits']);
-      for (const x of r.ranks) assert.deepEqual(x.result, ['recursive-doubling', 'knomial:3', 'rabenseifner', 'ring']);
+      for (const x of r.ranks) assert.deepEqual(x.result, ['recursive-doubling', 'knomial:3', 'rabenseifner', 'ring', 'hier']);
     }
   });
 
@@ -51,6 +51,34 @@ describe('collectives against a sequential reference', () => {
       assert.deepEqual(r.ranks.map((x) => x.result), new Array(n).fill(56));
     });
   }
+
+  test('hier alltoall on m nodes sends exactly one inter-node message per ordered node pair, and hier barrier and allreduce send O(log m) per node, not per rank (comm.stats(), also with uneven nodes)', T, async () => {
+    const log2 = (m: number): number => Math.ceil(Math.log2(m));
+    // recursive doubling among m leaders: pairs folded in and out around log2 of the power of two below m
+    const doubling = (m: number): number => {
+      const pp = 2 ** Math.floor(Math.log2(m));
+      return 2 * (m - pp) + pp * Math.log2(pp);
+    };
+    for (const [n, ppn] of [[8, 2], [8, 4], [6, 2], [7, 3]] as Array<[number, number]>) {
+      const r = await runOk('coll.ts', n, ppn, ['hiercount']);
+      const got = r.ranks[0]!.result as Record<string, number>;
+      // 'uneven' is world without its last rank, so its last node holds fewer ranks
+      for (const [c, m] of [['world', Math.ceil(n / ppn)], ['uneven', Math.ceil((n - 1) / ppn)]] as const) {
+        const where = `${c}, ${n} ranks on ${m} nodes`;
+        assert.equal(got[`${c} alltoall hier`], m * (m - 1), `${where}: packed alltoall`);
+        assert.equal(got[`${c} barrier hier`], m * log2(m), `${where}: hier barrier`);
+        assert.equal(got[`${c} allreduce hier`], doubling(m), `${where}: hier allreduce`);
+        for (const op of ['alltoall', 'barrier', 'allreduce']) {
+          assert.ok(got[`${c} ${op} hier`]! <= got[`${c} ${op} flat`]!, `${where}: hier ${op} sends no more inter-node messages than flat (${JSON.stringify(got)})`);
+        }
+      }
+    }
+  });
+
+  test('a persistent hier allreduce restarted 1,000 times gives the right sum every time (2 nodes, uneven)', T, async () => {
+    const r = await runOk('coll.ts', 5, 3, ['persistent', '1000', 'host', 'hier']);
+    assert.deepEqual(r.ranks.map((x) => x.result), new Array(5).fill(1000));
+  });
 
   test('a user-defined op cannot be offloaded: NBC_ERR_OP', T, async () => {
     const r = await runOk('coll.ts', 2, 2, ['offloaduserop']);

@@ -17,7 +17,7 @@
  */
 import assert from 'node:assert/strict';
 import {
-  ALGORITHMS, IN_PLACE, NbcError, Op, dimsCreate, type Communicator, type TypedArray,
+  ALGORITHMS, IN_PLACE, NbcError, Op, UNDEFINED, dimsCreate, type Communicator, type TypedArray,
 } from 'nbcoll';
 import { DType, ctorOf, dtypeOf, isBigInt, referenceReduce } from 'nbcoll/testing';
 import { errorCodes } from './common.ts';
@@ -443,11 +443,11 @@ function reuse(w: Communicator): number {
   return checks + 1;
 }
 
-function persistent(w: Communicator, times: number, executor: 'host' | 'offload' = 'host'): number {
+function persistent(w: Communicator, times: number, executor: 'host' | 'offload' = 'host', algorithm?: string): number {
   const n = 17;
   const send = new Int32Array(n);
   const recv = new Int32Array(n);
-  const req = w.allreduceInit(send, recv, 'sum', { executor });
+  const req = w.allreduceInit(send, recv, 'sum', { executor, algorithm });
   for (let t = 0; t < times; t++) {
     for (let i = 0; i < n; i++) send[i] = w.rank * t + i;
     req.start();
@@ -579,7 +579,7 @@ function leanPaths(w: Communicator): Record<string, unknown> {
 function offloadBits(w: Communicator): string[] {
   const n = 1000;
   const out: string[] = [];
-  for (const alg of ['recursive-doubling', 'knomial:3', 'rabenseifner', 'ring']) {
+  for (const alg of ['recursive-doubling', 'knomial:3', 'rabenseifner', 'ring', 'hier']) {
     let x = 7654321 + w.rank * 13;
     const send = new Float64Array(n).map(() => ((x = (x * 48271) % 2147483647) / 2147483647 - 0.5) * 1e3);
     const host = new Float64Array(n);
@@ -588,6 +588,49 @@ function offloadBits(w: Communicator): string[] {
     w.allreduce(send, off, 'sum', { algorithm: alg, executor: 'offload' });
     eq(`${alg}: offload gives the host's bits`, new Uint8Array(off.buffer), new Uint8Array(host.buffer));
     out.push(alg);
+  }
+  return out;
+}
+
+/**
+ * Inter-node messages of one call, summed over the communicator's ranks (from stats(): a
+ * message to another node leaves through the engine).
+ */
+function interNodeMessages(c: Communicator, call: () => void): number {
+  c.barrier();
+  const before = c.stats().host.interNodeMessages;
+  call();
+  const mine = c.stats().host.interNodeMessages - before;
+  const all = new Float64Array(1);
+  c.allreduce(Float64Array.of(mine), all, 'sum');
+  return all[0]!;
+}
+
+/**
+ * What hierarchy buys, counted: on m nodes the packed alltoall sends exactly one inter-node
+ * message per ordered node pair, and hier barrier and allreduce send O(log m) per node (the
+ * leaders' dissemination and recursive doubling), where flat ones send per rank. Also on a
+ * communicator whose nodes hold different numbers of ranks.
+ */
+function hierMessageCounts(w: Communicator): Record<string, number> {
+  const out: Record<string, number> = {};
+  const hier = { algorithm: 'hier' } as const;
+  const shapes: Array<[string, Communicator]> = [['world', w]];
+  // without the last rank, the last node holds one rank fewer than the others
+  const uneven = w.split(w.rank === w.size - 1 ? UNDEFINED : 0, w.rank);
+  if (uneven !== null) shapes.push(['uneven', uneven]);
+  for (const [name, c] of shapes) {
+    const send = new Float64Array(c.size).map((_, i) => c.rank * 1000 + i);
+    const recv = new Float64Array(c.size);
+    out[`${name} alltoall hier`] = interNodeMessages(c, () => c.alltoall(send, recv, hier));
+    for (let i = 0; i < c.size; i++) eq(`${name} hier alltoall block ${i}`, [recv[i]], [i * 1000 + c.rank]);
+    out[`${name} alltoall flat`] = interNodeMessages(c, () => c.alltoall(send, recv, { algorithm: 'scattered' }));
+    out[`${name} barrier hier`] = interNodeMessages(c, () => c.barrier(hier));
+    out[`${name} barrier flat`] = interNodeMessages(c, () => c.barrier({ algorithm: 'dissemination:1' }));
+    const x = new Float64Array(1);
+    out[`${name} allreduce hier`] = interNodeMessages(c, () => c.allreduce(Float64Array.of(c.rank), x, 'sum', hier));
+    eq(`${name} hier allreduce`, [x[0]], [(c.size * (c.size - 1)) / 2]);
+    out[`${name} allreduce flat`] = interNodeMessages(c, () => c.allreduce(Float64Array.of(c.rank), x, 'sum', { algorithm: 'recursive-doubling' }));
   }
   return out;
 }
@@ -716,7 +759,8 @@ export default function main(w: Communicator, args: string[]): unknown {
   switch (args[0]) {
     case 'props': return props(w, args[1] === '-' ? undefined : args[1], (args[2] ?? 'host') as 'host' | 'offload');
     case 'scrambled': return scrambled(w, (args[1] ?? 'host') as 'host' | 'offload');
-    case 'persistent': return persistent(w, Number(args[1] ?? 1000), (args[2] ?? 'host') as 'host' | 'offload');
+    case 'persistent': return persistent(w, Number(args[1] ?? 1000), (args[2] ?? 'host') as 'host' | 'offload', args[3]);
+    case 'hiercount': return hierMessageCounts(w);
     case 'determinism': return determinism(w);
     case 'badinput': return badinput(w);
     case 'mismatch': return mismatch(w);
