@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The `nbc` command: run jobs, join jobs started by other launchers, benchmark.
+ * The `nbc` command: run jobs, join jobs started by other launchers, benchmark, calibrate.
  */
 import { randomBytes } from 'node:crypto';
 import { resolve as resolvePath } from 'node:path';
@@ -11,6 +11,7 @@ import { launch } from '../runtime/launcher.js';
 import { parseLinkSpec } from '../runtime/link-spec.js';
 import { runNode } from '../runtime/node-main.js';
 import { registerBench } from './bench.js';
+import { registerCalibrate } from './calibrate.js';
 
 function positiveInt(value: string): number {
   const n = Number(value);
@@ -85,6 +86,7 @@ program.command('secret')
   });
 
 registerBench(program);
+registerCalibrate(program);
 
 try {
   await program.parseAsync(process.argv);
