@@ -90,6 +90,9 @@ async function measure(path: 'shm' | 'tcp', o: CalibrateOptions): Promise<Measur
       process.stderr.write(`warning: ${path}: the ${what} fit came out <= 0 and was taken as 0; the samples are too noisy (a busy machine, or too few --iters)\n`);
     }
   }
+  if (job.scatter.some((p) => !(p.minUs > 0))) {
+    process.stderr.write(`warning: ${path}: a scatter took less than its ack's one-way time; the samples are too noisy (a busy machine, or too few --iters)\n`);
+  }
   return { path, params, job };
 }
 
