@@ -4,6 +4,8 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import Table from 'cli-table3';
+import { choosePacking, predictAlltoall } from '../dist/coll/cost-model.js';
+import { loadCostParams } from '../dist/runtime/params-file.js';
 
 const [dir, roundsText] = process.argv.slice(2);
 const rounds = Number(roundsText);
@@ -46,4 +48,22 @@ for (const op of ['barrier', 'allreduce', 'alltoall']) {
   }
 }
 console.log(table.toString());
-writeFileSync(`${dir}/summary.json`, JSON.stringify(summary, null, 2) + '\n');
+
+// Seed 004's cut-off: the model's block size where packing stops paying, against the
+// measured one (the first size where hier alltoall is no faster than the best flat one).
+const params = loadCostParams();
+const cutoffs = [];
+for (const ppn of [4, 2]) {
+  const nodes = 8 / ppn;
+  let predicted = null;
+  for (let b = 1; b <= 1 << 20; b *= 2) {
+    if (!choosePacking({ nodes, ppn, params, blockBytes: b })) { predicted = b; break; }
+  }
+  const rows = summary.filter((r) => r.op === 'alltoall' && r.ppn === ppn);
+  const lastWin = rows.filter((r) => r.factor > 1).map((r) => r.bytes).pop() ?? null;
+  const firstLoss = rows.find((r) => r.factor <= 1)?.bytes ?? null;
+  const at = predicted === null ? null : predictAlltoall({ nodes, ppn, params, blockBytes: predicted });
+  cutoffs.push({ nodes, ppn, predictedCutoffBytes: predicted, measuredLastWinBytes: lastWin, measuredFirstLossBytes: firstLoss, predictedAtCutoff: at });
+  console.log(`alltoall ${nodes} x ${ppn}: model cut-off ${predicted} B per block; measured: hier still ahead at ${lastWin ?? '-'} B, behind from ${firstLoss ?? '- (never)'} B`);
+}
+writeFileSync(`${dir}/summary.json`, JSON.stringify({ rows: summary, cutoffs, params }, null, 2) + '\n');

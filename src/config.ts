@@ -3,6 +3,8 @@
  * the process environment once (runtime/config.ts) and passes this down; the core itself reads
  * no `process.*`, so it runs the same in a rank, the node engine or a simulator.
  */
+import { DEFAULT_PARAMS, type CostParams } from './coll/cost-model.js';
+
 export interface CoreConfig {
   /** The executor a call without `{ executor }` runs on (NBC_EXECUTOR; default 'host'). */
   executor: string;
@@ -12,6 +14,13 @@ export interface CoreConfig {
   schedDump: ((text: string) => void) | null;
   /** How long a rank waiting for an offloaded collective spins before parking (NBC_OFFLOAD_SPIN_US). */
   offloadSpinUs: number;
+  /** Seed 004's cost-model parameters (`nbc calibrate`'s file, else the defaults): hier vs flat, packing. */
+  cost: CostParams;
+  /**
+   * More ranks on this host than cores: every hop between ranks then costs a thread switch,
+   * which seed 004's model (one core per rank) leaves out, so selection does not consult it.
+   */
+  oversubscribed: boolean;
 }
 
 export const DEFAULT_CONFIG: CoreConfig = Object.freeze({
@@ -21,4 +30,6 @@ export const DEFAULT_CONFIG: CoreConfig = Object.freeze({
   // The engine that completes an offloaded collective needs a core; on a busy machine the
   // waiting rank's spin would be taking it (BENCHMARKS.md, "Offload executor").
   offloadSpinUs: 5,
+  cost: DEFAULT_PARAMS,
+  oversubscribed: false,
 });

@@ -16,6 +16,7 @@
  *   node pair, packed by node on the leader and unpacked there.
  */
 import { RECV, ScheduleBuilder, SEND, TMP, type Place, type Schedule } from '../sched/schedule.js';
+import { nodePairCounts } from '../sched/two-level.js';
 import * as bcast from './bcast.js';
 import * as gather from './gather.js';
 import * as reduce from './reduce.js';
@@ -201,21 +202,8 @@ export function alltoall(s: CollShape): Schedule {
   const nl = l.local.length;
   const lead = l.me === 0;
   const nodes = l.members.length;
-  const sc = new Int32Array(nodes);
-  const sd = new Int32Array(nodes);
-  const rc = new Int32Array(nodes);
-  const rd = new Int32Array(nodes);
-  let out = 0;
-  let inn = 0;
-  for (let k = 0; k < nodes; k++) {
-    const nk = k === l.node ? 0 : l.members[k]!.length;
-    sc[k] = nl * nk * B;
-    sd[k] = out;
-    out += sc[k]!;
-    rc[k] = nk * nl * B;
-    rd[k] = inn;
-    inn += rc[k]!;
-  }
+  const x = nodePairCounts(l.members.map((m) => m.length), l.node, B);
+  const [sc, sd, rc, rd, out, inn] = [x.counts, x.displs, x.rcounts, x.rdispls, x.sendTotal, x.recvTotal];
   const gathered = lead ? b.tmpAlloc(nl * row) : 0;
   const outgoing = lead ? b.tmpAlloc(out) : 0;
   const incoming = lead ? b.tmpAlloc(inn) : 0;

@@ -15,6 +15,7 @@
  */
 import type { CoreConfig } from '../config.js';
 import { NbcArgError, NbcOpError } from '../errors.js';
+import { chooseHier, choosePacking } from './cost-model.js';
 import type { Schedule } from '../sched/schedule.js';
 import { TL_ALLGATHER, TL_ALLREDUCE, TL_ALLTOALL, TL_BARRIER, TL_BCAST, TL_REDUCE, type InterNodeColl, type InterNodeShape } from '../sched/two-level.js';
 import * as allgather from './allgather.js';
@@ -150,15 +151,27 @@ interface Rule {
   /** Bounds on the communicator's nodes and the most ranks per node. */
   minNodes?: number;
   minPpn?: number;
+  /**
+   * The rule applies only where seed 004's cost model (cost-model.ts, with the parameters
+   * `nbc calibrate` measured) predicts a gain: of the hierarchy over flat ('hier'), or of
+   * packing over direct messages ('packing').
+   */
+  model?: 'hier' | 'packing';
   commutative?: boolean;
   /** Why this rule and threshold (the measurement that chose it). */
   why: string;
 }
 
+const HIER_WHY = 'seed 004: node phases in shared memory and one leader per node on the network, where the cost model predicts a gain over flat (cost-model.ts predictHier); bench/results/hier/summary.json';
+
 /** First matching rule wins; every list ends with a rule that always matches. */
 export const RULES: Record<CollName, Rule[]> = {
-  barrier: [{ algorithm: 'dissemination', radix: 1, why: 'ceil(log2 p) rounds of empty messages; n > 1 only adds messages per round on 2 cores' }],
+  barrier: [
+    { algorithm: 'hier', minNodes: 2, minPpn: 2, model: 'hier', why: HIER_WHY },
+    { algorithm: 'dissemination', radix: 1, why: 'ceil(log2 p) rounds of empty messages; n > 1 only adds messages per round on 2 cores' },
+  ],
   bcast: [
+    { algorithm: 'hier', minNodes: 2, minPpn: 2, model: 'hier', why: HIER_WHY },
     { algorithm: 'binomial', why: 'bench/results/bcast-n4-*.json: binomial or knomial:4 fastest at every size to 2 MiB on 4 ranks; scatter-allgather slower everywhere (2-3x), so it is never chosen automatically here' },
   ],
   reduce: [
@@ -167,6 +180,7 @@ export const RULES: Record<CollName, Rule[]> = {
   ],
   allreduce: [
     { algorithm: 'rabenseifner', minBytes: 128 << 10, commutative: true, why: 'allreduce-n2-*.json: 48 vs 59 us at 128 KiB, 134 vs 183 us at 512 KiB against recursive doubling; n4: wins from 512 KiB (529 vs 770 us), 2 MiB 1267 vs 4153 us' },
+    { algorithm: 'hier', minNodes: 2, minPpn: 2, commutative: true, model: 'hier', why: HIER_WHY },
     { algorithm: 'recursive-doubling', why: 'allreduce-n2-*.json: fastest or tied below 128 KiB; any op; its blocking small case runs on the lean path' },
   ],
   gather: [{ algorithm: 'binomial', why: 'log p rounds' }],
@@ -179,6 +193,7 @@ export const RULES: Record<CollName, Rule[]> = {
   ],
   allgatherv: [{ algorithm: 'ring', why: 'the only one' }],
   alltoall: [
+    { algorithm: 'hier', minNodes: 2, minPpn: 2, model: 'packing', why: 'seed 004: packing pays below the cut-off x = T_startup / beta of the network path (cost-model.ts); bench/results/hier/summary.json' },
     { algorithm: 'bruck', maxBytes: 256, minSize: 8, why: 'small blocks on many ranks: log2 p messages instead of p-1 (theory: at 4 ranks, alltoall-n4-*.json shows a tie at <= 256 B, so it only applies from 8 ranks)' },
     { algorithm: 'scattered', why: 'alltoall-n4-*.json: fastest from 2 KiB (126 vs 138/179 us; 158 vs 292/384 us at 32 KiB)' },
   ],
@@ -270,12 +285,28 @@ export function select(coll: CollName, s: SelectInput, override: string | undefi
     if (r.minNodes !== undefined && s.nodes < r.minNodes) continue;
     if (r.minPpn !== undefined && s.ppn < r.minPpn) continue;
     if (r.commutative !== undefined && r.commutative !== s.commutative) continue;
+    if (r.model !== undefined && !modelPrefers(r.model, coll, s, config)) continue;
     const alg = ALGORITHMS[coll][r.algorithm]!;
     if (flatOnly && !isFlat(alg)) continue;
     if (alg.executors !== undefined && !alg.executors.includes(s.executor)) continue;
     return choice(coll, r.algorithm, r.radix ?? alg.radix?.[2] ?? 2, s, config);
   }
   throw new NbcArgError(`no selection rule matched ${coll}`);
+}
+
+/**
+ * What the cost model says of a rule's algorithm for this call. Not consulted on an
+ * oversubscribed host: there every hop between ranks costs a thread switch, which the model
+ * (one core per rank, as in seed 004) leaves out, and the hierarchy's extra node-phase hops
+ * measured 0.6-1.4x of the best flat algorithm (8 ranks on 2 cores, bench/results/hier/
+ * summary.json), so flat stays.
+ */
+function modelPrefers(model: 'hier' | 'packing', coll: CollName, s: SelectInput, config: CoreConfig): boolean {
+  if (config.oversubscribed) return false;
+  const where = { nodes: s.nodes, ppn: s.ppn, params: config.cost };
+  if (model === 'packing') return choosePacking({ ...where, blockBytes: s.bytes });
+  if (coll !== 'barrier' && coll !== 'allreduce' && coll !== 'bcast') return false;
+  return chooseHier(coll, { ...where, bytes: s.bytes });
 }
 
 function choice(coll: CollName, name: string, radix: number, s: SelectInput, config: CoreConfig): Choice {

@@ -1,9 +1,11 @@
 /**
  * The core's configuration from the process environment, read once per process: the one
- * place the environment reaches the collectives (docs/architecture.md, "Configuration").
+ * place the environment reaches the collectives (docs/architecture.md, "Configuration"),
+ * including the cost-model parameters `nbc calibrate` stored (NBC_PARAMS or the cache folder).
  */
 import { DEFAULT_CONFIG, type CoreConfig } from '../config.js';
 import { NbcArgError } from '../errors.js';
+import { loadCostParams, paramsFilePath } from './params-file.js';
 
 const ALGORITHM_VAR = /^NBC_([A-Z_]+)_ALGORITHM$/;
 
@@ -12,7 +14,11 @@ function collectiveOf(words: string): string {
   return words.toLowerCase().replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 }
 
-export function configFromEnv(env: NodeJS.ProcessEnv = process.env): CoreConfig {
+/**
+ * @param oversubscribed whether this host runs more of the job's ranks than it has cores (the
+ *   node process knows; a singleton rank does not oversubscribe).
+ */
+export function configFromEnv(env: NodeJS.ProcessEnv = process.env, oversubscribed = false): CoreConfig {
   const algorithms: Record<string, string> = {};
   for (const [name, value] of Object.entries(env)) {
     const m = ALGORITHM_VAR.exec(name);
@@ -32,5 +38,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): CoreConfig 
     algorithms: Object.freeze(algorithms),
     schedDump: env.NBC_SCHED_DUMP === '1' ? (text) => process.stderr.write(`${text}\n`) : null,
     offloadSpinUs,
+    cost: loadCostParams(paramsFilePath(env)),
+    oversubscribed,
   };
 }

@@ -196,7 +196,8 @@ export async function runNode(o: NodeOptions): Promise<number> {
   // (e.g. 16 ranks on 2 cores) they spin 20 us and park, so waiting never starves the ranks
   // that have work. Measured in BENCHMARKS.md ("Waiting"); NBC_SPIN_US overrides.
   const hostRanks = Number(process.env.NBC_HOST_RANKS ?? o.ranks);
-  const spinUs = o.spinUs ?? (hostRanks <= availableParallelism() ? 2000 : 20);
+  const oversubscribed = hostRanks > availableParallelism();
+  const spinUs = o.spinUs ?? (oversubscribed ? 20 : 2000);
 
   const results: Array<{ rank: number; result: unknown }> = [];
   let running = o.ranks;
@@ -210,6 +211,7 @@ export async function runNode(o: NodeOptions): Promise<number> {
       args: o.args,
       eagerLimit: o.eagerLimit,
       spinUs,
+      oversubscribed,
     };
     const w = new Worker(rankMain, { workerData: boot, argv: o.args, stdout: true, stderr: true, name: `nbc rank ${rank}` });
     workers.push(w);

@@ -23,6 +23,8 @@ export interface RankBoot {
   args: string[];
   eagerLimit?: number;
   spinUs?: number;
+  /** More of the job's ranks on this host than cores (CoreConfig.oversubscribed). */
+  oversubscribed?: boolean;
 }
 
 export interface RankReport {
@@ -39,7 +41,7 @@ const rc: RankContext = {
   worldSize: boot.placement.worldSize,
   nodeId: boot.placement.nodeId,
   nextCtx: 2,
-  config: configFromEnv(),
+  config: configFromEnv(process.env, boot.oversubscribed === true),
 };
 const world = new Communicator(rc, Array.from({ length: rc.worldSize }, (_, i) => i), 0);
 setRankRuntime({ world, rc, args: boot.args });

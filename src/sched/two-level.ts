@@ -201,22 +201,7 @@ export function planTwoLevel(layout: NodeLayout, local: Member[]): TwoLevelPlan 
       const ok = consistent && Number.isInteger(block) &&
         local.every((m) => m.send.byteLength === size * block && m.recv.byteLength === size * block);
       const b = ok ? block : Math.floor(block);
-      const nl = local.length;
-      const counts = new Int32Array(nodes);
-      const displs = new Int32Array(nodes);
-      const rcounts = new Int32Array(nodes);
-      const rdispls = new Int32Array(nodes);
-      let sendTotal = 0;
-      let recvTotal = 0;
-      for (let k = 0; k < nodes; k++) {
-        const nk = k === me ? 0 : layout.members[k]!.length;
-        counts[k] = nl * nk * b;
-        displs[k] = sendTotal;
-        sendTotal += counts[k]!;
-        rcounts[k] = nk * nl * b;
-        rdispls[k] = recvTotal;
-        recvTotal += rcounts[k]!;
-      }
+      const { counts, displs, rcounts, rdispls, sendTotal, recvTotal } = nodePairCounts(layout.members.map((m) => m.length), me, b);
       // One message per node pair: for every local source in rank order, its blocks for that
       // node's members in rank order.
       const out = new Uint8Array(sendTotal);
@@ -255,6 +240,33 @@ export function planTwoLevel(layout: NodeLayout, local: Member[]): TwoLevelPlan 
     default:
       return { ok: false, inter: single ? null : { coll: 'barrier', shape: base, send: EMPTY, recv: EMPTY }, finish: () => {} };
   }
+}
+
+/**
+ * The exchange of a packed alltoall among one participant per node (seed 004's message
+ * aggregation): to every other node k goes one message of this node's `sizes[me]` ranks'
+ * blocks of `B` bytes for node k's `sizes[k]` ranks, and one comes back; nothing goes to the
+ * own node. Byte counts and displacements per node, for an alltoallv.
+ */
+export function nodePairCounts(sizes: ArrayLike<number>, me: number, B: number) {
+  const nodes = sizes.length;
+  const nl = sizes[me]!;
+  const counts = new Int32Array(nodes);
+  const displs = new Int32Array(nodes);
+  const rcounts = new Int32Array(nodes);
+  const rdispls = new Int32Array(nodes);
+  let sendTotal = 0;
+  let recvTotal = 0;
+  for (let k = 0; k < nodes; k++) {
+    const nk = k === me ? 0 : sizes[k]!;
+    counts[k] = nl * nk * B;
+    displs[k] = sendTotal;
+    sendTotal += counts[k]!;
+    rcounts[k] = nk * nl * B;
+    rdispls[k] = recvTotal;
+    recvTotal += rcounts[k]!;
+  }
+  return { counts, displs, rcounts, rdispls, sendTotal, recvTotal };
 }
 
 /** acc = m0 ⊕ (m1 ⊕ (... ⊕ m_last)), the local members in rank order (commutative ops). */

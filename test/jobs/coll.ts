@@ -20,22 +20,11 @@ import {
   ALGORITHMS, IN_PLACE, NbcError, Op, UNDEFINED, dimsCreate, type Communicator, type TypedArray,
 } from 'nbcoll';
 import { DType, ctorOf, dtypeOf, isBigInt, referenceReduce } from 'nbcoll/testing';
-import { errorCodes } from './common.ts';
+import { errorCodes, matmul } from './common.ts';
 
 type DT = (typeof DType)[keyof typeof DType];
 type OpSpec = { name: string; op: string | Op; item: number; commutative: boolean };
 
-// 2x2 integer matrices, row-major: inout = input x inout (not commutative).
-const matmul = Op.create((inout: Float64Array, input: Float64Array) => {
-  for (let k = 0; k < inout.length; k += 4) {
-    const a = input[k]!, b = input[k + 1]!, c = input[k + 2]!, d = input[k + 3]!;
-    const e = inout[k]!, f = inout[k + 1]!, g = inout[k + 2]!, h = inout[k + 3]!;
-    inout[k] = a * e + b * g;
-    inout[k + 1] = a * f + b * h;
-    inout[k + 2] = c * e + d * g;
-    inout[k + 3] = c * f + d * h;
-  }
-}, { commutative: false, itemLength: 4, name: 'matmul' });
 
 const COMBOS: Array<[DT, OpSpec]> = [
   [DType.Float64, { name: 'sum', op: 'sum', item: 1, commutative: true }],

@@ -1,5 +1,5 @@
 /** Helpers shared by the test jobs. */
-import { NbcError } from 'nbcoll';
+import { NbcError, Op } from 'nbcoll';
 
 /**
  * Runs each named call and records the NbcError code it raised ('no error' when it did not),
@@ -17,3 +17,15 @@ export function errorCodes(cases: Record<string, () => unknown>): Record<string,
   }
   return codes;
 }
+
+/** 2x2 matrices, row-major: inout = input x inout. Not commutative, so a wrong fold order shows. */
+export const matmul = Op.create((inout: Float64Array, input: Float64Array) => {
+  for (let k = 0; k < inout.length; k += 4) {
+    const a = input[k]!, b = input[k + 1]!, c = input[k + 2]!, d = input[k + 3]!;
+    const e = inout[k]!, f = inout[k + 1]!, g = inout[k + 2]!, h = inout[k + 3]!;
+    inout[k] = a * e + b * g;
+    inout[k + 1] = a * f + b * h;
+    inout[k + 2] = c * e + d * g;
+    inout[k + 3] = c * f + d * h;
+  }
+}, { commutative: false, itemLength: 4, name: 'matmul' });

@@ -17,16 +17,18 @@
  * On one rank there is no lean path (nothing to send): the plain run must start its schedule
  * and both runs send nothing.
  *
- * Cases the selection table gives to another algorithm (small alltoall blocks on 8 or more
- * ranks go to bruck) have no lean path to prove and are skipped.
+ * Cases the selection gives to another algorithm (`comm.algorithmFor`: small alltoall blocks on
+ * 8 or more ranks go to bruck; across nodes with several ranks each, `hier` where the cost
+ * model predicts a gain) have no lean path to prove and are skipped.
  *
  * Returns how many cases ran lean and matched, per collective, and how many were skipped.
  */
 import assert from 'node:assert/strict';
 import {
-  IN_PLACE, Op, RULES, type CollOptions, type Communicator, type MessageTrace, type OpLike, type TypedArray,
+  IN_PLACE, type CollOptions, type Communicator, type MessageTrace, type OpLike, type TypedArray,
 } from 'nbcoll';
 import { DType, bytesPerElement, ctorOf, dtypeName, isBigInt, isFloat } from 'nbcoll/testing';
+import { matmul } from './common.ts';
 
 type DT = (typeof DType)[keyof typeof DType];
 type LeanColl = 'allreduce' | 'barrier' | 'bcast' | 'alltoall';
@@ -48,17 +50,6 @@ interface Case {
 /** Message sizes: empty, one word, a few words, a larger eager message (all under the eager limit). */
 const SIZES = [0, 8, 64, 1024];
 
-// 2x2 matrices, row-major: inout = input x inout (not commutative).
-const matmul = Op.create((inout: Float64Array, input: Float64Array) => {
-  for (let k = 0; k < inout.length; k += 4) {
-    const a = input[k]!, b = input[k + 1]!, c = input[k + 2]!, d = input[k + 3]!;
-    const e = inout[k]!, f = inout[k + 1]!, g = inout[k + 2]!, h = inout[k + 3]!;
-    inout[k] = a * e + b * g;
-    inout[k + 1] = a * f + b * h;
-    inout[k + 2] = c * e + d * g;
-    inout[k + 3] = c * f + d * h;
-  }
-}, { commutative: false, itemLength: 4, name: 'matmul' });
 
 /** Allreduce (dtype, op, elements per item, commutative). */
 const REDUCTIONS: Array<[DT, string, OpLike, number, boolean]> = [
@@ -185,18 +176,6 @@ function cases(c: Communicator): Case[] {
   return out;
 }
 
-/** The selection table's pick for a call (RULES, first match, as coll/select.ts reads it without overrides). */
-function tableChoice(coll: LeanColl, size: number, bytes: number, commutative: boolean): string {
-  for (const r of RULES[coll]) {
-    if (r.minBytes !== undefined && bytes < r.minBytes) continue;
-    if (r.maxBytes !== undefined && bytes > r.maxBytes) continue;
-    if (r.minSize !== undefined && size < r.minSize) continue;
-    if (r.commutative !== undefined && r.commutative !== commutative) continue;
-    return r.radix === undefined ? r.algorithm : `${r.algorithm}:${r.radix}`;
-  }
-  throw new Error(`no selection rule matched ${coll}`);
-}
-
 interface Run {
   trace: MessageTrace;
   out: Uint8Array;
@@ -237,7 +216,7 @@ function prove(c: Communicator, label: string, tally: Record<LeanColl | 'skipped
     }
   };
   for (const kase of cases(c)) {
-    if (tableChoice(kase.coll, c.size, kase.bytes, kase.commutative) !== kase.algorithm) {
+    if (c.algorithmFor(kase.coll, kase.bytes, { commutative: kase.commutative }) !== kase.algorithm) {
       tally.skipped++;
       continue;
     }

@@ -1,0 +1,60 @@
+/**
+ * Persistent collectives (`allreduceInit` and friends, MPI-4): a plan made once and started
+ * any number of times, without validation, selection or a schedule lookup per start.
+ */
+import { NbcArgError } from '../errors.js';
+import type { Request, Status } from '../p2p/request.js';
+import type { Plan } from '../sched/executor.js';
+import type { Schedule } from '../sched/schedule.js';
+
+/** A persistent collective: start() it any number of times; wait()/test() each start. */
+export class PersistentRequest implements PromiseLike<Status> {
+  private current: Request | null = null;
+  private freed = false;
+
+  /** @param launch starts one instance of the plan (the communicator's next sequence number). */
+  constructor(private readonly launch: (plan: Plan) => Request, private readonly plan: Plan) {}
+
+  /** Starts one instance (all ranks must start their persistent collectives in the same order). */
+  start(): this {
+    if (this.freed) throw new NbcArgError(`Cannot start a freed persistent ${this.plan.coll}`);
+    if (this.current !== null && !this.current.done) {
+      throw new NbcArgError(`Cannot start persistent ${this.plan.coll}: the previous start is still active; wait for it first`);
+    }
+    this.current = this.launch(this.plan);
+    return this;
+  }
+
+  private active(op: string): Request {
+    if (this.current === null) throw new NbcArgError(`Cannot ${op} persistent ${this.plan.coll}: it was never started`);
+    return this.current;
+  }
+
+  get done(): boolean {
+    return this.current === null || this.current.done;
+  }
+
+  test(): boolean {
+    return this.current === null ? true : this.current.test();
+  }
+
+  wait(): void {
+    if (this.current !== null) this.active('wait').wait();
+  }
+
+  free(): void {
+    if (this.current !== null && !this.current.done) {
+      throw new NbcArgError(`Cannot free persistent ${this.plan.coll}: an instance is still active; wait for it first`);
+    }
+    this.freed = true;
+  }
+
+  /** The schedule this request runs (for inspection and dumps). */
+  get schedule(): Schedule {
+    return this.plan.sched;
+  }
+
+  then<R1 = Status, R2 = never>(onF?: ((v: Status) => R1 | PromiseLike<R1>) | null, onR?: ((e: unknown) => R2 | PromiseLike<R2>) | null): Promise<R1 | R2> {
+    return this.active('await').then(onF, onR);
+  }
+}
