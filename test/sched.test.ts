@@ -5,6 +5,7 @@ import * as alltoall from '../src/coll/alltoall.ts';
 import * as barrier from '../src/coll/barrier.ts';
 import { shape } from '../src/coll/shape.ts';
 import { A_RECV, A_REDUCE, A_SEND, RECV, SEND, ScheduleBuilder, TMP, type Schedule } from '../src/sched/schedule.ts';
+import { Interpreter, Run, type Port } from '../src/sched/interpreter.ts';
 import { TL_ALLGATHER, TL_ALLTOALL, nodeLayout, planTwoLevel } from '../src/sched/two-level.ts';
 
 test('a round-mode schedule stores actions compactly and dumps them readably', () => {
@@ -179,4 +180,108 @@ test('two-level plans refuse members that disagree, and still exchange what the 
   ]);
   assert.equal(plan.ok, false);
   assert.deepEqual(Array.from(plan.inter!.shape.counts!), [8, 8]);
+});
+
+/** A port that records what the interpreter issues, completes sends and receives when told, and can fail one action. */
+class RecordingPort implements Port<Run> {
+  issued: number[] = [];
+  pending: number[] = [];
+  finishedWith: Error | null | undefined = undefined;
+  constructor(private readonly failing = -1) {}
+  send(_r: Run, i: number): boolean { return this.post(i); }
+  recv(_r: Run, i: number): boolean { return this.post(i); }
+  reduce(_r: Run, i: number): void { this.issued.push(i); if (i === this.failing) throw new Error(`action ${i} failed`); }
+  copy(_r: Run, i: number): void { this.issued.push(i); }
+  finished(_r: Run, error: Error | null): void { this.finishedWith = error; }
+  private post(i: number): boolean {
+    this.issued.push(i);
+    this.pending.push(i);
+    return false;
+  }
+}
+
+test('the interpreter issues a round only when the previous one completed, and a DAG action once its dependencies did', () => {
+  const rounds = allreduce.recursiveDoubling(shape({ rank: 0, size: 4, bytes: 8, esize: 8, dtype: 8 }));
+  const port = new RecordingPort();
+  const run = new Run(rounds);
+  const interp = new Interpreter(port);
+  interp.start(run);
+  // round 0 is the copy (done at once); round 1 posts send + recv to rank 1 and waits
+  assert.deepEqual(port.issued, [0, 1, 2]);
+  interp.settle(run, port.pending.shift()!, null);
+  assert.deepEqual(port.issued, [0, 1, 2], 'half a round completed: nothing new');
+  interp.settle(run, port.pending.shift()!, null);
+  assert.deepEqual(port.issued.slice(0, 6), [0, 1, 2, 3, 4, 5], 'the reduce of round 2 ran, round 3 posted');
+  while (port.pending.length > 0) interp.settle(run, port.pending.shift()!, null);
+  assert.equal(port.finishedWith, null);
+  assert.equal(port.issued.length, rounds.nActions);
+
+  const ring = allreduce.ring(shape({ rank: 1, size: 3, bytes: 24, esize: 8, dtype: 8 }));
+  const edges = ring.dependents();
+  for (let i = 0; i < ring.nActions; i++) {
+    for (let d = ring.depStart![i]!; d < ring.depStart![i + 1]!; d++) {
+      const from = ring.deps![d]!;
+      assert.ok(edges.list.subarray(edges.start[from]!, edges.start[from + 1]!).includes(i), `#${i} is a dependent of #${from}`);
+    }
+    assert.equal(edges.count[i], ring.depStart![i + 1]! - ring.depStart![i]!);
+  }
+  const dag = new RecordingPort();
+  const r2 = new Run(ring);
+  const i2 = new Interpreter(dag);
+  i2.start(r2);
+  const done = new Set<number>();
+  while (dag.pending.length > 0) {
+    const i = dag.pending.shift()!;
+    done.add(i);
+    i2.settle(r2, i, null);
+  }
+  for (const i of dag.issued) {
+    for (let d = ring.depStart![i]!; d < ring.depStart![i + 1]!; d++) {
+      assert.ok(dag.issued.indexOf(ring.deps![d]!) < dag.issued.indexOf(i), `#${i} issued after its dependency #${ring.deps![d]}`);
+    }
+  }
+  assert.equal(dag.issued.length, ring.nActions);
+  assert.equal(dag.finishedWith, null);
+});
+
+test('a failed action completes the collective with its error, but the schedule goes on and still sends what peers wait for (check and continue)', () => {
+  const s = allreduce.recursiveDoubling(shape({ rank: 0, size: 4, bytes: 8, esize: 8, dtype: 8 }));
+  const firstReduce = Array.from(s.kind).indexOf(A_REDUCE);
+  const port = new RecordingPort(firstReduce);
+  const run = new Run(s);
+  const interp = new Interpreter(port);
+  interp.start(run);
+  interp.settle(run, port.pending.shift()!, new Error('the receive failed'));
+  while (port.pending.length > 0) interp.settle(run, port.pending.shift()!, null);
+  assert.equal(port.issued.length, s.nActions, 'every action was still issued');
+  const sends = port.issued.filter((i) => s.kind[i] === A_SEND).length;
+  assert.equal(sends, Array.from(s.kind).filter((k) => k === A_SEND).length, 'every send went out');
+  assert.equal(port.finishedWith?.message, 'the receive failed', 'the first error is the collective\'s');
+});
+
+test('splice() runs a schedule built for a subset of ranks: peers through the rank map, SEND/RECV moved, scratch after the outer, after everything before', () => {
+  const b = new ScheduleBuilder('outer');
+  const mine = b.tmpAlloc(64);
+  b.copy({ buf: SEND, offset: 0, bytes: 8 }, { buf: TMP, offset: mine });
+  // rank 2 of a 3-rank ring allreduce among communicator ranks [5, 1, 7], in place on TMP
+  const sub = allreduce.ring(shape({ rank: 2, size: 3, bytes: 24, esize: 8, dtype: 8 }));
+  b.splice(sub, [5, 1, 7], { buf: TMP, offset: mine }, { buf: TMP, offset: mine });
+  b.copy({ buf: TMP, offset: mine, bytes: 8 }, { buf: RECV, offset: 0 });
+  const s = b.build();
+  assert.equal(s.nActions, sub.nActions + 2);
+  const peers = new Set<number>();
+  for (let i = 1; i <= sub.nActions; i++) {
+    const k = s.kind[i]!;
+    assert.equal(k, sub.kind[i - 1]);
+    if (k === A_SEND || k === A_RECV) peers.add(s.peer[i]!);
+    if (sub.bufA[i - 1] === TMP) assert.equal(s.offA[i], 64 + sub.offA[i - 1]!, 'its scratch comes after the outer scratch');
+    else assert.equal(s.bufA[i], TMP, 'its SEND and RECV are moved to the outer TMP');
+  }
+  assert.deepEqual([...peers].sort(), [1, 5], 'rank 2 of the ring talks to its neighbours, ranks 1 and 0 of the map');
+  assert.equal(s.tmpBytes, 64 + sub.tmpBytes);
+  // the spliced roots wait for the copy before them, and the last copy for all of the splice
+  const first = Array.from(s.deps!.subarray(s.depStart![1]!, s.depStart![2]!));
+  assert.deepEqual(first, [0]);
+  const last = s.nActions - 1;
+  assert.equal(s.depStart![last + 1]! - s.depStart![last]!, sub.nActions);
 });
