@@ -11,6 +11,7 @@ import { launch } from '../runtime/launcher.js';
 import { parseLinkSpec } from '../runtime/link-spec.js';
 import { runNode } from '../runtime/node-main.js';
 import { registerBench } from './bench.js';
+import { registerInfo } from './info.js';
 import { registerCalibrate } from './calibrate.js';
 
 function positiveInt(value: string): number {
@@ -75,6 +76,7 @@ program.command('node')
       sliceBytes: arenaMb === undefined ? undefined : arenaMb * 1024 * 1024,
       eagerLimit: envInt('NBC_EAGER_LIMIT'),
       spinUs: envInt('NBC_SPIN_US'),
+      yieldUs: envInt('NBC_YIELD_US'),
     });
     process.exit(code);
   });
@@ -87,6 +89,7 @@ program.command('secret')
 
 registerBench(program);
 registerCalibrate(program);
+registerInfo(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -47,6 +47,15 @@ export interface TransportOptions {
   eagerLimit?: number;
   /** Spin this long (us) before parking in a blocking wait. */
   spinUs?: number;
+  /**
+   * sched_yield (the native addon's), given where this host runs more ranks than cores: after
+   * spinning, a waiting rank hands its core over between polls for `yieldUs` before it parks,
+   * so the rank it waits for runs at once instead of after a futex round trip (Open MPI's
+   * mpi_yield_when_idle). Null: no yield phase.
+   */
+  yieldFn?: (() => void) | null;
+  /** How long the yield phase lasts (us). */
+  yieldUs?: number;
 }
 
 export class SendRequest extends Request {
@@ -133,6 +142,8 @@ export class Transport implements Progressor {
   private nextToken = 1;
   private inProgress = false;
   private readonly spinMs: number;
+  private readonly yieldFn: (() => void) | null;
+  private readonly yieldMs: number;
   private readonly sleepIdx: number;
   private readonly doorbellIdx: number;
   private asyncWaiters: Array<() => void> = [];
@@ -177,6 +188,8 @@ export class Transport implements Progressor {
     const maxEager = (ringBytes >> 2) - HEADER_BYTES;
     this.eagerLimit = Math.min(opts.eagerLimit ?? 8192, maxEager);
     this.spinMs = (opts.spinUs ?? 20) / 1000;
+    this.yieldFn = opts.yieldFn ?? null;
+    this.yieldMs = this.yieldFn === null ? 0 : (opts.yieldUs ?? 0) / 1000;
     this.sleepIdx = endpointWord(this.ep, kSleeping);
     this.doorbellIdx = endpointWord(this.ep, kDoorbell);
   }
@@ -459,9 +472,11 @@ export class Transport implements Progressor {
           return at + HEADER_BYTES;
         }
         this.progress();
-        if ((++n & 15) === 0) {
+        if (n < 0) {
+          if (this.idle(start, this.spinMs, NOT_DONE)) n = -1;
+        } else if ((++n & 15) === 0) {
           if (start === 0) start = performance.now();
-          else if (performance.now() - start > this.spinMs) this.parkOnce(NOT_DONE);
+          else if (this.idle(start, this.spinMs, NOT_DONE)) n = -1;
         }
       }
     } finally {
@@ -744,19 +759,30 @@ export class Transport implements Progressor {
     Atomics.store(c, this.sleepIdx, 0);
   }
 
+  /**
+   * One idle step of a wait that began at `start` (ms) and found nothing to do: within the
+   * spin budget, nothing (the caller polls again); then, with a yield function, sched_yield
+   * until the yield budget is spent; then park once. True once past the spin budget, from
+   * when the caller takes an idle step after every poll rather than every 16th.
+   */
+  private idle(start: number, spinMs: number, req: { done: boolean }): boolean {
+    const waited = performance.now() - start;
+    if (waited <= spinMs) return false;
+    if (this.yieldFn !== null && waited <= spinMs + this.yieldMs) this.yieldFn();
+    else this.parkOnce(req);
+    return true;
+  }
+
   private spinThenPark(done: () => boolean): void {
     const start = performance.now();
+    const probe = { get done() { return done(); } };
     let n = 0;
     for (;;) {
       this.progress();
       if (done()) return;
-      if ((++n & 15) === 0 && performance.now() - start > this.spinMs) break;
-    }
-    const probe = { get done() { return done(); } };
-    for (;;) {
-      this.parkOnce(probe);
-      this.progress();
-      if (done()) return;
+      if (n < 0 || (++n & 15) === 0) {
+        if (this.idle(start, this.spinMs, probe)) n = -1;
+      }
     }
   }
 
@@ -770,12 +796,9 @@ export class Transport implements Progressor {
     for (;;) {
       this.progress();
       if (req.done) return;
-      if ((++n & 15) === 0 && performance.now() - start > spinMs) break;
-    }
-    for (;;) {
-      this.parkOnce(req);
-      this.progress();
-      if (req.done) return;
+      if (n < 0 || (++n & 15) === 0) {
+        if (this.idle(start, spinMs, req)) n = -1;
+      }
     }
   }
 

@@ -22,6 +22,7 @@ import type { LinkSpec } from './link-spec.js';
 import type { RankBoot, RankReport } from './rank-main.js';
 import { RendezvousClient, RendezvousServer } from './rendezvous.js';
 import { configFromEnv } from './config.js';
+import { nativeAddon } from './native.js';
 
 export interface NodeOptions {
   entry: string;
@@ -37,7 +38,15 @@ export interface NodeOptions {
   sliceBytes?: number;
   eagerLimit?: number;
   spinUs?: number;
+  /** The yield phase of a wait on an oversubscribed host (us); default DEFAULT_YIELD_US. */
+  yieldUs?: number;
 }
+
+/**
+ * How long a waiting rank on an oversubscribed host calls sched_yield between polls before it
+ * parks (with the native addon; BENCHMARKS.md, "Waits that yield").
+ */
+export const DEFAULT_YIELD_US = 1000;
 
 /** Messages to a parent `nbc run` over the IPC channel. */
 export type NodeToLauncher =
@@ -197,7 +206,12 @@ export async function runNode(o: NodeOptions): Promise<number> {
   // that have work. Measured in BENCHMARKS.md ("Waiting"); NBC_SPIN_US overrides.
   const hostRanks = Number(process.env.NBC_HOST_RANKS ?? o.ranks);
   const oversubscribed = hostRanks > availableParallelism();
-  const spinUs = o.spinUs ?? (oversubscribed ? 20 : 2000);
+  // Oversubscribed, with the native addon, a waiting rank yields its core from its first idle
+  // poll (BENCHMARKS.md, "Waits that yield": spinning first only delays the rank it waits for),
+  // for NBC_YIELD_US before it parks.
+  const canYield = oversubscribed && nativeAddon().addon !== null;
+  const spinUs = o.spinUs ?? (oversubscribed ? (canYield ? 0 : 20) : 2000);
+  const yieldUs = o.yieldUs ?? DEFAULT_YIELD_US;
 
   const results: Array<{ rank: number; result: unknown }> = [];
   let running = o.ranks;
@@ -212,6 +226,7 @@ export async function runNode(o: NodeOptions): Promise<number> {
       eagerLimit: o.eagerLimit,
       spinUs,
       oversubscribed,
+      yieldUs,
     };
     const w = new Worker(rankMain, { workerData: boot, argv: o.args, stdout: true, stderr: true, name: `nbc rank ${rank}` });
     workers.push(w);

@@ -14,6 +14,7 @@ import { Communicator } from '../coll/communicator.js';
 import { Transport, type Placement } from '../p2p/transport.js';
 import type { NodeShared } from '../shm/node-shared.js';
 import { configFromEnv } from './config.js';
+import { nativeAddon } from './native.js';
 import { setRankRuntime } from './init.js';
 
 export interface RankBoot {
@@ -25,6 +26,8 @@ export interface RankBoot {
   spinUs?: number;
   /** More of the job's ranks on this host than cores (CoreConfig.oversubscribed). */
   oversubscribed?: boolean;
+  /** Oversubscribed: how long a wait yields the core between polls before parking (us). */
+  yieldUs?: number;
 }
 
 export interface RankReport {
@@ -34,7 +37,12 @@ export interface RankReport {
 }
 
 const boot = workerData as RankBoot;
-const transport = new Transport(boot.shared, boot.placement, { eagerLimit: boot.eagerLimit, spinUs: boot.spinUs });
+// Oversubscribed, a waiting rank hands its core over with sched_yield (the native addon's)
+// before it parks; without the addon it spins briefly and parks.
+const yieldFn = boot.oversubscribed === true ? nativeAddon().addon?.schedYield ?? null : null;
+const transport = new Transport(boot.shared, boot.placement, {
+  eagerLimit: boot.eagerLimit, spinUs: boot.spinUs, yieldFn, yieldUs: boot.yieldUs,
+});
 const rc: RankContext = {
   transport,
   worldRank: boot.placement.worldRank,

@@ -1,0 +1,43 @@
+#!/usr/bin/env node
+// Builds the optional native addon (native/, N-API) with node-gyp against the installed Node
+// headers; nothing is downloaded. npm does not run install scripts of dependencies unasked, so
+// `npm run build` (and so `npm install && npm start`, `npm test`) calls this. Where the
+// toolchain or the headers are missing it prints one line saying what was skipped and why,
+// and exits 0: nbcoll then runs on its pure-JS paths (`nbc info` tells).
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const dir = join(root, 'native');
+
+function skip(why) {
+  console.log(`nbcoll: native addon skipped (${why}); the pure-JS paths are used`);
+  process.exit(0);
+}
+
+if (process.env.NBC_NO_NATIVE === '1') skip('NBC_NO_NATIVE=1');
+
+// node-gyp: npm ships one; else one on PATH.
+const candidates = [];
+if (process.env.npm_execpath) candidates.push(join(dirname(process.env.npm_execpath), '..', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'));
+candidates.push(join(dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'));
+const gyp = candidates.find((c) => existsSync(c));
+
+// Headers of the running Node (Debian's nodejs and the official tarballs put them under include/node).
+const nodedir = [resolve(dirname(process.execPath), '..'), '/usr', '/usr/local'].find((d) => existsSync(join(d, 'include', 'node', 'node_api.h')));
+if (nodedir === undefined) skip('no Node headers (include/node/node_api.h) next to this node');
+const cc = spawnSync('cc', ['--version'], { stdio: 'ignore' });
+if (cc.error !== undefined || cc.status !== 0) skip('no C compiler (cc)');
+
+const args = ['rebuild', `--nodedir=${nodedir}`, '--loglevel=error'];
+const r = gyp !== undefined
+  ? spawnSync(process.execPath, [gyp, ...args], { cwd: dir, encoding: 'utf8' })
+  : spawnSync('node-gyp', args, { cwd: dir, encoding: 'utf8' });
+if (r.error !== undefined) skip(`node-gyp not found: ${r.error.message}`);
+if (r.status !== 0) {
+  const last = `${r.stderr}${r.stdout}`.trim().split('\n').filter(Boolean).pop() ?? `exit ${r.status}`;
+  skip(`node-gyp failed: ${last}`);
+}
+console.log('nbcoll: native addon built (native/build/Release/nbc_native.node: sched_yield)');

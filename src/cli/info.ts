@@ -1,0 +1,60 @@
+/**
+ * `nbc info`: what this installation can use on this machine, and why not where it cannot:
+ * transports between nodes, ways of waiting, executors, and the cost-model parameters.
+ */
+import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import type { Command } from 'commander';
+import { EXECUTORS } from '../sched/executors.js';
+import { nativeAddon } from '../runtime/native.js';
+import { paramsFilePath, readParamsFile } from '../runtime/params-file.js';
+import { DEFAULT_YIELD_US } from '../runtime/node-main.js';
+
+export interface InfoLine {
+  what: string;
+  available: boolean;
+  detail: string;
+}
+
+export function collectInfo(): InfoLine[] {
+  const native = nativeAddon();
+  const ucxHeaders = existsSync('/usr/include/ucp/api/ucp.h');
+  const params = paramsFilePath();
+  let cost = `defaults (no ${params}; nbc calibrate writes it)`;
+  try {
+    const f = readParamsFile(params);
+    if (f !== null) cost = `${params}, measured ${f.measuredAt}`;
+  } catch (err) {
+    cost = `unreadable: ${(err as Error).message}`;
+  }
+  return [
+    { what: 'transport tcp', available: true, detail: 'engine-to-engine TCP links, authenticated (pure JS)' },
+    {
+      what: 'transport ucx', available: false,
+      detail: `not in this build (issue 12); ${ucxHeaders ? 'libucx-dev is installed' : 'libucx-dev is not installed'}`,
+    },
+    { what: 'wait: spin, then park', available: true, detail: 'Atomics.wait on the rank doorbell (always)' },
+    {
+      what: 'wait: sched_yield', available: native.addon !== null,
+      detail: native.addon !== null
+        ? `native addon ${native.why}; used when a host runs more ranks than its ${availableParallelism()} cores (NBC_YIELD_US, default ${DEFAULT_YIELD_US} us)`
+        : `native addon ${native.why}`,
+    },
+    ...Object.entries(EXECUTORS).map(([name, row]) => ({ what: `executor ${name}`, available: true, detail: row.description })),
+    { what: 'cost model', available: true, detail: cost },
+  ];
+}
+
+export function registerInfo(program: Command): void {
+  program.command('info')
+    .description('what this installation can use here (transports, waits, executors, cost model), and why not')
+    .option('--json', 'print JSON')
+    .action((o: { json?: boolean }) => {
+      const lines = collectInfo();
+      if (o.json) {
+        process.stdout.write(`${JSON.stringify(lines, null, 2)}\n`);
+        return;
+      }
+      for (const l of lines) process.stdout.write(`${l.available ? 'yes' : 'no '}  ${l.what.padEnd(24)} ${l.detail}\n`);
+    });
+}

@@ -1,0 +1,38 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const nbc = (args: string[], env: NodeJS.ProcessEnv = {}): string =>
+  execFileSync(process.execPath, ['dist/cli/nbc.js', ...args], { cwd: root, encoding: 'utf8', env: { ...process.env, ...env }, timeout: 150_000 });
+
+type Info = Array<{ what: string; available: boolean; detail: string }>;
+
+test('the native addon build skips with one line and exit 0 when told to (or when the toolchain is missing)', () => {
+  const out = execFileSync(process.execPath, ['scripts/build-native.mjs'], { cwd: root, encoding: 'utf8', env: { ...process.env, NBC_NO_NATIVE: '1' }, timeout: 60_000 });
+  assert.equal(out.trim().split('\n').length, 1);
+  assert.match(out, /native addon skipped \(NBC_NO_NATIVE=1\); the pure-JS paths are used/);
+});
+
+test('nbc info says whether sched_yield is available and why not, and lists the transports and executors', () => {
+  const withAddon = JSON.parse(nbc(['info', '--json'])) as Info;
+  const yieldLine = withAddon.find((l) => l.what === 'wait: sched_yield')!;
+  const cc = (() => { try { execFileSync('cc', ['--version'], { stdio: 'ignore' }); return true; } catch { return false; } })();
+  // where a C compiler exists, npm run build built the addon, and it loads
+  if (cc) assert.equal(yieldLine.available, true, yieldLine.detail);
+  const without = JSON.parse(nbc(['info', '--json'], { NBC_NO_NATIVE: '1' })) as Info;
+  assert.deepEqual(without.find((l) => l.what === 'wait: sched_yield'), { what: 'wait: sched_yield', available: false, detail: 'native addon disabled by NBC_NO_NATIVE=1' });
+  assert.deepEqual(withAddon.filter((l) => l.what.startsWith('executor ')).map((l) => l.what), ['executor host', 'executor offload']);
+  assert.equal(withAddon.find((l) => l.what === 'transport tcp')!.available, true);
+  assert.match(nbc(['info']), /^yes {2}transport tcp/m);
+});
+
+test('8 ranks on one node of 2 cores pass the allreduce and barrier property checks with yielding waits and with plain ones', () => {
+  for (const env of [{}, { NBC_NO_NATIVE: '1' }]) {
+    for (const coll of ['allreduce', 'barrier']) {
+      // the job throws (non-zero exit, execFileSync throws) on any result that differs from the reference
+      nbc(['run', '-n', '8', '--ppn', '8', '--timeout', '120', 'test/jobs/coll.ts', 'props', coll], env);
+    }
+  }
+});
