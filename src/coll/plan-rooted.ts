@@ -94,56 +94,46 @@ export function planScatter(comm: Planner, send: Buf | null | undefined, recv: B
   return comm.plan('scatter', s, opts, true, sv, rv);
 }
 
-/** gatherv: `counts[i]` elements from rank i land at `displs[i]` of the root's recv (both significant at the root). */
-export function planGatherv(comm: Planner, send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts, displs: Counts, root: number, opts?: CollOptions): Plan {
-  checkRoot(comm, root, 'gatherv');
+/**
+ * The v-forms of gather and scatter share their checks: at the root, `whole` holds a block per
+ * rank (`counts[i]` elements at `displs[i]`) and `one` is the root's own block, or IN_PLACE
+ * (the root's block stays where it is in `whole`); elsewhere only `one` matters.
+ */
+function rootedV(comm: Planner, coll: 'gatherv' | 'scatterv', whole: Buf | null | undefined, one: BufOrInPlace, counts: Counts,
+  displs: Counts, root: number, names: { whole: string; one: string }) {
+  checkRoot(comm, root, coll);
   const isRoot = comm.rank === root;
-  if (send === IN_PLACE && !isRoot) throw new NbcArgError(`Cannot gatherv on communicator ${comm.ctx}: only the root may pass IN_PLACE`);
+  if (one === IN_PLACE && !isRoot) throw new NbcArgError(`Cannot ${coll} on communicator ${comm.ctx}: only the root may pass IN_PLACE`);
   const s = comm.base(root);
-  let sv: Uint8Array;
-  let rv = EMPTY;
+  let wv = EMPTY;
+  let ov: Uint8Array;
   if (isRoot) {
-    rv = buf(comm, 'gatherv', recv, 'recv');
-    const r = recv as Buf;
-    const bpe = bytesPerElement(dtypeOf(r));
-    const { c, d } = vector(comm, 'gatherv', counts, displs, bpe, r.length, 'recv');
-    if (send !== IN_PLACE) {
-      sameType(comm, 'gatherv', send, r);
-      count(comm, 'gatherv', 'send', send.length, c[root]! / bpe);
+    wv = buf(comm, coll, whole, names.whole);
+    const w = whole as Buf;
+    const bpe = bytesPerElement(dtypeOf(w));
+    const { c, d } = vector(comm, coll, counts, displs, bpe, w.length, names.whole);
+    if (one !== IN_PLACE) {
+      sameType(comm, coll, coll === 'gatherv' ? one : w, coll === 'gatherv' ? w : one);
+      count(comm, coll, names.one, one.length, c[root]! / bpe);
     }
-    sv = send === IN_PLACE ? rv.subarray(d[root]!, d[root]! + c[root]!) : buf(comm, 'gatherv', send, 'send');
+    ov = one === IN_PLACE ? wv.subarray(d[root]!, d[root]! + c[root]!) : buf(comm, coll, one, names.one);
     s.counts = c;
     s.displs = d;
   } else {
-    sv = buf(comm, 'gatherv', send, 'send');
+    ov = buf(comm, coll, one, names.one);
   }
-  s.bytes = sv.byteLength;
-  return comm.plan('gatherv', s, opts, false, sv, rv);
+  s.bytes = ov.byteLength;
+  return { s, wv, ov };
+}
+
+/** gatherv: `counts[i]` elements from rank i land at `displs[i]` of the root's recv (both significant at the root). */
+export function planGatherv(comm: Planner, send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts, displs: Counts, root: number, opts?: CollOptions): Plan {
+  const { s, wv, ov } = rootedV(comm, 'gatherv', recv, send, counts, displs, root, { whole: 'recv', one: 'send' });
+  return comm.plan('gatherv', s, opts, false, ov, wv);
 }
 
 /** scatterv: `counts[i]` elements at `displs[i]` of the root's send go to rank i. */
 export function planScatterv(comm: Planner, send: Buf | null | undefined, counts: Counts, displs: Counts, recv: BufOrInPlace, root: number, opts?: CollOptions): Plan {
-  checkRoot(comm, root, 'scatterv');
-  const isRoot = comm.rank === root;
-  if (recv === IN_PLACE && !isRoot) throw new NbcArgError(`Cannot scatterv on communicator ${comm.ctx}: only the root may pass IN_PLACE`);
-  const s = comm.base(root);
-  let sv = EMPTY;
-  let rv: Uint8Array;
-  if (isRoot) {
-    sv = buf(comm, 'scatterv', send, 'send');
-    const sb = send as Buf;
-    const bpe = bytesPerElement(dtypeOf(sb));
-    const { c, d } = vector(comm, 'scatterv', counts, displs, bpe, sb.length, 'send');
-    if (recv !== IN_PLACE) {
-      sameType(comm, 'scatterv', sb, recv);
-      count(comm, 'scatterv', 'recv', recv.length, c[root]! / bpe);
-    }
-    rv = recv === IN_PLACE ? sv.subarray(d[root]!, d[root]! + c[root]!) : buf(comm, 'scatterv', recv, 'recv');
-    s.counts = c;
-    s.displs = d;
-  } else {
-    rv = buf(comm, 'scatterv', recv, 'recv');
-  }
-  s.bytes = rv.byteLength;
-  return comm.plan('scatterv', s, opts, false, sv, rv);
+  const { s, wv, ov } = rootedV(comm, 'scatterv', send, recv, counts, displs, root, { whole: 'send', one: 'recv' });
+  return comm.plan('scatterv', s, opts, false, wv, ov);
 }
