@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { runOk } from './helpers.ts';
+import { launch } from 'nbcoll';
+import { jobPath, runOk } from './helpers.ts';
 
 const T = { timeout: 180_000 };
 
@@ -76,6 +77,13 @@ describe('collectives against a sequential reference', () => {
           assert.ok(got[`${c} ${op} hier`]! <= got[`${c} ${op} flat`]!, `${where}: hier ${op} sends no more inter-node messages than flat (${JSON.stringify(got)})`);
         }
       }
+    }
+  });
+
+  test('hier alltoall on nodes of equal size runs its leaders\' exchange as an alltoall, Bruck included (NBC_ALLTOALL_ALGORITHM=bruck reaches the leaders), and matches the reference', T, async () => {
+    for (const [n, ppn] of [[8, 2], [6, 3]] as Array<[number, number]>) {
+      const r = await launch(jobPath('coll.ts'), { ranks: n, ppn, args: ['props', 'alltoall'], output: 'pipe', timeoutMs: 60_000, env: { NBC_ALLTOALL_ALGORITHM: 'bruck' } });
+      assert.equal(r.exitCode, 0, `${n} ranks, ppn ${ppn}: ${r.failure}\n${r.stderr}`);
     }
   });
 

@@ -3,7 +3,8 @@ import { test } from 'node:test';
 import * as allreduce from '../src/coll/allreduce.ts';
 import * as alltoall from '../src/coll/alltoall.ts';
 import * as barrier from '../src/coll/barrier.ts';
-import { shape } from '../src/coll/shape.ts';
+import * as hier from '../src/coll/hier.ts';
+import { shape, topologyOf, type CollShape } from '../src/coll/shape.ts';
 import { A_RECV, A_REDUCE, A_SEND, RECV, SEND, ScheduleBuilder, TMP, type Schedule } from '../src/sched/schedule.ts';
 import { Interpreter, Run, type Port } from '../src/sched/interpreter.ts';
 import { TL_ALLGATHER, TL_ALLTOALL, nodeLayout, planTwoLevel } from '../src/sched/two-level.ts';
@@ -284,4 +285,16 @@ test('splice() runs a schedule built for a subset of ranks: peers through the ra
   assert.deepEqual(first, [0]);
   const last = s.nActions - 1;
   assert.equal(s.depStart![last + 1]! - s.depStart![last]!, sub.nActions);
+});
+
+test('hier alltoall on equal nodes hands its leaders an alltoall: Bruck sends log2(nodes) node-pair messages, scattered destinations one per other node', () => {
+  const topo = topologyOf(8, (r) => r >> 1); // 4 nodes x 2 ranks
+  const leaderSends = (build: (s: CollShape) => Schedule): number[] => {
+    const s = hier.alltoall(shape({ rank: 0, size: 8, bytes: 16, esize: 8, topo, leader: { coll: 'alltoall', build, radix: 2 } }));
+    const peers: number[] = [];
+    for (let i = 0; i < s.nActions; i++) if (s.kind[i] === A_SEND && s.peer[i]! % 2 === 0 && s.peer[i] !== 0) peers.push(s.peer[i]!);
+    return peers;
+  };
+  assert.deepEqual(leaderSends(alltoall.scattered).sort(), [2, 4, 6], 'one message to each other leader');
+  assert.equal(leaderSends(alltoall.bruck).length, 2, 'Bruck: ceil(log2 4) messages');
 });

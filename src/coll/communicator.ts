@@ -97,7 +97,7 @@ export class Communicator extends Comm {
   /** Selects the algorithm of a call (select.ts) from what every rank shares. */
   private choose(coll: CollName, bytes: number, commutative: boolean, opts: CollOptions | undefined): Choice {
     const t = this.nodes;
-    return select(coll, { size: this.size, bytes, commutative, executor: this.executorName(opts), nodes: t.nodes, ppn: t.ppn },
+    return select(coll, { size: this.size, bytes, commutative, executor: this.executorName(opts), nodes: t.nodes, ppn: t.ppn, uniform: t.uniform },
       opts?.algorithm, this.rc.config);
   }
 

@@ -191,19 +191,40 @@ export function allgather(s: CollShape): Schedule {
  * Alltoall with packing (seed 004): the leader gathers its node's send buffers, packs, for
  * every other node, the blocks its ranks send to that node's ranks into one message, the
  * leaders exchange one message per node pair, and the leader builds and scatters every local
- * rank's receive buffer. Blocks between ranks of one node are copied on the leader.
+ * rank's receive buffer. When every node holds the same number of ranks, the node-pair messages
+ * are equal and the leaders run an alltoall (scattered destinations, or Bruck, as select.ts
+ * picks; the own node's block travels through it too); otherwise an alltoallv with nothing for
+ * the own node, whose blocks the leader copies directly.
  */
 export function alltoall(s: CollShape): Schedule {
   const b = new ScheduleBuilder('alltoall/hier');
   const l = layout(s, false);
   const B = s.bytes;
-  const p = s.size;
-  const row = p * B;
+  const row = s.size * B;
   const nl = l.local.length;
   const lead = l.me === 0;
   const nodes = l.members.length;
-  const x = nodePairCounts(l.members.map((m) => m.length), l.node, B);
-  const [sc, sd, rc, rd, out, inn] = [x.counts, x.displs, x.rcounts, x.rdispls, x.sendTotal, x.recvTotal];
+  const uniform = s.leader?.coll === 'alltoall';
+  // Where the message to (from) node k starts in the packed send (receive) area.
+  let sendAt: (k: number) => number;
+  let recvAt: (k: number) => number;
+  let out: number;
+  let inn: number;
+  let exchange: Partial<CollShape>;
+  if (uniform) {
+    const pair = nl * nl * B;
+    sendAt = recvAt = (k) => k * pair;
+    out = inn = nodes * pair;
+    exchange = { bytes: pair };
+  } else {
+    const x = nodePairCounts(l.members.map((m) => m.length), l.node, B);
+    sendAt = (k) => x.displs[k]!;
+    recvAt = (k) => x.rdispls[k]!;
+    out = x.sendTotal;
+    inn = x.recvTotal;
+    exchange = { bytes: 0, counts: x.counts, displs: x.displs, rcounts: x.rcounts, rdispls: x.rdispls };
+  }
+  const through = (k: number): boolean => uniform || k !== l.node; // node k's blocks travel through the exchange
   const gathered = lead ? b.tmpAlloc(nl * row) : 0;
   const outgoing = lead ? b.tmpAlloc(out) : 0;
   const incoming = lead ? b.tmpAlloc(inn) : 0;
@@ -212,26 +233,28 @@ export function alltoall(s: CollShape): Schedule {
   if (lead) {
     // block (local source j -> rank d) lies at gathered + j*row + d*B
     for (let k = 0; k < nodes; k++) {
-      if (k === l.node) continue;
+      if (!through(k)) continue;
       const to = l.members[k]!;
       for (let j = 0; j < nl; j++) {
         for (let d = 0; d < to.length; d++) {
-          b.copy({ buf: TMP, offset: gathered + j * row + to[d]! * B, bytes: B }, { buf: TMP, offset: outgoing + sd[k]! + (j * to.length + d) * B });
+          b.copy({ buf: TMP, offset: gathered + j * row + to[d]! * B, bytes: B }, { buf: TMP, offset: outgoing + sendAt(k) + (j * to.length + d) * B });
         }
       }
     }
-    b.splice(leaders(s, l, { bytes: 0, counts: sc, displs: sd, rcounts: rc, rdispls: rd }), l.leaders, at(TMP, outgoing), at(TMP, incoming));
+    b.splice(leaders(s, l, exchange), l.leaders, at(TMP, outgoing), at(TMP, incoming));
     b.round();
     // local rank d's receive buffer, block by source rank, at scattered + d*row
     for (let d = 0; d < nl; d++) {
-      for (let j = 0; j < nl; j++) {
-        b.copy({ buf: TMP, offset: gathered + j * row + l.local[d]! * B, bytes: B }, { buf: TMP, offset: scattered + d * row + l.local[j]! * B });
+      if (!uniform) {
+        for (let j = 0; j < nl; j++) {
+          b.copy({ buf: TMP, offset: gathered + j * row + l.local[d]! * B, bytes: B }, { buf: TMP, offset: scattered + d * row + l.local[j]! * B });
+        }
       }
       for (let k = 0; k < nodes; k++) {
-        if (k === l.node) continue;
+        if (!through(k)) continue;
         const from = l.members[k]!;
         for (let j = 0; j < from.length; j++) {
-          b.copy({ buf: TMP, offset: incoming + rd[k]! + (j * nl + d) * B, bytes: B }, { buf: TMP, offset: scattered + d * row + from[j]! * B });
+          b.copy({ buf: TMP, offset: incoming + recvAt(k) + (j * nl + d) * B, bytes: B }, { buf: TMP, offset: scattered + d * row + from[j]! * B });
         }
       }
     }

@@ -42,8 +42,12 @@ export interface Algorithm {
   commutativeOnly?: boolean;
   /** Takes a degree (k-nomial k, or dissemination's n): [min, max, default]. */
   radix?: readonly [number, number, number];
-  /** Hierarchical (hier.ts): the collective its node leaders run among themselves. */
-  leaders?: CollName;
+  /**
+   * Hierarchical (hier.ts): the collective its node leaders run among themselves, or how the
+   * topology decides it (alltoall: one block per node pair of equal size only when every node
+   * holds the same number of ranks, so Bruck is open to it then).
+   */
+  leaders?: CollName | ((s: SelectInput) => CollName);
   /**
    * Composed by the executor itself rather than run from a schedule: the kind word it is
    * posted with (the offload engines' two-level forms, sched/two-level.ts).
@@ -122,7 +126,7 @@ export const ALGORITHMS: Record<CollName, Record<string, Algorithm>> = {
     bruck: { build: alltoall.bruck },
     pairwise: { build: alltoall.pairwise },
     scattered: { build: alltoall.scattered, lean: true },
-    hier: { build: hier.alltoall, leaders: 'alltoallv' },
+    hier: { build: hier.alltoall, leaders: (s) => (s.uniform ? 'alltoall' : 'alltoallv') },
     'two-level': twoLevel('alltoall', TL_ALLTOALL),
   },
   alltoallv: { scattered: { build: alltoall.scatteredV } },
@@ -222,7 +226,7 @@ export interface Choice {
   /** The front end may run this call's blocking form by hand (Algorithm.lean). */
   lean: boolean;
   /** Hierarchical algorithms: what the node leaders run. */
-  leader?: { build: (s: CollShape) => Schedule; radix: number };
+  leader?: { coll: CollName; build: (s: CollShape) => Schedule; radix: number };
 }
 
 /** What selection sees of a call: everything every rank shares. */
@@ -234,6 +238,8 @@ export interface SelectInput {
   /** Nodes the communicator spans, and the most ranks on any of them. */
   nodes: number;
   ppn: number;
+  /** Every node holds the same number of the communicator's ranks. */
+  uniform: boolean;
 }
 
 const envName = (coll: CollName): string => `NBC_${coll.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}_ALGORITHM`;
@@ -314,9 +320,11 @@ function choice(coll: CollName, name: string, radix: number, s: SelectInput, con
   const c: Choice = { name, radix, build: alg.build, lean: alg.lean === true };
   if (alg.composite !== undefined) c.composite = alg.composite;
   if (alg.leaders !== undefined) {
-    // One rank per node: the leaders' communicator.
-    const inner = select(alg.leaders, { ...s, size: s.nodes, ppn: 1 }, undefined, config, true);
-    c.leader = { build: inner.build, radix: inner.radix };
+    // One rank per node: the leaders' communicator. Its bytes are the node phase's business
+    // (packed blocks), so the per-rank size stands in for choosing among the leaders.
+    const coll = typeof alg.leaders === 'function' ? alg.leaders(s) : alg.leaders;
+    const inner = select(coll, { ...s, size: s.nodes, ppn: 1, uniform: true }, undefined, config, true);
+    c.leader = { coll, build: inner.build, radix: inner.radix };
   }
   return c;
 }
@@ -326,6 +334,6 @@ function choice(coll: CollName, name: string, radix: number, s: SelectInput, con
  * participant per node; sched/two-level.ts), chosen by the same rules as any call.
  */
 export function interNodeSchedule(coll: InterNodeColl, s: InterNodeShape, config: CoreConfig): Schedule {
-  const c = select(coll, { size: s.size, bytes: s.bytes, commutative: true, executor: 'offload', nodes: s.size, ppn: 1 }, undefined, config, true);
+  const c = select(coll, { size: s.size, bytes: s.bytes, commutative: true, executor: 'offload', nodes: s.size, ppn: 1, uniform: true }, undefined, config, true);
   return c.build(shape({ ...s, commutative: true, radix: c.radix }));
 }

@@ -29,7 +29,7 @@ export interface CollShape {
   /** The communicator's nodes, for hierarchical algorithms (hier.ts). */
   topo?: Topology;
   /** Hierarchical algorithms: the flat algorithm the node leaders run among themselves. */
-  leader?: { build: (s: CollShape) => Schedule; radix: number };
+  leader?: { coll: string; build: (s: CollShape) => Schedule; radix: number };
 }
 
 /** Which ranks of a communicator share a node: what hierarchical algorithms and selection see. */
@@ -41,6 +41,8 @@ export interface Topology {
   members: Int32Array[];
   /** The most ranks any node holds. */
   ppn: number;
+  /** Every node holds the same number of ranks. */
+  uniform: boolean;
 }
 
 /** The topology of a communicator whose rank i lives on node id `nodeIdOf(i)`. */
@@ -59,7 +61,8 @@ export function topologyOf(size: number, nodeIdOf: (rank: number) => number): To
     nodeOf[r] = k;
     lists[k]!.push(r);
   }
-  return { nodes: lists.length, nodeOf, members: lists.map((m) => Int32Array.from(m)), ppn: Math.max(0, ...lists.map((m) => m.length)) };
+  const ppn = Math.max(0, ...lists.map((m) => m.length));
+  return { nodes: lists.length, nodeOf, members: lists.map((m) => Int32Array.from(m)), ppn, uniform: lists.every((m) => m.length === ppn) };
 }
 
 export function shape(partial: Partial<CollShape> & Pick<CollShape, 'rank' | 'size'>): CollShape {
