@@ -31,6 +31,8 @@ if (nodedir === undefined) skip('no Node headers (include/node/node_api.h) next 
 const cc = spawnSync('cc', ['--version'], { stdio: 'ignore' });
 if (cc.error !== undefined || cc.status !== 0) skip('no C compiler (cc)');
 
+// UCX primitives where Debian's libucx-dev is present (binding.gyp checks the same header).
+const ucx = existsSync('/usr/include/ucp/api/ucp.h') && process.env.NBC_NO_UCX !== '1';
 const args = ['rebuild', `--nodedir=${nodedir}`, '--loglevel=error'];
 const r = gyp !== undefined
   ? spawnSync(process.execPath, [gyp, ...args], { cwd: dir, encoding: 'utf8' })
@@ -40,4 +42,4 @@ if (r.status !== 0) {
   const last = `${r.stderr}${r.stdout}`.trim().split('\n').filter(Boolean).pop() ?? `exit ${r.status}`;
   skip(`node-gyp failed: ${last}`);
 }
-console.log('nbcoll: native addon built (native/build/Release/nbc_native.node: sched_yield)');
+console.log(`nbcoll: native addon built (native/build/Release/nbc_native.node: sched_yield${ucx ? ', UCX' : '; no UCX: libucx-dev is not installed'})`);

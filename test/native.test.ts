@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { nativeAddon, type NativeAddon } from '../src/runtime/native.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const nbc = (args: string[], env: NodeJS.ProcessEnv = {}): string =>
@@ -34,5 +35,38 @@ test('8 ranks on one node of 2 cores pass the allreduce and barrier property che
       // the job throws (non-zero exit, execFileSync throws) on any result that differs from the reference
       nbc(['run', '-n', '8', '--ppn', '8', '--timeout', '120', 'test/jobs/coll.ts', 'props', coll], env);
     }
+  }
+});
+
+test('the native addon\'s UCX primitives move tagged messages between two workers over tcp on loopback (8 B eager to 4 MiB rendezvous)', (t) => {
+  const addon = nativeAddon().addon;
+  if (addon?.ucxInit === undefined) {
+    t.skip(`no UCX in the native addon here (${addon === null ? nativeAddon().why : 'libucx-dev was not installed at build time'}); .ci/run installs libucx-dev`);
+    return;
+  }
+  const a = addon as Required<NativeAddon>;
+  const ctx = a.ucxInit();
+  const w1 = a.ucxWorker(ctx);
+  const w2 = a.ucxWorker(ctx);
+  const ep = a.ucxConnect(w1, new Uint8Array(a.ucxAddress(w2)));
+  const info = new BigUint64Array(2);
+  for (const [n, tag] of [[8, 7n], [100_000, 1n << 40n], [4 << 20, 0xfeedn]] as const) {
+    const src = new Uint8Array(n).map((_, i) => (i * 31) & 255);
+    const dst = new Uint8Array(n);
+    const r = a.ucxRecv(w2, tag, 0xffffffffffffffffn, dst);
+    const s = a.ucxSend(ep, tag, src);
+    let rs = 1;
+    let ss = 1;
+    const deadline = performance.now() + 10_000;
+    while (rs === 1 || ss === 1) {
+      a.ucxProgress(w1);
+      a.ucxProgress(w2);
+      if (ss === 1) ss = a.ucxTest(s, new BigUint64Array(2));
+      if (rs === 1) rs = a.ucxTest(r, info);
+      assert.ok(performance.now() < deadline, `${n} bytes: no completion within 10 s`);
+    }
+    assert.deepEqual([ss, rs], [2, 2], `${n} bytes: send and receive completed`);
+    assert.deepEqual([info[0], info[1]], [BigInt(n), tag], 'the receive reports the length and the sender tag');
+    assert.ok(Buffer.from(src).equals(Buffer.from(dst)), `${n} bytes arrived intact`);
   }
 });

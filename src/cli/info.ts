@@ -31,7 +31,9 @@ export function collectInfo(): InfoLine[] {
     { what: 'transport tcp', available: true, detail: 'engine-to-engine TCP links, authenticated (pure JS)' },
     {
       what: 'transport ucx', available: false,
-      detail: `not in this build (issue 12); ${ucxHeaders ? 'libucx-dev is installed' : 'libucx-dev is not installed'}`,
+      detail: native.addon?.ucxInit !== undefined
+        ? 'the native addon has the UCX primitives; the transport on them is not in this build yet (issue 12)'
+        : `not in this build (issue 12); ${ucxHeaders ? 'libucx-dev is installed: npm run build adds the UCX primitives' : 'libucx-dev is not installed'}`,
     },
     { what: 'wait: spin, then park', available: true, detail: 'Atomics.wait on the rank doorbell (always)' },
     {
