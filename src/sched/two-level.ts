@@ -10,14 +10,15 @@
  * derives the same inter-node ranks. Members of a node need not be contiguous in rank order
  * (a split communicator), which is why reductions here require a commutative op.
  *
- * - allreduce / reduce: the engine folds its members (in rank order), then an allreduce
- *   (recursive doubling) or a binomial reduce to the root's node among the engines.
- * - barrier: a dissemination barrier among the engines once every member has arrived.
- * - bcast: a binomial bcast among the engines from the root's node, straight into the lowest
- *   local member's buffer, then copied to the others.
- * - allgather: each engine packs its members' blocks; a ring allgatherv among the engines
- *   moves one packed message per node per step; every member's blocks are unpacked in rank
- *   order.
+ * The engines' exchange is whatever coll/select.ts picks for a communicator of one rank per
+ * node (`interNodeSchedule`, called by the engine through OffloadHost.interNode):
+ * - allreduce / reduce: the engine folds its members (in rank order), then an allreduce or a
+ *   reduce to the root's node among the engines.
+ * - barrier: a barrier among the engines once every member has arrived.
+ * - bcast: a bcast among the engines from the root's node, straight into the lowest local
+ *   member's buffer, then copied to the others.
+ * - allgather: each engine packs its members' blocks; an allgatherv among the engines moves
+ *   the packed node blocks; every member's blocks are unpacked in rank order.
  * - alltoall: for every other node, one packed message carries every block from this node's
  *   members to that node's members (one message per node pair instead of one per rank
  *   pair); blocks between members of one node are copied directly.
