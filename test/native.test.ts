@@ -38,13 +38,16 @@ test('8 ranks on one node of 2 cores pass the allreduce and barrier property che
   }
 });
 
-test('the native addon\'s UCX primitives move tagged messages between two workers over tcp on loopback (8 B eager to 4 MiB rendezvous)', (t) => {
-  const addon = nativeAddon().addon;
-  if (addon?.ucxInit === undefined) {
-    t.skip(`no UCX in the native addon here (${addon === null ? nativeAddon().why : 'libucx-dev was not installed at build time'}); .ci/run installs libucx-dev`);
-    return;
-  }
-  const a = addon as Required<NativeAddon>;
+/** Why the UCX test cannot run here, or false when it can. */
+function ucxMissing(): string | false {
+  const { addon, why } = nativeAddon();
+  if (addon === null) return `no native addon (${why})`;
+  if (addon.ucxInit === undefined) return 'the native addon was built without UCX: install Debian package libucx-dev (.ci/run does) and npm run build';
+  return false;
+}
+
+test('the native addon\'s UCX primitives move tagged messages between two workers over tcp on loopback (8 B eager to 4 MiB rendezvous)', { skip: ucxMissing() }, () => {
+  const a = nativeAddon().addon as Required<NativeAddon>;
   const ctx = a.ucxInit();
   const w1 = a.ucxWorker(ctx);
   const w2 = a.ucxWorker(ctx);
