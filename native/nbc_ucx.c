@@ -1,25 +1,39 @@
 /*
  * UCX primitives for nbcoll's optional addon (compiled only where libucx-dev is installed,
- * NBC_HAVE_UCX): a context, one worker per thread, endpoints from worker addresses, tagged
- * sends and receives tracked in a small table, and explicit progress. JavaScript does the
- * rest (wire-up, matching policy, waiting). Issue 12 builds the UCX transport on these; they
- * are exercised on their own by test/native.test.ts.
+ * NBC_HAVE_UCX): a context and a worker per rank thread, endpoints from worker addresses,
+ * tagged sends and receives tracked as operation ids, a poll that receives the next message
+ * header, and the waiting primitives that let a parked rank wake on UCX events as well as on
+ * its node doorbell (an eventfd per rank, poll(2) on both, and a libuv watch for async waits).
+ * JavaScript does the rest: wire-up, matching, protocol, waiting policy (src/p2p/ucx.ts).
  *
- * Conventions: handles are napi externals; an operation is a slot in `ops` (its index goes to
- * JS); the JS buffer of a pending operation is kept alive by a napi reference until the slot is
- * released. ArrayBuffer and SharedArrayBuffer memory does not move in V8, so UCX may read and
- * write it in place. Every worker is UCS_THREAD_MODE_SINGLE: used only by the thread that made it.
+ * Threads: every rank is a worker thread of one process, each with its own napi_env. All
+ * state lives in per-env instance data, never in globals, and every worker is
+ * UCS_THREAD_MODE_SINGLE: used only by the thread that made it.
+ *
+ * Memory: an operation is a heap op_t whose index goes to JS; the JS buffer of a pending
+ * operation is kept alive by a napi reference until ucxTest sees it finished. ArrayBuffer and
+ * SharedArrayBuffer memory does not move in V8, so UCX reads and writes it in place.
  */
 #ifdef NBC_HAVE_UCX
 #include <node_api.h>
+#include <uv.h>
+#include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include <ucp/api/ucp.h>
 
 #define CHECK(call) do { if ((call) != napi_ok) return NULL; } while (0)
 
+/* Header messages carry tag bit 63 clear; payloads of large messages carry it set. */
+#define DATA_BIT (1ULL << 63)
+
+enum { OP_FREE = 0, OP_PENDING = 1, OP_DONE = 2, OP_FAILED = 3 };
+
 typedef struct {
-  int state;            /* 0 free, 1 pending, 2 done, 3 failed */
+  int state;
   ucs_status_t status;
   size_t length;        /* received bytes */
   ucp_tag_t sender_tag;
@@ -27,19 +41,60 @@ typedef struct {
   napi_ref buffer;      /* keeps the JS buffer alive */
 } op_t;
 
-static op_t *ops = NULL;
-static int ops_cap = 0;
+/* An endpoint and what its error handler saw. */
+typedef struct {
+  ucp_ep_h ep;
+  ucs_status_t failed;  /* UCS_OK while healthy */
+} endpoint_t;
 
-static int op_alloc(void) {
-  for (int i = 0; i < ops_cap; i++) if (ops[i].state == 0) return i;
-  int cap = ops_cap == 0 ? 64 : ops_cap * 2;
-  op_t *grown = realloc(ops, sizeof(op_t) * cap);
+/* A one-shot libuv watch of a file descriptor on this thread's loop (ucxWatch). */
+typedef struct watch {
+  uv_poll_t poll;
+  int fd;
+  int active;
+  napi_env env;
+  napi_ref callback;
+  napi_async_cleanup_hook_handle cleanup;
+  struct watch *next;
+} watch_t;
+
+typedef struct {
+  op_t **ops;           /* ops[i] is the op with id i, or NULL */
+  int cap;
+  watch_t *watches;
+} state_t;
+
+static state_t *state_of(napi_env env) {
+  void *data = NULL;
+  napi_get_instance_data(env, &data);
+  return data;
+}
+
+static void free_state(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)hint;
+  state_t *s = data;
+  for (int i = 0; i < s->cap; i++) free(s->ops[i]);
+  free(s->ops);
+  /* watches are closed and freed by their async cleanup hooks */
+  free(s);
+}
+
+static int op_alloc(state_t *s) {
+  for (int i = 0; i < s->cap; i++) {
+    if (s->ops[i] == NULL) s->ops[i] = calloc(1, sizeof(op_t));
+    if (s->ops[i] == NULL) return -1;
+    if (s->ops[i]->state == OP_FREE) return i;
+  }
+  int cap = s->cap == 0 ? 64 : s->cap * 2;
+  op_t **grown = realloc(s->ops, sizeof(op_t *) * cap);
   if (grown == NULL) return -1;
-  memset(grown + ops_cap, 0, sizeof(op_t) * (cap - ops_cap));
-  ops = grown;
-  int at = ops_cap;
-  ops_cap = cap;
-  return at;
+  memset(grown + s->cap, 0, sizeof(op_t *) * (cap - s->cap));
+  s->ops = grown;
+  int at = s->cap;
+  s->cap = cap;
+  s->ops[at] = calloc(1, sizeof(op_t));
+  return s->ops[at] == NULL ? -1 : at;
 }
 
 static napi_value throw_ucx(napi_env env, const char *what, ucs_status_t st) {
@@ -50,21 +105,21 @@ static napi_value throw_ucx(napi_env env, const char *what, ucs_status_t st) {
 }
 
 static void send_done(void *request, ucs_status_t status, void *user_data) {
-  op_t *op = &ops[(intptr_t)user_data];
+  op_t *op = user_data;
   (void)request;
   op->status = status;
-  op->state = status == UCS_OK ? 2 : 3;
+  op->state = status == UCS_OK ? OP_DONE : OP_FAILED;
 }
 
 static void recv_done(void *request, ucs_status_t status, const ucp_tag_recv_info_t *info, void *user_data) {
-  op_t *op = &ops[(intptr_t)user_data];
+  op_t *op = user_data;
   (void)request;
   op->status = status;
   if (status == UCS_OK) {
     op->length = info->length;
     op->sender_tag = info->sender_tag;
   }
-  op->state = status == UCS_OK ? 2 : 3;
+  op->state = status == UCS_OK ? OP_DONE : OP_FAILED;
 }
 
 static void *external_of(napi_env env, napi_value v) {
@@ -73,14 +128,19 @@ static void *external_of(napi_env env, napi_value v) {
   return p;
 }
 
-/* ucxInit(): a context with tag matching. */
+static napi_value int_value(napi_env env, int64_t n) {
+  napi_value out;
+  CHECK(napi_create_int64(env, n, &out));
+  return out;
+}
+
+/* ucxInit(): a context with tag matching and wake-up events, for this thread. */
 static napi_value Init(napi_env env, napi_callback_info info) {
   (void)info;
   ucp_config_t *config;
   ucs_status_t st = ucp_config_read(NULL, NULL, &config);
   if (st != UCS_OK) return throw_ucx(env, "config", st);
-  ucp_params_t params = { .field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
-                          .features = UCP_FEATURE_TAG, .mt_workers_shared = 1 };
+  ucp_params_t params = { .field_mask = UCP_PARAM_FIELD_FEATURES, .features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP };
   ucp_context_h ctx;
   st = ucp_init(&params, config, &ctx);
   ucp_config_release(config);
@@ -126,7 +186,23 @@ static napi_value Address(napi_env env, napi_callback_info info) {
   return out;
 }
 
-/* ucxConnect(worker, address): an endpoint to the worker at `address` (a Uint8Array). */
+static void ep_error(void *arg, ucp_ep_h ep, ucs_status_t status) {
+  (void)ep;
+  endpoint_t *e = arg;
+  e->failed = status;
+}
+
+static void free_endpoint(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)hint;
+  free(data); /* the ucp_ep itself goes with its worker at exit */
+}
+
+/*
+ * ucxConnect(worker, address): an endpoint to the worker at `address` (a Uint8Array). Peer
+ * errors are handled (UCP_ERR_HANDLING_MODE_PEER): when the peer dies, pending operations on
+ * the endpoint fail instead of hanging, and ucxFailed(ep) says why.
+ */
 static napi_value Connect(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2];
@@ -135,12 +211,34 @@ static napi_value Connect(napi_env env, napi_callback_info info) {
   void *data;
   size_t len;
   CHECK(napi_get_typedarray_info(env, argv[1], NULL, &len, &data, NULL, NULL));
-  ucp_ep_params_t ep = { .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS, .address = data };
-  ucp_ep_h h;
-  ucs_status_t st = ucp_ep_create(worker, &ep, &h);
-  if (st != UCS_OK) return throw_ucx(env, "ep_create", st);
+  endpoint_t *e = calloc(1, sizeof *e);
+  if (e == NULL) return throw_ucx(env, "ep_create (no memory)", UCS_ERR_NO_MEMORY);
+  ucp_ep_params_t ep = {
+    .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER,
+    .address = data, .err_mode = UCP_ERR_HANDLING_MODE_PEER, .err_handler = { .cb = ep_error, .arg = e },
+  };
+  ucs_status_t st = ucp_ep_create(worker, &ep, &e->ep);
+  if (st != UCS_OK) {
+    free(e);
+    return throw_ucx(env, "ep_create", st);
+  }
   napi_value out;
-  CHECK(napi_create_external(env, h, NULL, NULL, &out));
+  CHECK(napi_create_external(env, e, free_endpoint, NULL, &out));
+  return out;
+}
+
+/* ucxFailed(ep) -> null while healthy, else the UCX error that broke it. */
+static napi_value Failed(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  endpoint_t *e = external_of(env, argv[0]);
+  napi_value out;
+  if (e == NULL || e->failed == UCS_OK) {
+    CHECK(napi_get_null(env, &out));
+  } else {
+    CHECK(napi_create_string_utf8(env, ucs_status_string(e->failed), NAPI_AUTO_LENGTH, &out));
+  }
   return out;
 }
 
@@ -152,49 +250,72 @@ static uint64_t tag_of(napi_env env, napi_value v) {
 }
 
 /* Starts an operation's bookkeeping: a slot holding a reference to the JS buffer. */
-static int begin(napi_env env, napi_value buffer) {
-  int id = op_alloc();
+static int begin(napi_env env, state_t *s, napi_value buffer) {
+  int id = op_alloc(s);
   if (id < 0) return -1;
-  ops[id].state = 1;
-  ops[id].length = 0;
-  ops[id].sender_tag = 0;
-  ops[id].request = NULL;
-  napi_create_reference(env, buffer, 1, &ops[id].buffer);
+  op_t *op = s->ops[id];
+  op->state = OP_PENDING;
+  op->length = 0;
+  op->sender_tag = 0;
+  op->request = NULL;
+  napi_create_reference(env, buffer, 1, &op->buffer);
   return id;
 }
 
 /* The result of an nbx call: done at once, failed at once, or pending on a request. */
-static napi_value finish_start(napi_env env, int id, ucs_status_ptr_t r) {
+static napi_value finish_start(napi_env env, op_t *op, int id, ucs_status_ptr_t r) {
   if (r == NULL) {
-    ops[id].state = 2;
+    op->state = OP_DONE;
   } else if (UCS_PTR_IS_ERR(r)) {
-    ops[id].state = 3;
-    ops[id].status = UCS_PTR_STATUS(r);
-  } else if (ops[id].state == 1) {
-    ops[id].request = r;
+    op->state = OP_FAILED;
+    op->status = UCS_PTR_STATUS(r);
+  } else if (op->state == OP_PENDING) {
+    op->request = r;
   } else {
     ucp_request_free(r); /* completed inside the call: the callback already ran */
   }
-  napi_value out;
-  CHECK(napi_create_int32(env, id, &out));
-  return out;
+  return int_value(env, id);
 }
 
-/* ucxSend(ep, tag: bigint, data: Uint8Array) -> operation id. */
+/*
+ * ucxSend(ep, tag: bigint, data: Uint8Array, length?) -> operation id, or -1 when the send
+ * completed inside the call (UCX copied the data; no id to test). `length` sends only the
+ * first bytes of `data`. A send that fails at once (a broken endpoint) gets an id that tests
+ * as failed.
+ */
 static napi_value Send(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
-  napi_value argv[3];
+  size_t argc = 4;
+  napi_value argv[4];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  ucp_ep_h ep = external_of(env, argv[0]);
+  endpoint_t *e = external_of(env, argv[0]);
   uint64_t tag = tag_of(env, argv[1]);
   void *data;
   size_t len;
   CHECK(napi_get_typedarray_info(env, argv[2], NULL, &len, &data, NULL, NULL));
-  int id = begin(env, argv[2]);
+  if (argc >= 4) {
+    napi_valuetype t;
+    CHECK(napi_typeof(env, argv[3], &t));
+    if (t == napi_number) {
+      uint32_t n;
+      CHECK(napi_get_value_uint32(env, argv[3], &n));
+      if (n < len) len = n;
+    }
+  }
+  state_t *s = state_of(env);
+  int id = op_alloc(s);
   if (id < 0) return throw_ucx(env, "send (no memory)", UCS_ERR_NO_MEMORY);
+  op_t *op = s->ops[id];
+  op->state = OP_PENDING;
+  op->request = NULL;
   ucp_request_param_t p = { .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
-                            .cb.send = send_done, .user_data = (void *)(intptr_t)id };
-  return finish_start(env, id, ucp_tag_send_nbx(ep, data, len, tag, &p));
+                            .cb.send = send_done, .user_data = op };
+  ucs_status_ptr_t r = ucp_tag_send_nbx(e->ep, data, len, tag, &p);
+  if (r == NULL) {
+    op->state = OP_FREE;
+    return int_value(env, -1);
+  }
+  napi_create_reference(env, argv[2], 1, &op->buffer);
+  return finish_start(env, op, id, r);
 }
 
 /* ucxRecv(worker, tag: bigint, mask: bigint, buffer: Uint8Array) -> operation id. */
@@ -208,17 +329,91 @@ static napi_value Recv(napi_env env, napi_callback_info info) {
   void *data;
   size_t len;
   CHECK(napi_get_typedarray_info(env, argv[3], NULL, &len, &data, NULL, NULL));
-  int id = begin(env, argv[3]);
+  state_t *s = state_of(env);
+  int id = begin(env, s, argv[3]);
   if (id < 0) return throw_ucx(env, "recv (no memory)", UCS_ERR_NO_MEMORY);
+  op_t *op = s->ops[id];
   ucp_tag_recv_info_t now = { 0, 0 };
   ucp_request_param_t p = { .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_RECV_INFO,
-                            .cb.recv = recv_done, .user_data = (void *)(intptr_t)id, .recv_info.tag_info = &now };
+                            .cb.recv = recv_done, .user_data = op, .recv_info.tag_info = &now };
   ucs_status_ptr_t r = ucp_tag_recv_nbx(worker, data, len, tag, mask, &p);
   if (r == NULL) { /* completed at once: no callback, the info is in `now` */
-    ops[id].length = now.length;
-    ops[id].sender_tag = now.sender_tag;
+    op->length = now.length;
+    op->sender_tag = now.sender_tag;
   }
-  return finish_start(env, id, r);
+  return finish_start(env, op, id, r);
+}
+
+/*
+ * ucxPoll(worker, stage: Uint8Array, out: BigUint64Array(2)) -> the length of the next header
+ * message (tag bit 63 clear), received into `stage`, with out = [length, sender tag]; -1 when
+ * none has arrived. Progresses the worker once first. Headers are small (one eager message),
+ * so one that is still arriving is progressed to the end here; one longer than `stage` is
+ * received and dropped, and returns -2 (a peer that breaks the protocol).
+ */
+static napi_value Poll(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  ucp_worker_h worker = external_of(env, argv[0]);
+  void *stage;
+  size_t cap;
+  CHECK(napi_get_typedarray_info(env, argv[1], NULL, &cap, &stage, NULL, NULL));
+  uint64_t *out;
+  size_t n;
+  CHECK(napi_get_typedarray_info(env, argv[2], NULL, &n, (void **)&out, NULL, NULL));
+  ucp_worker_progress(worker);
+  ucp_tag_recv_info_t ti;
+  ucp_tag_message_h msg = ucp_tag_probe_nb(worker, 0, DATA_BIT, 1, &ti);
+  if (msg == NULL) return int_value(env, -1);
+  int too_long = ti.length > cap;
+  void *into = too_long ? malloc(ti.length) : stage;
+  if (into == NULL) return throw_ucx(env, "poll (no memory)", UCS_ERR_NO_MEMORY);
+  op_t op = { .state = OP_PENDING };
+  ucp_request_param_t p = { .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+                            .cb.recv = recv_done, .user_data = &op };
+  ucs_status_ptr_t r = ucp_tag_msg_recv_nbx(worker, into, ti.length, msg, &p);
+  if (UCS_PTR_IS_PTR(r)) {
+    while (op.state == OP_PENDING) ucp_worker_progress(worker);
+    ucp_request_free(r);
+  } else if (UCS_PTR_IS_ERR(r)) {
+    op.state = OP_FAILED;
+    op.status = UCS_PTR_STATUS(r);
+  }
+  if (too_long) free(into);
+  if (op.state == OP_FAILED) return throw_ucx(env, "receive of a header", op.status);
+  if (too_long) return int_value(env, -2);
+  if (n >= 2) {
+    out[0] = ti.length;
+    out[1] = ti.sender_tag;
+  }
+  return int_value(env, (int64_t)ti.length);
+}
+
+/*
+ * ucxFlush(worker) -> operation id, or -1 when nothing was in flight: completes once every
+ * send of the worker has left it (called before a rank's thread ends).
+ */
+static napi_value Flush(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  ucp_worker_h worker = external_of(env, argv[0]);
+  state_t *s = state_of(env);
+  int id = op_alloc(s);
+  if (id < 0) return throw_ucx(env, "flush (no memory)", UCS_ERR_NO_MEMORY);
+  op_t *op = s->ops[id];
+  op->state = OP_PENDING;
+  op->request = NULL;
+  ucp_request_param_t p = { .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+                            .cb.send = send_done, .user_data = op };
+  ucs_status_ptr_t r = ucp_worker_flush_nbx(worker, &p);
+  if (r == NULL) {
+    op->state = OP_FREE;
+    return int_value(env, -1);
+  }
+  op->buffer = NULL; /* nothing to keep alive */
+  return finish_start(env, op, id, r);
 }
 
 /* ucxProgress(worker) -> events processed. */
@@ -226,10 +421,7 @@ static napi_value Progress(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  unsigned n = ucp_worker_progress(external_of(env, argv[0]));
-  napi_value out;
-  CHECK(napi_create_uint32(env, n, &out));
-  return out;
+  return int_value(env, ucp_worker_progress(external_of(env, argv[0])));
 }
 
 /*
@@ -242,14 +434,14 @@ static napi_value Test(napi_env env, napi_callback_info info) {
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   int32_t id;
   CHECK(napi_get_value_int32(env, argv[0], &id));
-  napi_value out;
-  if (id < 0 || id >= ops_cap || ops[id].state == 0) {
+  state_t *s = state_of(env);
+  if (id < 0 || id >= s->cap || s->ops[id] == NULL || s->ops[id]->state == OP_FREE) {
     napi_throw_range_error(env, "NBC_ERR_INTERNAL", "ucxTest: no such UCX operation");
     return NULL;
   }
-  op_t *op = &ops[id];
+  op_t *op = s->ops[id];
   int state = op->state;
-  if (state != 1) {
+  if (state != OP_PENDING) {
     uint64_t *res;
     size_t n;
     if (napi_get_typedarray_info(env, argv[1], NULL, &n, (void **)&res, NULL, NULL) == napi_ok && n >= 2) {
@@ -257,18 +449,166 @@ static napi_value Test(napi_env env, napi_callback_info info) {
       res[1] = op->sender_tag;
     }
     if (op->request != NULL) ucp_request_free(op->request);
-    napi_delete_reference(env, op->buffer);
+    if (op->buffer != NULL) napi_delete_reference(env, op->buffer);
     memset(op, 0, sizeof *op);
   }
-  CHECK(napi_create_int32(env, state, &out));
+  return int_value(env, state);
+}
+
+/* ucxEventFd(worker) -> the fd that becomes readable on the worker's events once armed. */
+static napi_value EventFd(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  int fd;
+  ucs_status_t st = ucp_worker_get_efd(external_of(env, argv[0]), &fd);
+  if (st != UCS_OK) return throw_ucx(env, "get_efd", st);
+  return int_value(env, fd);
+}
+
+/*
+ * ucxArm(worker) -> true when armed (nothing pending: the event fd will signal the next
+ * event), false when events are waiting (progress instead of sleeping).
+ */
+static napi_value Arm(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  ucs_status_t st = ucp_worker_arm(external_of(env, argv[0]));
+  if (st != UCS_OK && st != UCS_ERR_BUSY) return throw_ucx(env, "arm", st);
+  napi_value out;
+  CHECK(napi_get_boolean(env, st == UCS_OK, &out));
   return out;
 }
 
-/* Adds the UCX functions to the addon's exports. */
+/* wakeFd() -> a new non-blocking eventfd: the doorbell of a rank that sleeps in pollFds. */
+static napi_value WakeFd(napi_env env, napi_callback_info info) {
+  (void)info;
+  int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (fd < 0) {
+    napi_throw_error(env, "NBC_ERR_INTERNAL", strerror(errno));
+    return NULL;
+  }
+  return int_value(env, fd);
+}
+
+/* signalFd(fd): rings an eventfd (any thread of the process may). */
+static napi_value SignalFd(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  int32_t fd;
+  CHECK(napi_get_value_int32(env, argv[0], &fd));
+  uint64_t one = 1;
+  ssize_t w = write(fd, &one, sizeof one); /* EAGAIN only when the counter is saturated: still readable */
+  (void)w;
+  return NULL;
+}
+
+/*
+ * pollFds(eventFd, wakeFd, timeoutMs) -> true when either became readable. Sleeps until the
+ * UCX worker's event fd or the rank's eventfd is readable, then empties the eventfd.
+ */
+static napi_value PollFds(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  int32_t efd, wfd, ms;
+  CHECK(napi_get_value_int32(env, argv[0], &efd));
+  CHECK(napi_get_value_int32(env, argv[1], &wfd));
+  CHECK(napi_get_value_int32(env, argv[2], &ms));
+  struct pollfd fds[2] = { { .fd = efd, .events = POLLIN }, { .fd = wfd, .events = POLLIN } };
+  int n = poll(fds, 2, ms);
+  uint64_t count;
+  if (fds[1].revents & POLLIN) {
+    ssize_t r = read(wfd, &count, sizeof count);
+    (void)r;
+  }
+  napi_value out;
+  CHECK(napi_get_boolean(env, n > 0, &out));
+  return out;
+}
+
+static void watch_closed(uv_handle_t *handle) {
+  watch_t *w = handle->data;
+  napi_remove_async_cleanup_hook(w->cleanup);
+  free(w);
+}
+
+/* At thread (env) teardown: the loop must not close with the poll handle open. */
+static void watch_teardown(napi_async_cleanup_hook_handle hook, void *arg) {
+  (void)hook;
+  watch_t *w = arg;
+  uv_poll_stop(&w->poll);
+  uv_close((uv_handle_t *)&w->poll, watch_closed);
+}
+
+static void watch_fired(uv_poll_t *handle, int status, int events) {
+  (void)status;
+  (void)events;
+  watch_t *w = handle->data;
+  uv_poll_stop(handle);
+  w->active = 0;
+  napi_env env = w->env;
+  napi_handle_scope scope;
+  if (napi_open_handle_scope(env, &scope) != napi_ok) return;
+  napi_value cb, global, result;
+  if (napi_get_reference_value(env, w->callback, &cb) == napi_ok && napi_get_global(env, &global) == napi_ok) {
+    napi_call_function(env, global, cb, 0, NULL, &result);
+  }
+  napi_close_handle_scope(env, scope);
+}
+
+/*
+ * watchFd(fd, callback): calls `callback` once, from this thread's event loop, when `fd`
+ * becomes readable (async waits: `await req` sleeps in the loop, not in poll). One handle per
+ * fd, reused; it does not keep the loop alive.
+ */
+static napi_value WatchFd(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  int32_t fd;
+  CHECK(napi_get_value_int32(env, argv[0], &fd));
+  state_t *s = state_of(env);
+  watch_t *w = s->watches;
+  while (w != NULL && w->fd != fd) w = w->next;
+  if (w == NULL) {
+    uv_loop_t *loop;
+    CHECK(napi_get_uv_event_loop(env, &loop));
+    w = calloc(1, sizeof *w);
+    if (w == NULL) return throw_ucx(env, "watch (no memory)", UCS_ERR_NO_MEMORY);
+    if (uv_poll_init(loop, &w->poll, fd) != 0) {
+      free(w);
+      napi_throw_error(env, "NBC_ERR_INTERNAL", "uv_poll_init failed");
+      return NULL;
+    }
+    uv_unref((uv_handle_t *)&w->poll);
+    w->fd = fd;
+    w->env = env;
+    w->poll.data = w;
+    w->next = s->watches;
+    s->watches = w;
+    napi_add_async_cleanup_hook(env, watch_teardown, w, &w->cleanup);
+  }
+  if (w->callback != NULL) napi_delete_reference(env, w->callback);
+  CHECK(napi_create_reference(env, argv[1], 1, &w->callback));
+  if (!w->active) {
+    w->active = 1;
+    uv_poll_start(&w->poll, UV_READABLE, watch_fired);
+  }
+  return NULL;
+}
+
+/* Adds the UCX functions to the addon's exports and this thread's state. */
 napi_value nbc_ucx_init(napi_env env, napi_value exports) {
+  state_t *s = calloc(1, sizeof *s);
+  if (s == NULL || napi_set_instance_data(env, s, free_state, NULL) != napi_ok) return NULL;
   const struct { const char *name; napi_callback fn; } fns[] = {
     { "ucxInit", Init }, { "ucxWorker", Worker }, { "ucxAddress", Address }, { "ucxConnect", Connect },
-    { "ucxSend", Send }, { "ucxRecv", Recv }, { "ucxProgress", Progress }, { "ucxTest", Test },
+    { "ucxFailed", Failed }, { "ucxSend", Send }, { "ucxRecv", Recv }, { "ucxPoll", Poll },
+    { "ucxFlush", Flush }, { "ucxProgress", Progress }, { "ucxTest", Test }, { "ucxEventFd", EventFd }, { "ucxArm", Arm },
+    { "wakeFd", WakeFd }, { "signalFd", SignalFd }, { "pollFds", PollFds }, { "watchFd", WatchFd },
   };
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     napi_value f;

@@ -9,7 +9,7 @@ import { NbcError } from '../errors.js';
 import { detectWireup } from '../runtime/env.js';
 import { launch } from '../runtime/launcher.js';
 import { parseLinkSpec } from '../runtime/link-spec.js';
-import { runNode } from '../runtime/node-main.js';
+import { parseTransport, runNode, type TransportChoice } from '../runtime/node-main.js';
 import { registerBench } from './bench.js';
 import { registerInfo } from './info.js';
 import { registerCalibrate } from './calibrate.js';
@@ -28,6 +28,13 @@ function envInt(name: string): number | undefined {
   return n;
 }
 
+/** `--transport`, else NBC_TRANSPORT, else undefined (the node's default, auto). */
+export function transportOption(flag: string | undefined): TransportChoice | undefined {
+  if (flag !== undefined) return parseTransport(flag);
+  const env = process.env.NBC_TRANSPORT;
+  return env === undefined || env === '' ? undefined : parseTransport(env, 'NBC_TRANSPORT');
+}
+
 const program = new Command('nbc')
   .description('nbcoll: MPI-class collectives for TypeScript on Node.js')
   .enablePositionalOptions();
@@ -38,14 +45,15 @@ program.command('run')
   .option('--ppn <P>', 'ranks per node (default: all on one node)', positiveInt)
   .option('--tag-output', 'prefix every output line with its rank')
   .option('--link <spec>', 'emulated network between nodes, e.g. latency=50us,bandwidth=1gbit')
+  .option('--transport <t>', 'between nodes: ucx, tcp or auto (default NBC_TRANSPORT, else auto: UCX where every node has it)')
   .option('--timeout <seconds>', 'kill the job after this many seconds (exit code 124)', positiveInt)
   .argument('<job>', 'job file (.js or .ts)')
   .argument('[args...]', 'arguments for the job')
   .passThroughOptions()
-  .action(async (job: string, args: string[], o: { np: number; ppn?: number; tagOutput?: boolean; link?: string; timeout?: number }) => {
+  .action(async (job: string, args: string[], o: { np: number; ppn?: number; tagOutput?: boolean; link?: string; timeout?: number; transport?: string }) => {
     if (o.link !== undefined) parseLinkSpec(o.link); // fail fast on a bad spec
     const r = await launch(job, {
-      ranks: o.np, ppn: o.ppn, args, tagOutput: o.tagOutput, link: o.link,
+      ranks: o.np, ppn: o.ppn, args, tagOutput: o.tagOutput, link: o.link, transport: transportOption(o.transport),
       timeoutMs: o.timeout === undefined ? undefined : o.timeout * 1000, handleSignals: true,
     });
     process.exitCode = r.exitCode;
@@ -57,10 +65,11 @@ program.command('node')
   .option('--tag-output', 'prefix every output line with its rank')
   .option('--link <spec>', 'emulated network to other nodes, e.g. latency=50us,bandwidth=1gbit')
   .option('--bind <host>', 'address this node listens on (default 127.0.0.1, or NBC_BIND_ADDR)')
+  .option('--transport <t>', 'to other nodes: ucx, tcp or auto (default NBC_TRANSPORT, else auto)')
   .argument('<job>', 'job file (.js or .ts)')
   .argument('[args...]', 'arguments for the job')
   .passThroughOptions()
-  .action(async (job: string, args: string[], o: { ppn: number; tagOutput?: boolean; link?: string; bind?: string }) => {
+  .action(async (job: string, args: string[], o: { ppn: number; tagOutput?: boolean; link?: string; bind?: string; transport?: string }) => {
     const wireup = detectWireup();
     const ringKb = envInt('NBC_RING_KB');
     const arenaMb = envInt('NBC_ARENA_MB');
@@ -77,6 +86,7 @@ program.command('node')
       eagerLimit: envInt('NBC_EAGER_LIMIT'),
       spinUs: envInt('NBC_SPIN_US'),
       yieldUs: envInt('NBC_YIELD_US'),
+      transport: transportOption(o.transport) ?? 'auto',
     });
     process.exit(code);
   });

@@ -4,6 +4,7 @@
  * Paths:
  * - to a rank of the same node: straight into the (me -> peer) ring; no engine hop.
  * - to a rank of another node: into the (me -> engine) ring; the engine forwards over TCP.
+ *   With the UCX transport (ucx.ts), straight from this rank's UCP worker to the peer's.
  *
  * Protocols:
  * - eager (payload <= eagerLimit): the payload travels inline in the ring record; the send
@@ -28,9 +29,16 @@ import {
 } from '../shm/layout.js';
 import { SliceAllocator } from '../shm/arena.js';
 import { ringOffset, wake, type NodeShared } from '../shm/node-shared.js';
+import { kWakeFd } from '../shm/layout.js';
 import { Ring } from '../shm/ring.js';
 import { ANY_SOURCE, ANY_TAG } from './constants.js';
 import { Request, type Progressor, type Status } from './request.js';
+import type { UcxPath } from './ucx.js';
+
+/** `route` of a rank on another node when the UCX path carries inter-node traffic. */
+export const UCX_ROUTE = -1;
+/** An unexpected UCX rendezvous header: the payload waits at the sender until asked for. */
+const KIND_UCX_RTS = -KIND_RTS;
 
 export interface Placement {
   worldRank: number;
@@ -56,6 +64,8 @@ export interface TransportOptions {
   yieldFn?: (() => void) | null;
   /** How long the yield phase lasts (us). */
   yieldUs?: number;
+  /** The UCX path for ranks of other nodes (the UCX transport), or null: through the engine. */
+  ucx?: UcxPath | null;
 }
 
 export class SendRequest extends Request {
@@ -87,7 +97,7 @@ interface Unexpected {
   bytes: number;
   /** EAGER: a private copy of the payload. */
   data: Uint8Array | null;
-  /** RTS: where the payload waits and whom to ACK. */
+  /** RTS: where the payload waits and whom to ACK (UCX: whom to ask, by world rank). */
   slice: number;
   offset: number;
   token: number;
@@ -127,6 +137,9 @@ export class Transport implements Progressor {
   readonly slices: Uint8Array[];
   readonly allocator: SliceAllocator;
   readonly eagerLimit: number;
+  /** The UCX path to ranks of other nodes, or null (they are reached through the engine). */
+  readonly ucx: UcxPath | null;
+  private ucxReaped = 0;
   readonly stats: TransportStats = {
     messagesSent: 0, bytesSent: 0, intraNodeMessages: 0, interNodeMessages: 0,
     messagesReceived: 0, bytesReceived: 0,
@@ -192,6 +205,9 @@ export class Transport implements Progressor {
     this.yieldMs = this.yieldFn === null ? 0 : (opts.yieldUs ?? 0) / 1000;
     this.sleepIdx = endpointWord(this.ep, kSleeping);
     this.doorbellIdx = endpointWord(this.ep, kDoorbell);
+    this.ucx = opts.ucx ?? null;
+    // A rank that sleeps in poll(2) on its UCX worker is woken through its eventfd (wake()).
+    if (this.ucx !== null) Atomics.store(this.control, endpointWord(this.ep, kWakeFd), this.ucx.wakeFd);
   }
 
   /** Registers a function run on every progress call; it returns true when it did something. */
@@ -202,7 +218,8 @@ export class Transport implements Progressor {
   /** Endpoint a message for `dstWorld` leaves through. */
   route(dstWorld: number): number {
     const p = this.placement;
-    return p.nodeOfRank[dstWorld] === p.nodeId ? p.localOfRank[dstWorld]! : this.engineEp;
+    if (p.nodeOfRank[dstWorld] === p.nodeId) return p.localOfRank[dstWorld]!;
+    return this.ucx === null ? this.engineEp : UCX_ROUTE;
   }
 
   isRegistered(view: ArrayBufferView): boolean {
@@ -221,6 +238,10 @@ export class Transport implements Progressor {
     req.ep = this.route(dstWorld);
     req.status.bytes = view.byteLength;
     if (this.trace !== null) this.trace.sends.push(dstWorld, ctx, tag, view.byteLength);
+    if (req.ep === UCX_ROUTE) {
+      this.ucxSend(req);
+      return req;
+    }
     if (view.byteLength > this.eagerLimit) this.prepareRendezvous(req);
     const q = this.outQueues[req.ep]!;
     if (q.length > 0 || !this.writeSend(req)) {
@@ -254,6 +275,11 @@ export class Transport implements Progressor {
   trySendEager(view: Uint8Array, bytes: number, dstWorld: number, ctx: number, src: number, tag: number): boolean {
     if (bytes > this.eagerLimit) return false;
     const ep = this.route(dstWorld);
+    if (ep === UCX_ROUTE) {
+      this.ucxEager(view, bytes, dstWorld, ctx, src, tag);
+      if (this.trace !== null) this.trace.sends.push(dstWorld, ctx, tag, bytes);
+      return true;
+    }
     if (this.outQueues[ep]!.length !== 0) return false;
     const ring = this.outRings[ep]!;
     const len = align8(HEADER_BYTES + bytes);
@@ -270,6 +296,44 @@ export class Transport implements Progressor {
     else s.intraNodeMessages++;
     if (this.trace !== null) this.trace.sends.push(dstWorld, ctx, tag, bytes);
     return true;
+  }
+
+  /** Sends an eager message over UCX: header and payload in one message, complete on return. */
+  private ucxEager(view: Uint8Array, bytes: number, dstWorld: number, ctx: number, src: number, tag: number): void {
+    const ucx = this.ucx!;
+    const len = HEADER_BYTES + bytes;
+    this.putHeader(ucx.stage32, 0, KIND_EAGER, len, ctx, src, tag, bytes, dstWorld, 0, -1, 0);
+    copyBytes(view, ucx.stage, HEADER_BYTES, bytes);
+    ucx.sendHeader(dstWorld, len);
+    const s = this.stats;
+    s.messagesSent++;
+    s.bytesSent += bytes;
+    s.interNodeMessages++;
+  }
+
+  /**
+   * A send over UCX: eager (complete at once), or a rendezvous header and the payload sent
+   * from the caller's buffer in place, complete once UCX has moved it.
+   */
+  private ucxSend(req: SendRequest): void {
+    const bytes = req.view.byteLength;
+    if (bytes <= this.eagerLimit) {
+      this.ucxEager(req.view, bytes, req.dstWorld, req.ctx, req.src, req.tag);
+      req.complete();
+      return;
+    }
+    const ucx = this.ucx!;
+    const token = this.nextToken++;
+    this.putHeader(ucx.stage32, 0, KIND_RTS, HEADER_BYTES, req.ctx, req.src, req.tag, bytes, req.dstWorld, token, -1, 0);
+    ucx.sendHeader(req.dstWorld, HEADER_BYTES);
+    const s = this.stats;
+    s.messagesSent++;
+    s.bytesSent += bytes;
+    s.interNodeMessages++;
+    ucx.sendData(req.dstWorld, token, req.view, (err) => {
+      this.ucxReaped++;
+      req.complete(err ?? undefined);
+    });
   }
 
   private prepareRendezvous(req: SendRequest): void {
@@ -436,7 +500,9 @@ export class Transport implements Progressor {
    */
   recvEager(fromWorld: number, ctx: number, src: number, tag: number, bytes: number): number {
     if (this.takeUnexpected(ctx, src, tag, bytes)) return -1;
-    const ring = this.inRings[this.route(fromWorld)]!;
+    const route = this.route(fromWorld);
+    if (route === UCX_ROUTE) return this.recvEagerUcx(ctx, src, tag, bytes);
+    const ring = this.inRings[route]!;
     const i32 = ring.i32;
     let start = 0; // read the clock only once the message is late: it costs as much as a poll
     let n = 0;
@@ -481,6 +547,22 @@ export class Transport implements Progressor {
       }
     } finally {
       this.wantRing = null;
+    }
+  }
+
+  /** `recvEager` from a rank reached over UCX: its message arrives in the unexpected list. */
+  private recvEagerUcx(ctx: number, src: number, tag: number, bytes: number): number {
+    let start = 0;
+    let n = 0;
+    for (;;) {
+      this.progress();
+      if (this.takeUnexpected(ctx, src, tag, bytes)) return -1;
+      if (n < 0) {
+        if (this.idle(start, this.spinMs, NOT_DONE)) n = -1;
+      } else if ((++n & 15) === 0) {
+        if (start === 0) start = performance.now();
+        else if (this.idle(start, this.spinMs, NOT_DONE)) n = -1;
+      }
     }
   }
 
@@ -529,6 +611,8 @@ export class Transport implements Progressor {
       if (this.trace !== null) this.trace.recvs.push(src, ctx, tag, m.bytes);
       if (m.kind === KIND_EAGER) {
         this.early = m.data!;
+      } else if (m.kind === KIND_UCX_RTS) {
+        this.early = this.ucxFetch(m);
       } else {
         this.early = this.slices[m.slice]!.slice(m.offset, m.offset + m.bytes);
         this.sendAck(m.from, m.token, m.slice);
@@ -634,6 +718,10 @@ export class Transport implements Progressor {
   }
 
   private deliverUnexpected(req: RecvRequest, m: Unexpected): void {
+    if (m.kind === KIND_UCX_RTS) {
+      this.ucxReceive(req, m.from, m.src, m.tag, m.bytes, m.token);
+      return;
+    }
     if (m.kind === KIND_EAGER) {
       if (this.finishRecv(req, m.src, m.tag, m.bytes)) req.view.set(m.data!);
       if (!req.done) req.complete();
@@ -693,6 +781,61 @@ export class Transport implements Progressor {
     throw new NbcInternalError(`unknown record kind ${kind} in ring ${ring.from} -> ${ring.to}`);
   }
 
+  /** Handles the UCX header of `len` bytes now in the UCX path's inbox. */
+  private handleUcx(len: number): void {
+    const ucx = this.ucx!;
+    const i32 = ucx.inbox32;
+    const kind = i32[H_KIND]!;
+    const ctx = i32[H_CTX]!;
+    const src = i32[H_SRC]!;
+    const tag = i32[H_TAG]!;
+    const bytes = i32[H_BYTES]!;
+    const from = i32[H_SRC_WORLD]!;
+    const req = this.takePosted(ctx, src, tag);
+    if (kind === KIND_EAGER) {
+      if (len !== HEADER_BYTES + bytes) throw new NbcInternalError(`a ${len}-byte UCX eager message from rank ${from} announces ${bytes} payload bytes`);
+      if (req !== null) {
+        if (this.finishRecv(req, src, tag, bytes)) copyAt(ucx.inbox, HEADER_BYTES, req.view, 0, bytes);
+        if (!req.done) req.complete();
+        return;
+      }
+      const data = ucx.inbox.slice(HEADER_BYTES, HEADER_BYTES + bytes);
+      this.pushUnexpected(ctx, { kind, src, tag, bytes, data, slice: -1, offset: 0, token: 0, from });
+      return;
+    }
+    if (kind === KIND_RTS) {
+      const token = i32[H_TOKEN]!;
+      if (req !== null) this.ucxReceive(req, from, src, tag, bytes, token);
+      else this.pushUnexpected(ctx, { kind: KIND_UCX_RTS, src, tag, bytes, data: null, slice: -1, offset: 0, token, from });
+      return;
+    }
+    throw new NbcInternalError(`unknown UCX message kind ${kind} from rank ${from}`);
+  }
+
+  /**
+   * Receives the payload of a matched UCX rendezvous straight into the receive buffer. A
+   * payload longer than the buffer is still taken (into scratch memory, then dropped), so the
+   * sender completes, and the receive fails with NBC_ERR_TRUNCATE.
+   */
+  private ucxReceive(req: RecvRequest, from: number, src: number, tag: number, bytes: number, token: number): void {
+    const fits = this.finishRecv(req, src, tag, bytes);
+    const into = fits ? req.view.subarray(0, bytes) : new Uint8Array(bytes);
+    this.ucx!.recvData(from, token, into, (err) => {
+      this.ucxReaped++;
+      if (!req.done) req.complete(err ?? undefined);
+    });
+  }
+
+  /** The payload of an unexpected UCX rendezvous, fetched now into a private buffer. */
+  private ucxFetch(m: Unexpected): Uint8Array {
+    const into = new Uint8Array(m.bytes);
+    const req = new Request(this);
+    this.ucx!.recvData(m.from, m.token, into, (err) => req.complete(err ?? undefined));
+    this.waitUntil(req);
+    if (req.error) throw req.error;
+    return into;
+  }
+
   private pushUnexpected(ctx: number, m: Unexpected): void {
     let list = this.unexpected.get(ctx);
     if (list === undefined) {
@@ -720,6 +863,15 @@ export class Transport implements Progressor {
           any = true;
           if (ring.release(ring.i32[(at >> 2) + H_LEN]!)) wake(this.control, e);
         }
+      }
+      if (this.ucx !== null) {
+        const reaped = this.ucxReaped;
+        let len: number;
+        while ((len = this.ucx.poll()) >= 0) {
+          this.handleUcx(len);
+          any = true;
+        }
+        if (this.ucxReaped !== reaped) any = true;
       }
       if (this.queuedEndpoints > 0 && this.flushQueues()) any = true;
       for (let h = 0; h < this.hooks.length; h++) if (this.hooks[h]!()) any = true;
@@ -754,7 +906,13 @@ export class Transport implements Progressor {
     const seen = Atomics.load(c, this.doorbellIdx);
     const moved = this.queuedEndpoints > 0 && !this.inProgress && this.flushQueues();
     if (!moved && !req.done && !this.hasIncoming() && Atomics.load(c, kAbortWord) === 0) {
-      Atomics.wait(c, this.doorbellIdx, seen, 100);
+      // With UCX, sleep in poll(2) on the worker's events and this rank's eventfd doorbell,
+      // which wake() rings for a sleeping UCX rank besides the futex.
+      if (this.ucx !== null) {
+        if (Atomics.load(c, this.doorbellIdx) === seen) this.ucx.sleep(100);
+      } else {
+        Atomics.wait(c, this.doorbellIdx, seen, 100);
+      }
     }
     Atomics.store(c, this.sleepIdx, 0);
   }
@@ -835,6 +993,7 @@ export class Transport implements Progressor {
       return;
     }
     timer = setTimeout(fire, 50);
+    this.ucx?.watch(fire);
     const r = Atomics.waitAsync(c, this.doorbellIdx, seen, 50);
     if (r.async) void r.value.then(fire);
     else setImmediate(fire);
@@ -847,6 +1006,34 @@ export class Transport implements Progressor {
    */
   drain(): void {
     if (this.queuedEndpoints > 0) this.spinThenPark(() => this.queuedEndpoints === 0);
+    const ucx = this.ucx;
+    if (ucx !== null) {
+      // UCX payloads live in the rank's own memory, and eager sends may still sit in the
+      // worker: both must have left before the thread (and with it the worker's progress) ends.
+      let flushed = false;
+      ucx.flush(() => { flushed = true; });
+      this.spinThenPark(() => flushed && !ucx.busy);
+    }
+  }
+
+  /**
+   * After `drain`, with UCX: keeps this rank's worker progressing until the node stops the
+   * job (the abort word, set to 1 on a clean shutdown). A sent message can still need its
+   * sender's worker (a connection being set up, a socket buffer still full), so no worker may
+   * go quiet before every rank of the job is done: the node's DONE/SHUTDOWN exchange is the
+   * job-wide fence, as MPI_Finalize's is. Sleeps between events.
+   */
+  linger(): void {
+    if (this.ucx === null) return;
+    const c = this.control;
+    while (Atomics.load(c, kAbortWord) === 0) {
+      try {
+        this.progress();
+      } catch {
+        return; // the job is ending; nothing more to deliver
+      }
+      this.parkOnce(NOT_DONE);
+    }
   }
 }
 

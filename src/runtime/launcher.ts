@@ -12,7 +12,7 @@ import { resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NbcLaunchError } from '../errors.js';
 import type { LinkSpec } from './link-spec.js';
-import type { NodeToLauncher } from './node-main.js';
+import type { NodeToLauncher, TransportChoice } from './node-main.js';
 
 export interface LaunchOptions {
   /** Total ranks. */
@@ -25,6 +25,8 @@ export interface LaunchOptions {
   tagOutput?: boolean;
   /** Emulated network between nodes, e.g. 'latency=50us,bandwidth=1gbit'. */
   link?: string | LinkSpec;
+  /** How ranks reach other nodes: 'ucx', 'tcp' or 'auto' (default: NBC_TRANSPORT, else auto). */
+  transport?: TransportChoice;
   /** Kill the job and fail with exit code 124 after this long. */
   timeoutMs?: number;
   /** 'inherit' (default) passes output through; 'pipe' collects it into the result. */
@@ -149,6 +151,7 @@ export function launch(entry: string, opts: LaunchOptions): Promise<LaunchResult
       const args = [CLI, 'node', '--ppn', String(ranksOf(node))];
       if (opts.tagOutput) args.push('--tag-output');
       if (link) args.push('--link', link);
+      if (opts.transport !== undefined) args.push('--transport', opts.transport);
       args.push(job, ...(opts.args ?? []));
       const child = spawn(process.execPath, args, {
         env,

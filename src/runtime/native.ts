@@ -14,19 +14,44 @@ export interface NativeAddon {
   /** sched_yield(2): this thread's core to another runnable thread, now. */
   schedYield(): void;
   /**
-   * UCX primitives (native/nbc_ucx.c), present where libucx-dev was installed at build time:
-   * a context, a worker per thread, endpoints from worker addresses, tagged sends and receives
-   * as operation ids, explicit progress. `ucxTest` returns 1 pending, 2 done, 3 failed, and
-   * fills `out` with [bytes received, sender tag] once finished (which frees the id).
+   * UCX primitives (native/nbc_ucx.c), present where libucx-dev was installed at build time;
+   * the UCX transport (p2p/ucx.ts) is built on them. State is per thread.
    */
+  /** A context with tag matching and wake-up events. */
   ucxInit?(): UcxHandle;
+  /** A worker for this thread (UCS_THREAD_MODE_SINGLE). */
   ucxWorker?(context: UcxHandle): UcxHandle;
   ucxAddress?(worker: UcxHandle): ArrayBuffer;
+  /** An endpoint to the worker at `address`, with peer error handling. */
   ucxConnect?(worker: UcxHandle, address: Uint8Array): UcxHandle;
-  ucxSend?(endpoint: UcxHandle, tag: bigint, data: Uint8Array): number;
+  /** Null while the endpoint is healthy, else the UCX error that broke it. */
+  ucxFailed?(endpoint: UcxHandle): string | null;
+  /** A tagged send of `data` (its first `length` bytes): an operation id, or -1 when it completed in the call. */
+  ucxSend?(endpoint: UcxHandle, tag: bigint, data: Uint8Array, length?: number): number;
+  /** A tagged receive into `buffer`: an operation id. */
   ucxRecv?(worker: UcxHandle, tag: bigint, mask: bigint, buffer: Uint8Array): number;
+  /**
+   * Progresses once, then receives the next header message (tag bit 63 clear) into `stage`:
+   * its length (and `out` = [length, sender tag]), -1 when none, -2 when one was too long.
+   */
+  ucxPoll?(worker: UcxHandle, stage: Uint8Array, out: BigUint64Array): number;
+  /** An operation id completing when every send of the worker has left it, or -1. */
+  ucxFlush?(worker: UcxHandle): number;
   ucxProgress?(worker: UcxHandle): number;
+  /** 1 pending, 2 done, 3 failed; once finished, `out` = [bytes received, sender tag] and the id is freed. */
   ucxTest?(op: number, out: BigUint64Array): number;
+  /** The worker's event fd (readable on events once armed). */
+  ucxEventFd?(worker: UcxHandle): number;
+  /** Arms the event fd: true, or false when events are pending (progress instead of sleeping). */
+  ucxArm?(worker: UcxHandle): boolean;
+  /** A new non-blocking eventfd: the doorbell of a rank that sleeps in pollFds. */
+  wakeFd?(): number;
+  /** Rings an eventfd; any thread may. */
+  signalFd?(fd: number): void;
+  /** Sleeps until either fd is readable or `timeoutMs` passes; empties `wakeFd`. */
+  pollFds?(eventFd: number, wakeFd: number, timeoutMs: number): boolean;
+  /** Calls `callback` once from this thread's event loop when `fd` is readable; does not keep the loop alive. */
+  watchFd?(fd: number, callback: () => void): void;
 }
 
 /**

@@ -11,10 +11,11 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { NbcError, NbcLaunchError } from '../errors.js';
+import { NbcArgError, NbcError, NbcLaunchError } from '../errors.js';
 import { LinkManager } from '../net/link.js';
-import { createNodeShared, DEFAULT_RING_BYTES, DEFAULT_SLICE_BYTES } from '../shm/node-shared.js';
-import { kAbortWord, endpointWord, kDoorbell } from '../shm/layout.js';
+import { createNodeShared, DEFAULT_RING_BYTES, DEFAULT_SLICE_BYTES, ring, setFdSignal } from '../shm/node-shared.js';
+import { kAbortWord } from '../shm/layout.js';
+import { isUcxAddon } from '../p2p/ucx.js';
 import type { Placement } from '../p2p/transport.js';
 import { Engine } from './engine.js';
 import type { Wireup } from './env.js';
@@ -40,6 +41,29 @@ export interface NodeOptions {
   spinUs?: number;
   /** The yield phase of a wait on an oversubscribed host (us); default DEFAULT_YIELD_US. */
   yieldUs?: number;
+  /** How ranks reach ranks of other nodes (`--transport`, NBC_TRANSPORT); default 'auto'. */
+  transport?: TransportChoice;
+}
+
+/**
+ * How ranks reach ranks of other nodes: 'tcp' through the node engines' authenticated TCP
+ * links (pure JS), 'ucx' straight from rank to rank over UCX (the native addon built with
+ * libucx-dev), 'auto' UCX when every node has it and no link is emulated, else TCP.
+ */
+export type TransportChoice = 'ucx' | 'tcp' | 'auto';
+export const TRANSPORT_CHOICES: readonly TransportChoice[] = ['ucx', 'tcp', 'auto'];
+
+export function parseTransport(value: string, what = '--transport'): TransportChoice {
+  if ((TRANSPORT_CHOICES as readonly string[]).includes(value)) return value as TransportChoice;
+  throw new NbcArgError(`${what} '${value}': expected one of ${TRANSPORT_CHOICES.join(', ')}`);
+}
+
+/** Why this process cannot run the UCX transport, or null when it can. */
+export function ucxUnavailable(): string | null {
+  const { addon, why } = nativeAddon();
+  if (addon === null) return `the native addon is ${why.startsWith('/') ? 'missing' : why}`;
+  if (!isUcxAddon(addon)) return 'the native addon was built without UCX (install libucx-dev, then npm run build)';
+  return null;
 }
 
 /**
@@ -98,6 +122,8 @@ export async function runNode(o: NodeOptions): Promise<number> {
   let server: RendezvousServer | null = null;
   let client: RendezvousClient | null = null;
   const workers: Worker[] = [];
+  /** Resolve as each rank worker exits. */
+  const exits: Array<Promise<void>> = [];
   let engine: Engine | null = null;
   let control: Int32Array | null = null;
 
@@ -105,12 +131,12 @@ export async function runNode(o: NodeOptions): Promise<number> {
     if (control !== null) {
       // Wake every parked rank so it sees the abort word and stops waiting.
       Atomics.store(control, kAbortWord, code === 0 ? 1 : code);
-      for (let e = 0; e <= o.ranks; e++) {
-        Atomics.add(control, endpointWord(e, kDoorbell), 1);
-        Atomics.notify(control, endpointWord(e, kDoorbell));
-      }
+      for (let e = 0; e <= o.ranks; e++) ring(control, e);
     }
     engine?.stop();
+    // On a clean stop, ranks that linger (UCX) leave on their own once they see the abort
+    // word, with their output flushed; then anything left is terminated.
+    if (code === 0) await Promise.race([Promise.all(exits), new Promise((r) => setTimeout(r, 2000).unref())]);
     await Promise.race([
       Promise.all(workers.map((w) => w.terminate())),
       new Promise((r) => setTimeout(r, 1000).unref()),
@@ -145,7 +171,19 @@ export async function runNode(o: NodeOptions): Promise<number> {
   process.once('disconnect', () => fail(`node ${nodeRank}: lost the launcher (nbc run); stopping`, 1));
 
   // ---- wire-up ----------------------------------------------------------------------
+  const choice = o.transport ?? 'auto';
+  const noUcx = ucxUnavailable();
+  if (choice === 'ucx' && o.link !== undefined) {
+    throw new NbcArgError(`Cannot emulate links (--link) with --transport ucx: emulation applies to the engines' TCP links; expected --transport tcp or auto`);
+  }
+  if (choice === 'ucx' && noUcx !== null && nodes > 1) {
+    throw new NbcLaunchError(`Cannot use --transport ucx on node ${nodeRank}: ${noUcx}; expected --transport tcp or auto`);
+  }
+  /** Node -> its ranks' UCX worker addresses (base64), as they arrive through the rendezvous. */
+  const ucxAddresses = new Map<number, string[]>();
+  let onUcxAddresses: () => void = () => {};
   let counts = [o.ranks];
+  let useUcx = false;
   if (nodes > 1) {
     links = new LinkManager({ nodeId: nodeRank, secret, host: o.bindHost, log: rawLog, emulate: o.link });
     const addr = await links.listen();
@@ -157,10 +195,18 @@ export async function runNode(o: NodeOptions): Promise<number> {
     }
     client = new RendezvousClient();
     client.on('abort', (m) => follow(m.exitCode));
+    // Listening before connect: a BROADCAST may arrive in the same read as the table.
+    client.on('broadcast', (payload: unknown) => {
+      const got = parseUcxAddresses(payload, nodes);
+      if (got === null) return;
+      if (ucxAddresses.has(got.node)) return;
+      ucxAddresses.set(got.node, got.addresses);
+      onUcxAddresses();
+    });
     client.on('lost', (err: Error) => fail(`node ${nodeRank}: lost contact with the rendezvous master (node 0): ${err.message}`, 1));
     const table = await client.connect({
       secret, nodeId: nodeRank, host: nodeRank === 0 ? '127.0.0.1' : o.wireup.masterAddr, port: masterPort,
-      hello: { host: addr.host, port: addr.port, nranks: o.ranks },
+      hello: { host: addr.host, port: addr.port, nranks: o.ranks, extra: { ucx: noUcx === null && o.link === undefined, transport: choice } },
       timeoutMs: 30_000,
     });
     client.on('shutdown', () => {
@@ -173,7 +219,18 @@ export async function runNode(o: NodeOptions): Promise<number> {
     });
     links.setPeers(table.nodes.map((n) => ({ nodeId: n.nodeId, host: n.host, port: n.port })));
     counts = table.nodes.map((n) => n.nranks);
+    // The transport is a job-wide decision, taken from every node's HELLO: UCX when any node
+    // asks for it (and then every node must have it), or 'auto' everywhere and every node can.
+    const extras = table.nodes.map((n) => (typeof n.extra === 'object' && n.extra !== null ? n.extra : {}) as { ucx?: unknown; transport?: unknown });
+    const wantsUcx = extras.findIndex((e) => e.transport === 'ucx');
+    const wantsTcp = extras.some((e) => e.transport === 'tcp');
+    const lacking = extras.findIndex((e) => e.ucx !== true);
+    if (wantsUcx >= 0 && lacking >= 0) {
+      throw new NbcLaunchError(`Cannot use the UCX transport that node ${wantsUcx} asked for: node ${lacking} cannot (no UCX in its native addon, or --link set there); expected --transport tcp or auto`);
+    }
+    useUcx = wantsUcx >= 0 || (!wantsTcp && lacking < 0);
   }
+  if (useUcx) setFdSignal(nativeAddon().addon!.signalFd!);
 
   // ---- placement --------------------------------------------------------------------
   const worldSize = counts.reduce((a, b) => a + b, 0);
@@ -214,6 +271,23 @@ export async function runNode(o: NodeOptions): Promise<number> {
   const yieldUs = o.yieldUs ?? DEFAULT_YIELD_US;
 
   const results: Array<{ rank: number; result: unknown }> = [];
+  const localUcx: Uint8Array[] = [];
+  let localUcxCount = 0;
+  if (useUcx) {
+    // Once every node's addresses are in, each rank gets the table (null for its own node).
+    onUcxAddresses = () => {
+      if (ucxAddresses.size < nodes) return;
+      const table: Array<Uint8Array | null> = [];
+      for (let n = 0; n < nodes; n++) {
+        for (const a of ucxAddresses.get(n)!) table.push(n === nodeRank ? null : new Uint8Array(Buffer.from(a, 'base64')));
+      }
+      if (table.length !== worldSize) {
+        fail(`node ${nodeRank}: the UCX wire-up gave ${table.length} worker addresses for ${worldSize} ranks`, 1);
+        return;
+      }
+      for (const w of workers) w.postMessage({ type: 'ucx-table', addresses: table });
+    };
+  }
   let running = o.ranks;
   const rankMain = new URL('./rank-main.js', import.meta.url);
   for (let i = 0; i < o.ranks; i++) {
@@ -227,29 +301,46 @@ export async function runNode(o: NodeOptions): Promise<number> {
       spinUs,
       oversubscribed,
       yieldUs,
+      ucx: useUcx,
     };
     const w = new Worker(rankMain, { workerData: boot, argv: o.args, stdout: true, stderr: true, name: `nbc rank ${rank}` });
     workers.push(w);
     const streamsOpen = { n: 2 };
     let exitCode: number | null = null;
+    let counted = false;
+    /** This rank is done: once, on its exit (or, with UCX, on its result; it lingers after). */
+    const finished = (): void => {
+      if (counted) return;
+      counted = true;
+      if (--running === 0 && !ending) allDone();
+    };
     const settle = (): void => {
       if (exitCode === null || streamsOpen.n > 0) return;
       if (exitCode !== 0) {
         fail(`rank ${rank} (node ${nodeRank}) exited with code ${exitCode}`, exitCode);
         return;
       }
-      if (--running === 0 && !ending) allDone();
+      finished();
     };
     pipeOutput(w.stdout, process.stdout, o.tagOutput ? `[${rank}] ` : '', () => { streamsOpen.n--; settle(); });
     pipeOutput(w.stderr, process.stderr, o.tagOutput ? `[${rank}] ` : '', () => { streamsOpen.n--; settle(); });
     w.on('message', (m: RankReport) => {
-      if (m.type === 'result') results.push({ rank: m.rank, result: m.result });
+      if (m.type === 'result') {
+        results.push({ rank: m.rank, result: m.result });
+        if (useUcx) finished();
+      } else if (m.type === 'ucx-address') localUcx[i] = m.address;
+      if (m.type === 'ucx-address' && ++localUcxCount === o.ranks) {
+        // Every local rank has its worker: tell the other nodes, through the authenticated
+        // rendezvous, so only members of the job learn the addresses.
+        client!.broadcast({ ucx: { node: nodeRank, addresses: localUcx.map((a) => Buffer.from(a).toString('base64')) } });
+      }
     });
     w.on('error', (err) => fail(`rank ${rank} (node ${nodeRank}) failed: ${formatError(err)}`, 1));
     w.on('exit', (code) => {
       exitCode = code;
       settle();
     });
+    exits.push(new Promise((resolve) => w.once('exit', () => resolve())));
   }
 
   const allDone = (): void => {
@@ -284,4 +375,22 @@ function pipeOutput(from: NodeJS.ReadableStream, to: NodeJS.WritableStream, pref
     });
   }
   from.on('end', onEnd);
+}
+
+/** Most bytes of one UCX worker address accepted from the wire-up. */
+const MAX_UCX_ADDRESS_BYTES = 16 * 1024;
+
+/**
+ * A node's UCX worker addresses from a rendezvous BROADCAST ({ ucx: { node, addresses } }),
+ * checked; null for any other payload.
+ */
+function parseUcxAddresses(payload: unknown, nodes: number): { node: number; addresses: string[] } | null {
+  if (typeof payload !== 'object' || payload === null) return null;
+  const u = (payload as { ucx?: unknown }).ucx;
+  if (typeof u !== 'object' || u === null) return null;
+  const { node, addresses } = u as { node?: unknown; addresses?: unknown };
+  if (typeof node !== 'number' || !Number.isInteger(node) || node < 0 || node >= nodes) return null;
+  if (!Array.isArray(addresses)) return null;
+  if (!addresses.every((a) => typeof a === 'string' && a.length > 0 && a.length <= MAX_UCX_ADDRESS_BYTES * 4 / 3 + 4)) return null;
+  return { node, addresses: addresses as string[] };
 }

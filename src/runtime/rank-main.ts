@@ -7,12 +7,14 @@
  * `default async function (world, args) { ... }` whose return value becomes the rank's result
  * (it must be structured-cloneable).
  */
+import { once } from 'node:events';
 import { parentPort, workerData } from 'node:worker_threads';
 import { pathToFileURL } from 'node:url';
 import type { RankContext } from '../comm/comm.js';
 import { Communicator } from '../coll/communicator.js';
 import { Transport, type Placement } from '../p2p/transport.js';
-import type { NodeShared } from '../shm/node-shared.js';
+import { isUcxAddon, UcxPath } from '../p2p/ucx.js';
+import { setFdSignal, type NodeShared } from '../shm/node-shared.js';
 import { configFromEnv } from './config.js';
 import { nativeAddon } from './native.js';
 import { setRankRuntime } from './init.js';
@@ -28,20 +30,41 @@ export interface RankBoot {
   oversubscribed?: boolean;
   /** Oversubscribed: how long a wait yields the core between polls before parking (us). */
   yieldUs?: number;
+  /** Ranks of other nodes are reached over UCX (the node checked that the addon has it). */
+  ucx?: boolean;
 }
 
-export interface RankReport {
-  type: 'result';
-  rank: number;
-  result: unknown;
+export type RankReport =
+  | { type: 'result'; rank: number; result: unknown }
+  /** The rank's UCX worker address, for the wire-up. */
+  | { type: 'ucx-address'; rank: number; address: Uint8Array };
+
+/** The node's answer once every rank's address is known: by world rank, null on this node. */
+interface UcxTable {
+  type: 'ucx-table';
+  addresses: Array<Uint8Array | null>;
 }
 
 const boot = workerData as RankBoot;
 // Oversubscribed, a waiting rank hands its core over with sched_yield (the native addon's)
 // before it parks; without the addon it spins briefly and parks.
 const yieldFn = boot.oversubscribed === true ? nativeAddon().addon?.schedYield ?? null : null;
+const eagerLimit = boot.eagerLimit ?? 8192;
+let ucx: UcxPath | null = null;
+if (boot.ucx === true) {
+  // A UCP worker of this thread; its address goes to the node, which trades it with the other
+  // nodes through the rendezvous and answers with everyone's, before the job starts.
+  const addon = nativeAddon().addon;
+  if (!isUcxAddon(addon)) throw new Error('the UCX transport was chosen but this thread has no UCX addon');
+  setFdSignal(addon.signalFd);
+  ucx = new UcxPath(addon, boot.placement.worldRank, eagerLimit);
+  const table = once(parentPort!, 'message') as Promise<[UcxTable]>;
+  parentPort!.postMessage({ type: 'ucx-address', rank: boot.placement.worldRank, address: ucx.address } satisfies RankReport);
+  const [msg] = await table;
+  ucx.setAddresses(msg.addresses);
+}
 const transport = new Transport(boot.shared, boot.placement, {
-  eagerLimit: boot.eagerLimit, spinUs: boot.spinUs, yieldFn, yieldUs: boot.yieldUs,
+  eagerLimit, spinUs: boot.spinUs, yieldFn, yieldUs: boot.yieldUs, ucx,
 });
 const rc: RankContext = {
   transport,
@@ -70,3 +93,6 @@ try {
 } catch {
   parentPort!.postMessage({ type: 'result', rank: rc.worldRank, result: String(result) } satisfies RankReport);
 }
+// With UCX the node counts this rank done on its result; the worker keeps progressing until
+// every rank of the job is done (Transport.linger).
+transport.linger();

@@ -28,6 +28,11 @@ export const kEndpointBase = LINE_WORDS;
 export const kDoorbell = 0;
 /** Per endpoint: 1 while the endpoint is parked or about to park, 0 while it polls. */
 export const kSleeping = 1;
+/**
+ * Per endpoint: 0, or the eventfd of a rank that sleeps in poll(2) on its UCX worker (the UCX
+ * transport); `wake` rings it besides the futex.
+ */
+export const kWakeFd = 2;
 
 export function controlWords(endpoints: number): number {
   return kEndpointBase + endpoints * LINE_WORDS;

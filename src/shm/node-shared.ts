@@ -2,7 +2,7 @@
  * The shared memory of one node: created by the engine, handed to each rank worker through
  * workerData, attached to by both. See layout.ts for what lives where.
  */
-import { controlWords, endpointWord, kDoorbell, kSleeping, ringBase, RING_HEADER_BYTES } from './layout.js';
+import { controlWords, endpointWord, kDoorbell, kSleeping, kWakeFd, ringBase, RING_HEADER_BYTES } from './layout.js';
 
 export interface NodeLayout {
   /** Ranks on this node; endpoint `ranks` is the engine. */
@@ -46,8 +46,23 @@ export function ringOffset(shared: NodeShared, from: number, to: number): number
  * saw 1, we bump the doorbell, so its wait either sees a changed value or gets our notify.
  */
 export function wake(control: Int32Array, ep: number): void {
-  if (Atomics.load(control, endpointWord(ep, kSleeping)) !== 0) {
-    Atomics.add(control, endpointWord(ep, kDoorbell), 1);
-    Atomics.notify(control, endpointWord(ep, kDoorbell));
-  }
+  if (Atomics.load(control, endpointWord(ep, kSleeping)) !== 0) ring(control, ep);
+}
+
+/** Rings endpoint `ep`'s doorbell unconditionally: the futex, and its eventfd where it has one. */
+export function ring(control: Int32Array, ep: number): void {
+  Atomics.add(control, endpointWord(ep, kDoorbell), 1);
+  Atomics.notify(control, endpointWord(ep, kDoorbell));
+  const fd = Atomics.load(control, endpointWord(ep, kWakeFd));
+  if (fd !== 0 && signalFd !== null) signalFd(fd);
+}
+
+let signalFd: ((fd: number) => void) | null = null;
+
+/**
+ * Gives this thread the means to ring an eventfd (the native addon's), so its wakes reach
+ * ranks that sleep on their UCX worker. Every thread of a node whose ranks use UCX calls it.
+ */
+export function setFdSignal(fn: ((fd: number) => void) | null): void {
+  signalFd = fn;
 }

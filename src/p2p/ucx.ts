@@ -1,0 +1,206 @@
+/**
+ * The UCX path of a rank's transport: messages to ranks of other nodes go straight from this
+ * rank's UCP worker to the peer's, with no engine hop (issue 12). The Transport keeps the
+ * matching (one set of posted and unexpected lists for rings and UCX alike, so ANY_SOURCE and
+ * probe see both); this class owns the worker, the endpoints and the operations in flight.
+ *
+ * Protocol, in UCX tags (bit 63 tells the two kinds apart):
+ * - a header message per send (tag bit 63 clear): the ring record header (shm/layout.ts,
+ *   HEADER_BYTES) with KIND_EAGER and the payload after it, or KIND_RTS alone, naming a token;
+ * - for RTS, the payload as a second message tagged DATA_BIT | sender's world rank << 32 |
+ *   token, which the receiver asks for with an exact-tag receive straight into the matched
+ *   receive buffer once it matched the header. UCX moves it by its own rendezvous protocol, so
+ *   the payload is never staged and any size goes.
+ * Headers from one sender arrive in the order they were sent (one endpoint, one tag space,
+ * probed in order), so messages are never overtaken.
+ *
+ * Wire-up: every rank's worker address travels through the job's authenticated rendezvous
+ * (node-main); an endpoint is created the first time a rank sends to a peer.
+ */
+import { NbcPeerFailedError } from '../errors.js';
+import type { NativeAddon, UcxHandle } from '../runtime/native.js';
+import { HEADER_BYTES } from '../shm/layout.js';
+
+/** The addon functions the UCX path uses (present where the addon was built with UCX). */
+export type UcxAddon = Required<Pick<NativeAddon,
+  'ucxInit' | 'ucxWorker' | 'ucxAddress' | 'ucxConnect' | 'ucxFailed' | 'ucxSend' | 'ucxRecv' | 'ucxPoll' |
+  'ucxFlush' | 'ucxProgress' | 'ucxTest' | 'ucxEventFd' | 'ucxArm' | 'wakeFd' | 'signalFd' | 'pollFds' | 'watchFd'>>;
+
+/** Whether `addon` carries everything the UCX path needs. */
+export function isUcxAddon(addon: NativeAddon | null): addon is NativeAddon & UcxAddon {
+  return addon !== null && addon.ucxPoll !== undefined && addon.pollFds !== undefined;
+}
+
+const DATA_BIT = 1n << 63n;
+const ALL_BITS = (1n << 64n) - 1n;
+const PENDING = 1;
+const FAILED = 3;
+
+/** Tag of the payload message of rendezvous `token` from world rank `src`. */
+export function dataTag(src: number, token: number): bigint {
+  return DATA_BIT | (BigInt(src) << 32n) | BigInt(token >>> 0);
+}
+
+/** An operation in flight: completes `onDone` (or fails it) when UCX finishes it. */
+interface InFlight {
+  id: number;
+  peer: number;
+  what: string;
+  onDone: ((err: Error | null) => void) | null;
+}
+
+export class UcxPath {
+  readonly worker: UcxHandle;
+  /** This rank's worker address (for the wire-up). */
+  readonly address: Uint8Array;
+  /** The worker's event fd and this rank's eventfd doorbell (see `sleep`). */
+  readonly eventFd: number;
+  readonly wakeFd: number;
+  /** Where the next header lands: a header and up to `maxEager` payload bytes. */
+  readonly inbox: Uint8Array;
+  readonly inbox32: Int32Array;
+  private out: Uint8Array;
+  private out32: Int32Array;
+  private readonly info = new BigUint64Array(2);
+  private readonly scratch = new BigUint64Array(2);
+  private readonly eps: Array<UcxHandle | undefined> = [];
+  private addresses: ReadonlyArray<Uint8Array | null> = [];
+  private readonly headerTag: bigint;
+  private inFlight: InFlight[] = [];
+
+  constructor(private readonly addon: UcxAddon, readonly worldRank: number, readonly maxEager: number) {
+    const context = addon.ucxInit();
+    this.worker = addon.ucxWorker(context);
+    this.address = new Uint8Array(addon.ucxAddress(this.worker));
+    this.eventFd = addon.ucxEventFd(this.worker);
+    this.wakeFd = addon.wakeFd();
+    this.inbox = new Uint8Array(HEADER_BYTES + maxEager);
+    this.inbox32 = new Int32Array(this.inbox.buffer);
+    this.out = new Uint8Array(HEADER_BYTES + maxEager);
+    this.out32 = new Int32Array(this.out.buffer);
+    this.headerTag = BigInt(worldRank);
+  }
+
+  /** The worker addresses of every world rank (null for this node's ranks), from the wire-up. */
+  setAddresses(addresses: ReadonlyArray<Uint8Array | null>): void {
+    this.addresses = addresses;
+  }
+
+  private endpoint(peer: number): UcxHandle {
+    let ep = this.eps[peer];
+    if (ep === undefined) {
+      const address = this.addresses[peer];
+      if (address === null || address === undefined) {
+        throw new NbcPeerFailedError(`rank ${this.worldRank} has no UCX address for rank ${peer}; expected the wire-up to have exchanged every rank's worker address`);
+      }
+      ep = this.addon.ucxConnect(this.worker, address);
+      this.eps[peer] = ep;
+    }
+    return ep;
+  }
+
+  /**
+   * The header buffer to fill for the next `sendHeader`: a header of HEADER_BYTES, then
+   * room for `maxEager` payload bytes. Valid until `sendHeader`.
+   */
+  get stage(): Uint8Array {
+    return this.out;
+  }
+
+  get stage32(): Int32Array {
+    return this.out32;
+  }
+
+  /**
+   * Sends the first `length` bytes of the stage to `peer` as a header message; the stage may
+   * be refilled at once (a send still in flight keeps its own buffer).
+   */
+  sendHeader(peer: number, length: number): void {
+    const id = this.addon.ucxSend(this.endpoint(peer), this.headerTag, this.out, length);
+    if (id < 0) return;
+    // UCX holds on to this buffer until the send completes: the next header gets a new one.
+    this.inFlight.push({ id, peer, what: 'send a message header', onDone: null });
+    this.out = new Uint8Array(this.out.byteLength);
+    this.out32 = new Int32Array(this.out.buffer);
+  }
+
+  /** Sends a rendezvous payload; `onDone` runs when it has left `view` (or failed). */
+  sendData(peer: number, token: number, view: Uint8Array, onDone: (err: Error | null) => void): void {
+    const id = this.addon.ucxSend(this.endpoint(peer), dataTag(this.worldRank, token), view);
+    if (id < 0) onDone(null);
+    else this.inFlight.push({ id, peer, what: `send ${view.byteLength} bytes`, onDone });
+  }
+
+  /** Receives the payload of rendezvous `token` from `peer` into `view` (exactly its length). */
+  recvData(peer: number, token: number, view: Uint8Array, onDone: (err: Error | null) => void): void {
+    const id = this.addon.ucxRecv(this.worker, dataTag(peer, token), ALL_BITS, view);
+    this.inFlight.push({ id, peer, what: `receive ${view.byteLength} bytes`, onDone });
+  }
+
+  /**
+   * Progresses the worker and returns the length of the next header, now in `inbox`, or -1.
+   * Finished operations are completed first.
+   */
+  poll(): number {
+    const n = this.addon.ucxPoll(this.worker, this.inbox, this.info);
+    if (this.inFlight.length > 0) this.reap();
+    if (n === -2) {
+      throw new NbcPeerFailedError(`rank ${this.worldRank} received a UCX message header longer than ${this.inbox.byteLength} bytes; expected a peer of the same nbcoll build`);
+    }
+    return n;
+  }
+
+  /** Whether operations are in flight (sends not yet out, payloads not yet in). */
+  get busy(): boolean {
+    return this.inFlight.length > 0;
+  }
+
+  private reap(): void {
+    const list = this.inFlight;
+    let kept = 0;
+    for (let i = 0; i < list.length; i++) {
+      const op = list[i]!;
+      const state = this.addon.ucxTest(op.id, this.scratch);
+      if (state === PENDING) {
+        list[kept++] = op;
+        continue;
+      }
+      const err = state === FAILED ? this.failure(op) : null;
+      if (op.onDone !== null) op.onDone(err);
+      else if (err !== null) throw err;
+    }
+    list.length = kept;
+  }
+
+  private failure(op: InFlight): Error {
+    const ep = this.eps[op.peer];
+    const why = ep === undefined ? null : this.addon.ucxFailed(ep);
+    return new NbcPeerFailedError(
+      `rank ${this.worldRank} could not ${op.what} over UCX with rank ${op.peer}: ${why ?? 'the operation failed'}; the peer or its node is gone`);
+  }
+
+  /**
+   * Sleeps until a UCX event, a ring of this rank's eventfd doorbell (node-shared's `wake`
+   * rings it while this rank sleeps), or `timeoutMs`. Returns at once when UCX events are
+   * already waiting.
+   */
+  sleep(timeoutMs: number): void {
+    if (this.addon.ucxArm(this.worker)) this.addon.pollFds(this.eventFd, this.wakeFd, timeoutMs);
+  }
+
+  /**
+   * Calls `callback` from the event loop on the next UCX event (async waits); at once (next
+   * tick of the loop) when events are already waiting.
+   */
+  watch(callback: () => void): void {
+    if (this.addon.ucxArm(this.worker)) this.addon.watchFd(this.eventFd, callback);
+    else setImmediate(callback);
+  }
+
+  /** Starts a flush of every send of the worker; `onDone` when all have left. */
+  flush(onDone: (err: Error | null) => void): void {
+    const id = this.addon.ucxFlush(this.worker);
+    if (id < 0) onDone(null);
+    else this.inFlight.push({ id, peer: this.worldRank, what: 'flush its sends', onDone });
+  }
+}
