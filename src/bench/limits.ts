@@ -18,6 +18,7 @@
  */
 
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { NbcArgError, NbcInternalError, NbcLaunchError, NbcTimeoutError } from '../errors.js';
 
@@ -322,4 +323,79 @@ export async function typedArraySetGBs(bytes: number, shared = false): Promise<n
   }
   if (dst[bytes - 1] !== 7) throw new NbcInternalError('Cannot measure the TypedArray copy bandwidth: the copy did not happen');
   return median(samples);
+}
+
+/** What `ucx_perftest` measured over UCX's tcp transport on loopback (the UCX transport's limit). */
+export interface UcxPerftestLimit {
+  /** `tag_lat` 8 B one way, median (us). */
+  tagLatUs: number;
+  /** `tag_bw` at `bwBytes`, overall (GB/s, 10^9 bytes). */
+  tagBwGBs: number;
+  bwBytes: number;
+  /** UCX_TLS it ran with. */
+  tls: string;
+}
+
+/** Why `ucx_perftest` cannot run here, or null. */
+export function ucxPerftestMissing(): string | null {
+  const paths = (process.env.PATH ?? '').split(':');
+  return paths.some((p) => p !== '' && existsSync(`${p}/ucx_perftest`))
+    ? null : 'ucx_perftest is not installed (Debian package ucx-utils; .ci/run installs it)';
+}
+
+/**
+ * Runs one `ucx_perftest` test between a server and a client process on loopback over UCX's
+ * tcp transport (as nbcoll's emulated nodes use it) and returns the client's "Final:" row:
+ * [iterations, median latency us, average latency us, overall latency us, average MB/s,
+ * overall MB/s, ...] (ucx_perftest's MB are 2^20 bytes).
+ */
+async function ucxPerftestRow(test: 'tag_lat' | 'tag_bw', bytes: number, iters: number, tls: string): Promise<number[]> {
+  const port = await freePort();
+  const env = { ...process.env, UCX_TLS: tls };
+  const server = spawn('ucx_perftest', ['-p', String(port)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  try {
+    // the server listens at once; retry the client while it starts
+    for (let attempt = 0; ; attempt++) {
+      const out = await new Promise<{ code: number | null; text: string }>((resolve) => {
+        const c = spawn('ucx_perftest', ['127.0.0.1', '-p', String(port), '-t', test, '-s', String(bytes), '-n', String(iters)],
+          { env, stdio: ['ignore', 'pipe', 'pipe'] });
+        let text = '';
+        c.stdout.on('data', (d: Buffer) => { text += d.toString(); });
+        c.stderr.on('data', (d: Buffer) => { text += d.toString(); });
+        const t = setTimeout(() => c.kill('SIGKILL'), DEADLINE_MS);
+        c.on('close', (code) => { clearTimeout(t); resolve({ code, text }); });
+      });
+      const final = out.text.split('\n').find((l) => l.startsWith('Final:'));
+      if (out.code === 0 && final !== undefined) return final.slice('Final:'.length).trim().split(/\s+/).map(Number);
+      if (attempt >= 20) throw new NbcLaunchError(`Cannot measure ucx_perftest ${test}: ${out.text.trim().split('\n').slice(-3).join(' | ')}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    server.kill('SIGKILL');
+  }
+}
+
+/** A TCP port nobody listens on right now. */
+async function freePort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * The UCX limits beside which the UCX transport is printed: `ucx_perftest` tag latency (8 B,
+ * median) and tag bandwidth (`bwBytes`), over tcp on loopback. Null where ucx_perftest is not
+ * installed.
+ */
+export async function ucxPerftestLimit(bwBytes = 1 << 20, tls = 'tcp'): Promise<UcxPerftestLimit | null> {
+  if (ucxPerftestMissing() !== null) return null;
+  const lat = await ucxPerftestRow('tag_lat', 8, 20_000, tls);
+  const bw = await ucxPerftestRow('tag_bw', bwBytes, Math.max(200, Math.min(5_000, Math.floor(2e9 / bwBytes))), tls);
+  return { tagLatUs: lat[1]!, tagBwGBs: (bw[5]! * 1048576) / 1e9, bwBytes, tls };
 }

@@ -15,7 +15,8 @@ import cliProgress from 'cli-progress';
 import Table from 'cli-table3';
 import { InvalidArgumentError, type Command } from 'commander';
 import { NbcArgError } from '../errors.js';
-import { atomicsPingPongOneWayUs, tcpPingPongOneWayUs, typedArraySetGBs } from '../bench/limits.js';
+import { atomicsPingPongOneWayUs, tcpPingPongOneWayUs, typedArraySetGBs, ucxPerftestLimit, ucxPerftestMissing } from '../bench/limits.js';
+import { parseTransport, ucxUnavailable, type TransportChoice } from '../runtime/node-main.js';
 import { parseNoise, parseTestInterval, STATS, type Stat } from '../bench/metrics.js';
 import { BENCH_OPS, opKind, type OpJobArgs, type OpJobResult } from '../bench/op-job.js';
 import type { P2pRow } from '../bench/p2p-job.js';
@@ -55,7 +56,21 @@ interface BenchOptions {
   ranks: string; ppn?: string; sizes: string; iters: string; warmup: string; executor: string;
   algorithm?: string; testInterval: string; compute: string; link?: string; noise?: string;
   stat: string; perRank?: boolean; json?: string; csv?: boolean; osu?: boolean; chart?: string;
-  plain?: boolean; window: string; label?: string; metric?: string;
+  plain?: boolean; window: string; label?: string; metric?: string; transport?: string;
+}
+
+/** The transport a benchmark job between nodes runs on, resolved as the nodes resolve it. */
+function resolvedTransport(o: BenchOptions): 'ucx' | 'tcp' {
+  const env = process.env.NBC_TRANSPORT;
+  const choice: TransportChoice = o.transport !== undefined ? parseTransport(o.transport)
+    : env !== undefined && env !== '' ? parseTransport(env, 'NBC_TRANSPORT') : 'auto';
+  if (choice === 'ucx') return 'ucx';
+  return choice === 'auto' && o.link === undefined && ucxUnavailable() === null ? 'ucx' : 'tcp';
+}
+
+/** `--transport` for launch(): as given, else undefined (NBC_TRANSPORT or auto). */
+function transportOf(o: BenchOptions): TransportChoice | undefined {
+  return o.transport === undefined ? undefined : parseTransport(o.transport);
 }
 
 function writeJson(file: string, value: unknown): void {
@@ -99,6 +114,7 @@ async function runOp(op: string, o: BenchOptions, ranks: number, ppn: number, si
     if (process.stderr.isTTY) bar.update(rows.length, { size: `${bytes} B` });
     const r = await launch(OP_JOB, {
       ranks, ppn, args: [JSON.stringify({ ...common, sizes: [bytes] })], output: 'pipe', timeoutMs: 600_000, link: o.link,
+      transport: transportOf(o),
     });
     if (r.exitCode !== 0) {
       if (process.stderr.isTTY) bar.stop();
@@ -146,9 +162,18 @@ async function benchP2p(o: BenchOptions, ranks: number, ppn: number, sizes: numb
     setGBs.set(s, await typedArraySetGBs(s));
     sharedGBs.set(s, await typedArraySetGBs(s, true));
   }
+  const transport = intra ? null : resolvedTransport(o);
+  let ucxLimit: Awaited<ReturnType<typeof ucxPerftestLimit>> = null;
+  let ucxMissing: string | null = null;
+  if (transport === 'ucx') {
+    // The UCX transport's own limit, over the same UCX transports nbcoll's ranks use.
+    ucxMissing = ucxPerftestMissing();
+    const bwBytes = sizes.includes(1 << 20) ? 1 << 20 : sizes[sizes.length - 1]!;
+    ucxLimit = await ucxPerftestLimit(bwBytes, process.env.UCX_TLS ?? 'tcp,self');
+  }
   process.stderr.write('done\nrunning the benchmark job... ');
   const args = JSON.stringify({ sizes, iters: Number(o.iters), warmup: Number(o.warmup), window: Number(o.window), plain: !!o.plain });
-  const r = await launch(P2P_JOB, { ranks, ppn, args: [args], output: 'pipe', timeoutMs: 600_000, link: o.link });
+  const r = await launch(P2P_JOB, { ranks, ppn, args: [args], output: 'pipe', timeoutMs: 600_000, link: o.link, transport: transportOf(o) });
   process.stderr.write('done\n');
   if (r.exitCode !== 0) {
     process.stderr.write(r.stderr);
@@ -162,7 +187,8 @@ async function benchP2p(o: BenchOptions, ranks: number, ppn: number, sizes: numb
     limitSharedCopyGBs: sharedGBs.get(row.bytes) ?? null,
     bandwidthPctOfLimit: setGBs.has(row.bytes) ? (100 * row.bandwidthGBs) / setGBs.get(row.bytes)! : null,
   }));
-  const path = intra ? 'intra-node (shared memory)' : 'inter-node (TCP loopback)';
+  const path = intra ? 'intra-node (shared memory)'
+    : transport === 'ucx' ? `inter-node (UCX rank to rank, UCX_TLS=${process.env.UCX_TLS ?? 'tcp,self'} on loopback)` : 'inter-node (TCP loopback, through the engines)';
   const table = new Table({
     head: ['size', 'latency us', `limit us (${intra ? 'Atomics' : 'TCP'} ping-pong)`, 'bandwidth GB/s', 'TypedArray.set GB/s', '% of set', 'shared-memory copy GB/s'],
     colAligns: ['right', 'right', 'right', 'right', 'right', 'right', 'right'],
@@ -176,10 +202,23 @@ async function benchP2p(o: BenchOptions, ranks: number, ppn: number, sizes: numb
     ]);
   }
   process.stdout.write(`p2p, ${ranks} ranks, ppn ${ppn}: ${path}, ${o.plain ? 'plain' : 'registered'} buffers\n${table.toString()}\n`);
+  if (transport === 'ucx') {
+    if (ucxLimit === null) {
+      process.stdout.write(`UCX limit not measured: ${ucxMissing ?? 'ucx_perftest failed'}\n`);
+    } else {
+      const small = rows.find((row) => row.bytes === 8) ?? rows[0]!;
+      const big = rows.find((row) => row.bytes === ucxLimit.bwBytes);
+      process.stdout.write(
+        `UCX limit, ucx_perftest over ${ucxLimit.tls} on loopback, same run: tag_lat 8 B ${ucxLimit.tagLatUs.toFixed(2)} us ` +
+        `(nbcoll ${small.bytes} B ${small.latencyUs.toFixed(2)} us = ${(small.latencyUs / ucxLimit.tagLatUs).toFixed(2)}x); ` +
+        `tag_bw ${ucxLimit.bwBytes} B ${ucxLimit.tagBwGBs.toFixed(2)} GB/s` +
+        (big === undefined ? '\n' : ` (nbcoll ${big.bandwidthGBs.toFixed(2)} GB/s = ${((100 * big.bandwidthGBs) / ucxLimit.tagBwGBs).toFixed(0)} %)\n`));
+    }
+  }
   if (o.json) {
     writeJson(o.json, {
-      op: 'p2p', kind: 'p2p', ranks, ppn, path, buffers: o.plain ? 'plain' : 'registered', machine: machineInfo(),
-      limits: { latencyUs: limitLatencyUs, kind: intra ? 'atomics-ping-pong' : 'tcp-ping-pong' }, results: rows,
+      op: 'p2p', kind: 'p2p', ranks, ppn, path, transport, buffers: o.plain ? 'plain' : 'registered', machine: machineInfo(),
+      limits: { latencyUs: limitLatencyUs, kind: intra ? 'atomics-ping-pong' : 'tcp-ping-pong', ucxPerftest: ucxLimit }, results: rows,
     });
   }
 }
@@ -199,6 +238,7 @@ export function registerBench(program: Command): void {
     .option('--test-interval <x>', 'time (10us) or data (64KiB, dgemm) between test() calls while computing; 0 = none', '0')
     .option('--compute <kind>', 'busy | dgemm: what runs between start and wait', 'busy')
     .option('--link <spec>', 'emulated network between nodes, e.g. latency=50us,bandwidth=1gbit')
+    .option('--transport <t>', 'between nodes: ucx, tcp or auto (default NBC_TRANSPORT, else auto)')
     .option('--noise <d@f>', 'per-rank CPU noise while computing, e.g. 100us@1kHz')
     .option('--stat <s>', 'median | min | max | avg over iterations (of the max over ranks)', 'median')
     .option('--per-rank', "also report each rank's own figure, to see skew")

@@ -2,13 +2,25 @@
  * `nbc info`: what this installation can use on this machine, and why not where it cannot:
  * transports between nodes, ways of waiting, executors, and the cost-model parameters.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import type { Command } from 'commander';
 import { EXECUTORS } from '../sched/executors.js';
 import { nativeAddon } from '../runtime/native.js';
 import { paramsFilePath, readParamsFile } from '../runtime/params-file.js';
-import { DEFAULT_YIELD_US } from '../runtime/node-main.js';
+import { DEFAULT_YIELD_US, ucxUnavailable } from '../runtime/node-main.js';
+
+/** The installed UCX version and a space, from `ucx_info -v` where present, else ''. */
+function ucxVersion(): string {
+  try {
+    const out = execFileSync('ucx_info', ['-v'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 5000 });
+    const m = /# Version (\S+)/.exec(out);
+    return m ? `${m[1]} ` : '';
+  } catch {
+    return '';
+  }
+}
 
 export interface InfoLine {
   what: string;
@@ -18,6 +30,7 @@ export interface InfoLine {
 
 export function collectInfo(): InfoLine[] {
   const native = nativeAddon();
+  const noUcx = ucxUnavailable();
   const ucxHeaders = existsSync('/usr/include/ucp/api/ucp.h');
   const params = paramsFilePath();
   let cost = `defaults (no ${params}; nbc calibrate writes it)`;
@@ -30,11 +43,12 @@ export function collectInfo(): InfoLine[] {
   return [
     { what: 'transport tcp', available: true, detail: 'engine-to-engine TCP links, authenticated (pure JS)' },
     {
-      what: 'transport ucx', available: false,
-      detail: native.addon?.ucxInit !== undefined
-        ? 'the native addon has the UCX primitives; the transport on them is not in this build yet (issue 12)'
-        : `not in this build (issue 12); ${ucxHeaders ? 'libucx-dev is installed: npm run build adds the UCX primitives' : 'libucx-dev is not installed'}`,
+      what: 'transport ucx', available: noUcx === null,
+      detail: noUcx === null
+        ? `rank to rank over UCX ${ucxVersion()}between nodes (UCX_TLS=${process.env.UCX_TLS ?? 'tcp,self'}); chosen by --transport auto (the default) when every node has it`
+        : `${noUcx}${native.addon !== null && !ucxHeaders ? ' (libucx-dev is not installed)' : ''}`,
     },
+    { what: 'wait: UCX events', available: noUcx === null, detail: noUcx === null ? 'a parked rank sleeps in poll(2) on its UCX worker and its eventfd doorbell' : 'needs the UCX transport' },
     { what: 'wait: spin, then park', available: true, detail: 'Atomics.wait on the rank doorbell (always)' },
     {
       what: 'wait: sched_yield', available: native.addon !== null,

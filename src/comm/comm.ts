@@ -407,9 +407,9 @@ export class Comm {
     return cartShift(t.dims, t.periods, this.rank, dim, disp);
   }
 
-  /** Message and byte counts of this rank (all communicators). */
-  stats(): { host: TransportStats } {
-    return { host: { ...this.transport.stats } };
+  /** Message and byte counts of this rank (all communicators), and how it reaches other nodes. */
+  stats(): { host: TransportStats; interNode: 'ucx' | 'tcp' } {
+    return { host: { ...this.transport.stats }, interNode: this.transport.ucx === null ? 'tcp' : 'ucx' };
   }
 
   /**

@@ -87,4 +87,4 @@ if (rank === 0) {
 }
 
 const s = world.stats().host;
-say(`sent ${s.messagesSent} messages (${s.intraNodeMessages} through shared memory, ${s.interNodeMessages} over TCP), ${s.bytesSent} bytes`);
+say(`sent ${s.messagesSent} messages (${s.intraNodeMessages} through shared memory, ${s.interNodeMessages} ${world.stats().interNode === 'ucx' ? 'over UCX' : 'over TCP through the engines'}), ${s.bytesSent} bytes`);

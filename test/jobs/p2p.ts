@@ -25,6 +25,17 @@ function check(a: Uint8Array, src: number, dst: number): void {
 }
 
 const modes: Record<string, (w: Communicator, args: string[]) => unknown> = {
+  transport(w) {
+    // Which path reached the other nodes, and that it carried this rank's messages.
+    const peer = (w.rank + w.size / 2) % w.size;
+    const got = new Int32Array(1);
+    const r = w.irecv(got, (w.rank - w.size / 2 + w.size) % w.size, 5);
+    w.send(Int32Array.of(w.rank), peer, 5);
+    r.wait();
+    const s = w.stats();
+    return { interNode: s.interNode, interNodeMessages: s.host.interNodeMessages, got: got[0] };
+  },
+
   ring(w, args) {
     const bytes = Number(args[1] ?? 8);
     const right = (w.rank + 1) % w.size;
