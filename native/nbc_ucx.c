@@ -32,8 +32,11 @@
 
 enum { OP_FREE = 0, OP_PENDING = 1, OP_DONE = 2, OP_FAILED = 3 };
 
+typedef struct state state_t;
+
 typedef struct {
   int state;
+  state_t *owner;       /* whose completion count the callbacks bump */
   ucs_status_t status;
   size_t length;        /* received bytes */
   ucp_tag_t sender_tag;
@@ -58,11 +61,12 @@ typedef struct watch {
   struct watch *next;
 } watch_t;
 
-typedef struct {
+struct state {
   op_t **ops;           /* ops[i] is the op with id i, or NULL */
   int cap;
   watch_t *watches;
-} state_t;
+  uint64_t completions; /* operations finished by UCX callbacks so far (ucxPoll reports it) */
+};
 
 static state_t *state_of(napi_env env) {
   void *data = NULL;
@@ -84,7 +88,10 @@ static int op_alloc(state_t *s) {
   for (int i = 0; i < s->cap; i++) {
     if (s->ops[i] == NULL) s->ops[i] = calloc(1, sizeof(op_t));
     if (s->ops[i] == NULL) return -1;
-    if (s->ops[i]->state == OP_FREE) return i;
+    if (s->ops[i]->state == OP_FREE) {
+      s->ops[i]->owner = s;
+      return i;
+    }
   }
   int cap = s->cap == 0 ? 64 : s->cap * 2;
   op_t **grown = realloc(s->ops, sizeof(op_t *) * cap);
@@ -94,7 +101,9 @@ static int op_alloc(state_t *s) {
   int at = s->cap;
   s->cap = cap;
   s->ops[at] = calloc(1, sizeof(op_t));
-  return s->ops[at] == NULL ? -1 : at;
+  if (s->ops[at] == NULL) return -1;
+  s->ops[at]->owner = s;
+  return at;
 }
 
 static napi_value throw_ucx(napi_env env, const char *what, ucs_status_t st) {
@@ -107,6 +116,7 @@ static napi_value throw_ucx(napi_env env, const char *what, ucs_status_t st) {
 static void send_done(void *request, ucs_status_t status, void *user_data) {
   op_t *op = user_data;
   (void)request;
+  if (op->owner != NULL) op->owner->completions++;
   op->status = status;
   op->state = status == UCS_OK ? OP_DONE : OP_FAILED;
 }
@@ -114,6 +124,7 @@ static void send_done(void *request, ucs_status_t status, void *user_data) {
 static void recv_done(void *request, ucs_status_t status, const ucp_tag_recv_info_t *info, void *user_data) {
   op_t *op = user_data;
   (void)request;
+  if (op->owner != NULL) op->owner->completions++;
   op->status = status;
   if (status == UCS_OK) {
     op->length = info->length;
@@ -266,9 +277,11 @@ static int begin(napi_env env, state_t *s, napi_value buffer) {
 static napi_value finish_start(napi_env env, op_t *op, int id, ucs_status_ptr_t r) {
   if (r == NULL) {
     op->state = OP_DONE;
+    op->owner->completions++; /* finished without a callback: still counts */
   } else if (UCS_PTR_IS_ERR(r)) {
     op->state = OP_FAILED;
     op->status = UCS_PTR_STATUS(r);
+    op->owner->completions++;
   } else if (op->state == OP_PENDING) {
     op->request = r;
   } else {
@@ -345,9 +358,10 @@ static napi_value Recv(napi_env env, napi_callback_info info) {
 }
 
 /*
- * ucxPoll(worker, stage: Uint8Array, out: BigUint64Array(2)) -> the length of the next header
- * message (tag bit 63 clear), received into `stage`, with out = [length, sender tag]; -1 when
- * none has arrived. Progresses the worker once first. Headers are small (one eager message),
+ * ucxPoll(worker, stage: Uint8Array, out: BigUint64Array(3)) -> the length of the next header
+ * message (tag bit 63 clear), received into `stage`, with out = [length, sender tag,
+ * operations completed so far]; -1 when none has arrived (out[2] is still set, so the caller
+ * tests its operations only when some finished). Progresses the worker once first. Headers are small (one eager message),
  * so one that is still arriving is progressed to the end here; one longer than `stage` is
  * received and dropped, and returns -2 (a peer that breaks the protocol).
  */
@@ -363,6 +377,8 @@ static napi_value Poll(napi_env env, napi_callback_info info) {
   size_t n;
   CHECK(napi_get_typedarray_info(env, argv[2], NULL, &n, (void **)&out, NULL, NULL));
   ucp_worker_progress(worker);
+  state_t *s = state_of(env);
+  if (n >= 3) out[2] = s->completions;
   ucp_tag_recv_info_t ti;
   ucp_tag_message_h msg = ucp_tag_probe_nb(worker, 0, DATA_BIT, 1, &ti);
   if (msg == NULL) return int_value(env, -1);
