@@ -147,6 +147,7 @@ export function launch(entry: string, opts: LaunchOptions): Promise<LaunchResult
         NBC_JOB_ID: jobId,
         // every node of this job runs on this host: it decides how long waiting ranks spin
         NBC_HOST_RANKS: String(n),
+        NBC_HOST_NODES: String(nodes),
       };
       const args = [CLI, 'node', '--ppn', String(ranksOf(node))];
       if (opts.tagOutput) args.push('--tag-output');

@@ -263,11 +263,18 @@ export async function runNode(o: NodeOptions): Promise<number> {
   // that have work. Measured in BENCHMARKS.md ("Waiting"); NBC_SPIN_US overrides.
   const hostRanks = Number(process.env.NBC_HOST_RANKS ?? o.ranks);
   const oversubscribed = hostRanks > availableParallelism();
-  // Oversubscribed, with the native addon, a waiting rank yields its core from its first idle
-  // poll (BENCHMARKS.md, "Waits that yield": spinning first only delays the rank it waits for),
-  // for NBC_YIELD_US before it parks.
-  const canYield = oversubscribed && nativeAddon().addon !== null;
-  const spinUs = o.spinUs ?? (oversubscribed ? (canYield ? 0 : 20) : 2000);
+  // On the TCP transport every message between nodes passes through both nodes' engines, so
+  // the engines need cores too: a rank that spins 2 ms while its engine waits for a core
+  // delays the very message it waits for. Counting the host's engines (NBC_HOST_NODES, set by
+  // nbc run) decides how waits behave (BENCHMARKS.md, "The pure-JS path between nodes"). With
+  // UCX the engines are off the data path.
+  const hostEngines = nodes > 1 && !useUcx ? Number(process.env.NBC_HOST_NODES ?? 1) : 0;
+  const crowded = hostRanks + hostEngines > availableParallelism();
+  // Crowded, with the native addon, a waiting rank yields its core from its first idle poll
+  // (BENCHMARKS.md, "Waits that yield": spinning first only delays the rank it waits for), for
+  // NBC_YIELD_US before it parks.
+  const canYield = crowded && nativeAddon().addon !== null;
+  const spinUs = o.spinUs ?? (crowded ? (canYield ? 0 : 20) : 2000);
   const yieldUs = o.yieldUs ?? DEFAULT_YIELD_US;
 
   const results: Array<{ rank: number; result: unknown }> = [];
@@ -300,6 +307,7 @@ export async function runNode(o: NodeOptions): Promise<number> {
       eagerLimit: o.eagerLimit,
       spinUs,
       oversubscribed,
+      yieldFromIdle: canYield,
       yieldUs,
       ucx: useUcx,
     };

@@ -28,6 +28,8 @@ export interface RankBoot {
   spinUs?: number;
   /** More of the job's ranks on this host than cores (CoreConfig.oversubscribed). */
   oversubscribed?: boolean;
+  /** Waits yield the core between polls (the node found its cores crowded and has the addon). */
+  yieldFromIdle?: boolean;
   /** Oversubscribed: how long a wait yields the core between polls before parking (us). */
   yieldUs?: number;
   /** Ranks of other nodes are reached over UCX (the node checked that the addon has it). */
@@ -46,9 +48,10 @@ interface UcxTable {
 }
 
 const boot = workerData as RankBoot;
-// Oversubscribed, a waiting rank hands its core over with sched_yield (the native addon's)
-// before it parks; without the addon it spins briefly and parks.
-const yieldFn = boot.oversubscribed === true ? nativeAddon().addon?.schedYield ?? null : null;
+// Where the host's cores are crowded (node-main decides), a waiting rank hands its core over
+// with sched_yield (the native addon's) before it parks; without the addon it spins briefly
+// and parks.
+const yieldFn = boot.yieldFromIdle === true ? nativeAddon().addon?.schedYield ?? null : null;
 const eagerLimit = boot.eagerLimit ?? 8192;
 let ucx: UcxPath | null = null;
 if (boot.ucx === true) {
