@@ -64,13 +64,20 @@ export class UcxPath {
   /** ucxPoll's [length, sender tag, operations completed so far]. */
   private readonly info = new BigUint64Array(3);
   private reapedAt = 0n;
+  /** How long the next idle wait may last before looking again (ms): see idleDelayMs. */
+  private idleMs = 1;
   private readonly scratch = new BigUint64Array(2);
   private readonly eps: Array<UcxHandle | undefined> = [];
   private addresses: ReadonlyArray<Uint8Array | null> = [];
   private readonly headerTag: bigint;
   private inFlight: InFlight[] = [];
 
-  constructor(private readonly addon: UcxAddon, readonly worldRank: number, readonly maxEager: number) {
+  /**
+   * `worldRank` names this worker in error messages and is the tag of its header messages
+   * (a node engine passes its own id); `maxEager` bounds the payload of a header message.
+   */
+  constructor(private readonly addon: UcxAddon, readonly worldRank: number, readonly maxEager: number,
+    private readonly kind: 'rank' | 'engine' = 'rank') {
     const context = addon.ucxInit();
     this.worker = addon.ucxWorker(context);
     this.address = new Uint8Array(addon.ucxAddress(this.worker));
@@ -93,7 +100,7 @@ export class UcxPath {
     if (ep === undefined) {
       const address = this.addresses[peer];
       if (address === null || address === undefined) {
-        throw new NbcPeerFailedError(`rank ${this.worldRank} has no UCX address for rank ${peer}; expected the wire-up to have exchanged every rank's worker address`);
+        throw new NbcPeerFailedError(`${this.name(this.worldRank)} has no UCX address for ${this.name(peer)}; expected the wire-up to have exchanged every worker address`);
       }
       ep = this.addon.ucxConnect(this.worker, address);
       this.eps[peer] = ep;
@@ -126,6 +133,21 @@ export class UcxPath {
     this.out32 = new Int32Array(this.out.buffer);
   }
 
+  /**
+   * Sends `view` to `peer` as one header message (tag bit 63 clear), the way the engine sends
+   * its frames; `onDone` runs once UCX is done with `view` (at once when it copied it).
+   */
+  sendMessage(peer: number, view: Uint8Array, onDone: (err: Error | null) => void): void {
+    const id = this.addon.ucxSend(this.endpoint(peer), this.headerTag, view);
+    if (id < 0) onDone(null);
+    else this.inFlight.push({ id, peer, what: `send a ${view.byteLength}-byte message`, onDone });
+  }
+
+  /** The sender tag of the header `poll` returned last (the sender's id, see the constructor). */
+  get lastSender(): number {
+    return Number(this.info[1]!);
+  }
+
   /** Sends a rendezvous payload; `onDone` runs when it has left `view` (or failed). */
   sendData(peer: number, token: number, view: Uint8Array, onDone: (err: Error | null) => void): void {
     const id = this.addon.ucxSend(this.endpoint(peer), dataTag(this.worldRank, token), view);
@@ -145,6 +167,7 @@ export class UcxPath {
    */
   poll(): number {
     const n = this.addon.ucxPoll(this.worker, this.inbox, this.info);
+    if (n >= 0) this.idleMs = 1;
     // Test the operations in flight only when UCX finished some since the last look (an
     // operation that completes inside its start call has no id and is never in the list).
     if (this.inFlight.length > 0 && this.info[2] !== this.reapedAt) {
@@ -152,7 +175,7 @@ export class UcxPath {
       this.reap();
     }
     if (n === -2) {
-      throw new NbcPeerFailedError(`rank ${this.worldRank} received a UCX message header longer than ${this.inbox.byteLength} bytes; expected a peer of the same nbcoll build`);
+      throw new NbcPeerFailedError(`${this.name(this.worldRank)} received a UCX message longer than ${this.inbox.byteLength} bytes; expected a peer of the same nbcoll build`);
     }
     return n;
   }
@@ -183,7 +206,12 @@ export class UcxPath {
     const ep = this.eps[op.peer];
     const why = ep === undefined ? null : this.addon.ucxFailed(ep);
     return new NbcPeerFailedError(
-      `rank ${this.worldRank} could not ${op.what} over UCX with rank ${op.peer}: ${why ?? 'the operation failed'}; the peer or its node is gone`);
+      `${this.name(this.worldRank)} could not ${op.what} over UCX with ${this.name(op.peer)}: ${why ?? 'the operation failed'}; the peer or its node is gone`);
+  }
+
+  /** A worker by id, as messages name it: rank R, or node N's engine. */
+  private name(id: number): string {
+    return this.kind === 'rank' ? `rank ${id}` : `node ${id}'s engine`;
   }
 
   /**
@@ -192,7 +220,19 @@ export class UcxPath {
    * already waiting.
    */
   sleep(timeoutMs: number): void {
-    if (this.addon.ucxArm(this.worker)) this.addon.pollFds(this.eventFd, this.wakeFd, timeoutMs);
+    if (this.addon.ucxArm(this.worker)) this.addon.pollFds(this.eventFd, this.wakeFd, Math.min(timeoutMs, this.idleDelayMs()));
+  }
+
+  /**
+   * The longest an idle wait should trust the event fd alone: UCX's event fd does not report
+   * every event (a rendezvous between three workers over tcp was seen to stall without a
+   * second look), so waits look again after 1 ms following activity, doubling while nothing
+   * arrives, up to 100 ms.
+   */
+  idleDelayMs(): number {
+    const ms = this.idleMs;
+    this.idleMs = Math.min(100, ms * 2);
+    return ms;
   }
 
   /**

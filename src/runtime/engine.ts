@@ -17,6 +17,7 @@ import {
   HEADER_WORDS, kDoorbell, KIND_ACK, KIND_COMM, KIND_EAGER, KIND_FRAG, KIND_POST, KIND_RTS, KIND_SCHED, kSleeping,
 } from '../shm/layout.js';
 import { OF_BYTES, OF_WORDS, OffloadEngine } from '../sched/offload.js';
+import type { UcxPath } from '../p2p/ucx.js';
 import { decodeSchedule } from '../sched/wire.js';
 import { interNodeSchedule } from '../coll/select.js';
 import type { CoreConfig } from '../config.js';
@@ -96,6 +97,9 @@ export class Engine {
   private readonly doorbellIdx: number;
   /** Runs the schedules ranks offload to this engine. */
   readonly offload: OffloadEngine;
+  /** With the UCX transport: this engine's UCP worker, peers indexed by node id (useUcx). */
+  private ucx: UcxPath | null = null;
+  private ucxPumping = false;
 
   constructor(
     readonly shared: NodeShared,
@@ -128,6 +132,10 @@ export class Engine {
       nodeOfRank: placement.nodeOfRank,
       slices: u8,
       sendFrame: (node, header, payload, onWritten) => {
+        if (this.ucx !== null) {
+          this.sendUcx(node, header, payload, onWritten);
+          return;
+        }
         if (this.links === null) throw new NbcInternalError('an offloaded schedule addressed another node, but this node has no links');
         this.links.send(node, FRAME_OFFLOAD, [new Uint8Array(header.buffer), payload], () => this.guard(onWritten));
         this.count(OF_BYTES + payload.byteLength);
@@ -289,6 +297,64 @@ export class Engine {
       return;
     }
     throw new NbcInternalError(`engine got record kind ${kind} from rank ${rank}`);
+  }
+
+  /**
+   * Carries the offloaded schedules' frames over UCX instead of the TCP links (the UCX
+   * transport): `ucx` is this engine's worker, its peers the other nodes' engines by node id.
+   * Its progress runs on this thread's event loop: woken by the worker's event fd, and kept
+   * turning while sends are in flight.
+   */
+  useUcx(ucx: UcxPath): void {
+    this.ucx = ucx;
+    this.pumpUcx();
+  }
+
+  /** One frame: header and payload copied into one message, so the payload's region is free at once. */
+  private sendUcx(node: number, header: Int32Array, payload: Uint8Array, onWritten: () => void): void {
+    const msg = new Uint8Array(OF_BYTES + payload.byteLength);
+    msg.set(new Uint8Array(header.buffer, header.byteOffset, OF_BYTES));
+    msg.set(payload, OF_BYTES);
+    this.ucx!.sendMessage(node, msg, (err) => {
+      if (err !== null) this.guard(() => { throw err; });
+    });
+    this.count(msg.byteLength);
+    queueMicrotask(() => this.guard(onWritten));
+    this.schedulePump();
+  }
+
+  private schedulePump(): void {
+    if (this.ucxPumping) return;
+    this.ucxPumping = true;
+    setImmediate(() => {
+      this.ucxPumping = false;
+      this.pumpUcx();
+    });
+  }
+
+  /** Receives every frame UCX has, then sleeps on the worker's events (or turns again while sends are in flight). */
+  private pumpUcx(): void {
+    const ucx = this.ucx;
+    if (ucx === null || this.stopped) return;
+    this.guard(() => {
+      let len: number;
+      while ((len = ucx.poll()) >= 0) {
+        const from = ucx.lastSender;
+        // a copy: the offload engine may keep an unexpected frame's body until its receive
+        this.onFrame(from, FRAME_OFFLOAD, Buffer.from(ucx.inbox.subarray(0, len)));
+      }
+    });
+    if (this.stopped) return;
+    if (ucx.busy) {
+      this.schedulePump();
+      return;
+    }
+    ucx.watch(() => this.pumpUcx());
+    // The worker's event fd does not report every UCX event (seen on tcp with three engines
+    // exchanging rendezvous frames), so look again after a pause that starts at 1 ms after
+    // activity and doubles while nothing arrives, up to 100 ms.
+    const delay = ucx.idleDelayMs();
+    setTimeout(() => this.schedulePump(), delay).unref();
   }
 
   private count(bytes: number): void {

@@ -15,7 +15,8 @@ import { NbcArgError, NbcError, NbcLaunchError } from '../errors.js';
 import { LinkManager } from '../net/link.js';
 import { createNodeShared, DEFAULT_RING_BYTES, DEFAULT_SLICE_BYTES, ring, setFdSignal } from '../shm/node-shared.js';
 import { kAbortWord } from '../shm/layout.js';
-import { isUcxAddon } from '../p2p/ucx.js';
+import { isUcxAddon, UcxPath } from '../p2p/ucx.js';
+import { OF_BYTES, OF_FRAGMENT } from '../sched/offload.js';
 import type { Placement } from '../p2p/transport.js';
 import { Engine } from './engine.js';
 import type { Wireup } from './env.js';
@@ -180,7 +181,7 @@ export async function runNode(o: NodeOptions): Promise<number> {
     throw new NbcLaunchError(`Cannot use --transport ucx on node ${nodeRank}: ${noUcx}; expected --transport tcp or auto`);
   }
   /** Node -> its ranks' UCX worker addresses (base64), as they arrive through the rendezvous. */
-  const ucxAddresses = new Map<number, string[]>();
+  const ucxAddresses = new Map<number, { addresses: string[]; engine: string }>();
   let onUcxAddresses: () => void = () => {};
   let counts = [o.ranks];
   let useUcx = false;
@@ -200,7 +201,7 @@ export async function runNode(o: NodeOptions): Promise<number> {
       const got = parseUcxAddresses(payload, nodes);
       if (got === null) return;
       if (ucxAddresses.has(got.node)) return;
-      ucxAddresses.set(got.node, got.addresses);
+      ucxAddresses.set(got.node, got);
       onUcxAddresses();
     });
     client.on('lost', (err: Error) => fail(`node ${nodeRank}: lost contact with the rendezvous master (node 0): ${err.message}`, 1));
@@ -230,7 +231,14 @@ export async function runNode(o: NodeOptions): Promise<number> {
     }
     useUcx = wantsUcx >= 0 || (!wantsTcp && lacking < 0);
   }
-  if (useUcx) setFdSignal(nativeAddon().addon!.signalFd!);
+  // With UCX the engine carries the offloaded schedules' frames over UCX too: its own worker,
+  // on this thread, tagged with the node id.
+  let engineUcx: UcxPath | null = null;
+  if (useUcx) {
+    const addon = nativeAddon().addon!;
+    setFdSignal(addon.signalFd!);
+    if (isUcxAddon(addon)) engineUcx = new UcxPath(addon, nodeRank, OF_BYTES + OF_FRAGMENT, 'engine');
+  }
 
   // ---- placement --------------------------------------------------------------------
   const worldSize = counts.reduce((a, b) => a + b, 0);
@@ -286,12 +294,14 @@ export async function runNode(o: NodeOptions): Promise<number> {
       if (ucxAddresses.size < nodes) return;
       const table: Array<Uint8Array | null> = [];
       for (let n = 0; n < nodes; n++) {
-        for (const a of ucxAddresses.get(n)!) table.push(n === nodeRank ? null : new Uint8Array(Buffer.from(a, 'base64')));
+        for (const a of ucxAddresses.get(n)!.addresses) table.push(n === nodeRank ? null : new Uint8Array(Buffer.from(a, 'base64')));
       }
       if (table.length !== worldSize) {
         fail(`node ${nodeRank}: the UCX wire-up gave ${table.length} worker addresses for ${worldSize} ranks`, 1);
         return;
       }
+      engineUcx!.setAddresses(Array.from({ length: nodes }, (_, n) => (n === nodeRank ? null : new Uint8Array(Buffer.from(ucxAddresses.get(n)!.engine, 'base64')))));
+      engine!.useUcx(engineUcx!);
       for (const w of workers) w.postMessage({ type: 'ucx-table', addresses: table });
     };
   }
@@ -340,7 +350,11 @@ export async function runNode(o: NodeOptions): Promise<number> {
       if (m.type === 'ucx-address' && ++localUcxCount === o.ranks) {
         // Every local rank has its worker: tell the other nodes, through the authenticated
         // rendezvous, so only members of the job learn the addresses.
-        client!.broadcast({ ucx: { node: nodeRank, addresses: localUcx.map((a) => Buffer.from(a).toString('base64')) } });
+        client!.broadcast({ ucx: {
+          node: nodeRank,
+          addresses: localUcx.map((a) => Buffer.from(a).toString('base64')),
+          engine: Buffer.from(engineUcx!.address).toString('base64'),
+        } });
       }
     });
     w.on('error', (err) => fail(`rank ${rank} (node ${nodeRank}) failed: ${formatError(err)}`, 1));
@@ -392,13 +406,13 @@ const MAX_UCX_ADDRESS_BYTES = 16 * 1024;
  * A node's UCX worker addresses from a rendezvous BROADCAST ({ ucx: { node, addresses } }),
  * checked; null for any other payload.
  */
-function parseUcxAddresses(payload: unknown, nodes: number): { node: number; addresses: string[] } | null {
+function parseUcxAddresses(payload: unknown, nodes: number): { node: number; addresses: string[]; engine: string } | null {
   if (typeof payload !== 'object' || payload === null) return null;
   const u = (payload as { ucx?: unknown }).ucx;
   if (typeof u !== 'object' || u === null) return null;
-  const { node, addresses } = u as { node?: unknown; addresses?: unknown };
+  const { node, addresses, engine } = u as { node?: unknown; addresses?: unknown; engine?: unknown };
+  const isAddress = (a: unknown): a is string => typeof a === 'string' && a.length > 0 && a.length <= MAX_UCX_ADDRESS_BYTES * 4 / 3 + 4;
   if (typeof node !== 'number' || !Number.isInteger(node) || node < 0 || node >= nodes) return null;
-  if (!Array.isArray(addresses)) return null;
-  if (!addresses.every((a) => typeof a === 'string' && a.length > 0 && a.length <= MAX_UCX_ADDRESS_BYTES * 4 / 3 + 4)) return null;
-  return { node, addresses: addresses as string[] };
+  if (!Array.isArray(addresses) || !addresses.every(isAddress) || !isAddress(engine)) return null;
+  return { node, addresses: addresses as string[], engine };
 }
