@@ -61,10 +61,25 @@ typedef struct watch {
   struct watch *next;
 } watch_t;
 
+/* The receive kept posted for a worker's next header message (ucxPoll). */
+typedef struct {
+  ucp_worker_h worker;
+  int posted;
+  op_t op;
+  ucp_tag_recv_info_t now;
+  void *req;
+  napi_ref stage_ref;
+} header_rx_t;
+
+/* Workers one thread polls: a rank has one, a node's main thread one (its engine's). */
+#define MAX_WORKERS 8
+
 struct state {
   op_t **ops;           /* ops[i] is the op with id i, or NULL */
   int cap;
   watch_t *watches;
+  header_rx_t rx[MAX_WORKERS];
+  int nrx;
   uint64_t completions; /* operations finished by UCX callbacks so far (ucxPoll reports it) */
 };
 
@@ -347,7 +362,8 @@ static napi_value Recv(napi_env env, napi_callback_info info) {
   if (id < 0) return throw_ucx(env, "recv (no memory)", UCS_ERR_NO_MEMORY);
   op_t *op = s->ops[id];
   ucp_tag_recv_info_t now = { 0, 0 };
-  ucp_request_param_t p = { .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_RECV_INFO,
+  ucp_request_param_t p = { .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                              UCP_OP_ATTR_FIELD_RECV_INFO | UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
                             .cb.recv = recv_done, .user_data = op, .recv_info.tag_info = &now };
   ucs_status_ptr_t r = ucp_tag_recv_nbx(worker, data, len, tag, mask, &p);
   if (r == NULL) { /* completed at once: no callback, the info is in `now` */
@@ -360,11 +376,25 @@ static napi_value Recv(napi_env env, napi_callback_info info) {
 /*
  * ucxPoll(worker, stage: Uint8Array, out: BigUint64Array(3)) -> the length of the next header
  * message (tag bit 63 clear), received into `stage`, with out = [length, sender tag,
- * operations completed so far]; -1 when none has arrived (out[2] is still set, so the caller
- * tests its operations only when some finished). Progresses the worker once first. Headers are small (one eager message),
- * so one that is still arriving is progressed to the end here; one longer than `stage` is
- * received and dropped, and returns -2 (a peer that breaks the protocol).
+ * operations completed so far]; -1 when none has arrived yet (out[2] is still set, so the
+ * caller tests its operations only when some finished); -2 for a message longer than
+ * `stage` (a peer that breaks the protocol; the message is consumed).
+ *
+ * A receive for the next header stays posted into `stage` between calls, so a header that
+ * arrives while the worker progresses is matched and copied on arrival (UCX's expected path)
+ * rather than queued as unexpected. It is posted again by the call after the one that
+ * returned it: until then `stage` holds the returned header and nothing writes it. One
+ * worker, one `stage`, for as long as the worker is polled.
  */
+static header_rx_t *rx_of(state_t *s, ucp_worker_h worker) {
+  for (int i = 0; i < s->nrx; i++) if (s->rx[i].worker == worker) return &s->rx[i];
+  if (s->nrx == MAX_WORKERS) return NULL;
+  header_rx_t *rx = &s->rx[s->nrx++];
+  memset(rx, 0, sizeof *rx);
+  rx->worker = worker;
+  return rx;
+}
+
 static napi_value Poll(napi_env env, napi_callback_info info) {
   size_t argc = 3;
   napi_value argv[3];
@@ -376,34 +406,52 @@ static napi_value Poll(napi_env env, napi_callback_info info) {
   uint64_t *out;
   size_t n;
   CHECK(napi_get_typedarray_info(env, argv[2], NULL, &n, (void **)&out, NULL, NULL));
-  ucp_worker_progress(worker);
   state_t *s = state_of(env);
+  header_rx_t *rx = rx_of(s, worker);
+  if (rx == NULL) return throw_ucx(env, "poll (too many workers on one thread)", UCS_ERR_EXCEEDS_LIMIT);
+  if (!rx->posted) {
+    if (rx->stage_ref != NULL) napi_delete_reference(env, rx->stage_ref);
+    CHECK(napi_create_reference(env, argv[1], 1, &rx->stage_ref)); /* posted into: keep alive */
+    memset(&rx->op, 0, sizeof rx->op);
+    rx->op.state = OP_PENDING;
+    rx->now.length = 0;
+    rx->now.sender_tag = 0;
+    /* NO_IMM_CMPL: UCX 1.13 completes a receive that matches an unexpected message inside
+       the call without filling recv_info; with a request the callback reports the length. */
+    ucp_request_param_t p = { .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                                UCP_OP_ATTR_FIELD_RECV_INFO | UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
+                              .cb.recv = recv_done, .user_data = &rx->op, .recv_info.tag_info = &rx->now };
+    ucs_status_ptr_t r = ucp_tag_recv_nbx(worker, stage, cap, 0, DATA_BIT, &p);
+    rx->posted = 1;
+    rx->req = NULL;
+    if (r == NULL) {
+      rx->op.state = OP_DONE;
+      rx->op.length = rx->now.length;
+      rx->op.sender_tag = rx->now.sender_tag;
+    } else if (UCS_PTR_IS_ERR(r)) {
+      rx->op.state = OP_FAILED;
+      rx->op.status = UCS_PTR_STATUS(r);
+    } else if (rx->op.state == OP_PENDING) {
+      rx->req = r;
+    } else {
+      ucp_request_free(r);
+    }
+  }
+  if (rx->op.state == OP_PENDING) ucp_worker_progress(worker);
   if (n >= 3) out[2] = s->completions;
-  ucp_tag_recv_info_t ti;
-  ucp_tag_message_h msg = ucp_tag_probe_nb(worker, 0, DATA_BIT, 1, &ti);
-  if (msg == NULL) return int_value(env, -1);
-  int too_long = ti.length > cap;
-  void *into = too_long ? malloc(ti.length) : stage;
-  if (into == NULL) return throw_ucx(env, "poll (no memory)", UCS_ERR_NO_MEMORY);
-  op_t op = { .state = OP_PENDING };
-  ucp_request_param_t p = { .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
-                            .cb.recv = recv_done, .user_data = &op };
-  ucs_status_ptr_t r = ucp_tag_msg_recv_nbx(worker, into, ti.length, msg, &p);
-  if (UCS_PTR_IS_PTR(r)) {
-    while (op.state == OP_PENDING) ucp_worker_progress(worker);
-    ucp_request_free(r);
-  } else if (UCS_PTR_IS_ERR(r)) {
-    op.state = OP_FAILED;
-    op.status = UCS_PTR_STATUS(r);
+  if (rx->op.state == OP_PENDING) return int_value(env, -1);
+  if (rx->req != NULL) ucp_request_free(rx->req);
+  rx->req = NULL;
+  rx->posted = 0;
+  if (rx->op.state == OP_FAILED) {
+    if (rx->op.status == UCS_ERR_MESSAGE_TRUNCATED) return int_value(env, -2);
+    return throw_ucx(env, "receive of a header", rx->op.status);
   }
-  if (too_long) free(into);
-  if (op.state == OP_FAILED) return throw_ucx(env, "receive of a header", op.status);
-  if (too_long) return int_value(env, -2);
   if (n >= 2) {
-    out[0] = ti.length;
-    out[1] = ti.sender_tag;
+    out[0] = rx->op.length;
+    out[1] = rx->op.sender_tag;
   }
-  return int_value(env, (int64_t)ti.length);
+  return int_value(env, (int64_t)rx->op.length);
 }
 
 /*
