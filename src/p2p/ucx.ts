@@ -12,7 +12,7 @@
  *   receive buffer once it matched the header. UCX moves it by its own rendezvous protocol, so
  *   the payload is never staged and any size goes.
  * Headers from one sender arrive in the order they were sent (one endpoint, one tag space,
- * probed in order), so messages are never overtaken.
+ * one header receive posted at a time), so messages are never overtaken.
  *
  * Wire-up: every rank's worker address travels through the job's authenticated rendezvous
  * (node-main); an endpoint is created the first time a rank sends to a peer.

@@ -31,8 +31,10 @@ export interface NativeAddon {
   /** A tagged receive into `buffer`: an operation id. */
   ucxRecv?(worker: UcxHandle, tag: bigint, mask: bigint, buffer: Uint8Array): number;
   /**
-   * Progresses once, then receives the next header message (tag bit 63 clear) into `stage`:
-   * its length (and `out` = [length, sender tag]), -1 when none, -2 when one was too long.
+   * The next header message (tag bit 63 clear), received into `stage` by a receive that stays
+   * posted between calls: its length, with `out` = [length, sender tag, operations UCX
+   * completed so far]; -1 when none has arrived (the worker is progressed once), -2 when one
+   * was longer than `stage`. One `stage` per worker; it holds the header until the next call.
    */
   ucxPoll?(worker: UcxHandle, stage: Uint8Array, out: BigUint64Array): number;
   /** An operation id completing when every send of the worker has left it, or -1. */
