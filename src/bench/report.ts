@@ -67,6 +67,7 @@ export function describeResult(r: BenchResult): string {
     `algorithm ${r.algorithm}`,
     `link ${r.link ?? 'none'}`,
   ];
+  if (r.transport) parts.push(`transport ${r.transport}`);
   if (isOverlapRun(r)) parts.push(`compute ${r.compute ?? 'none'}`, describeTestInterval(r.testInterval));
   if (r.noise !== null) parts.push(`noise ${r.noise}`);
   parts.push(`${r.stat} over iterations`);

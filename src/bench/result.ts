@@ -51,6 +51,11 @@ export interface BenchResult {
   algorithm: string;
   /** Emulated network spec, e.g. 'latency=50us,bandwidth=1gbit'; null for none. */
   link: string | null;
+  /**
+   * How ranks reached other nodes: 'ucx (UCX_TLS=...)' or 'tcp'; null on one node. Absent in
+   * results written before the UCX transport.
+   */
+  transport?: string | null;
   /** The compute loop run between start and wait (non-blocking only); null for none. */
   compute: 'busy' | 'dgemm' | null;
   /** '0' = no `test()` calls during the compute, or an interval such as '10us' / '64KiB'. */

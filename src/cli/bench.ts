@@ -287,6 +287,7 @@ export function registerBench(program: Command): void {
       if (rows === null) return;
       const result: BenchResult = {
         op, kind: opKind(op), ranks, ppn, executor: o.executor, algorithm: o.algorithm ?? 'auto', link: o.link ?? null,
+        transport: ppn >= ranks ? null : resolvedTransport(o) === 'ucx' ? `ucx (UCX_TLS=${process.env.UCX_TLS ?? 'tcp,self'})` : 'tcp',
         compute: opKind(op) === 'blocking' ? null : (o.compute as 'busy' | 'dgemm'), testInterval: o.testInterval,
         noise: o.noise ?? null, stat: o.stat as Stat, ...(o.label ? { label: o.label } : {}),
         machine: machineInfo(), limits, results: rows,
