@@ -35,6 +35,12 @@ export function transportOption(flag: string | undefined): TransportChoice | und
   return env === undefined || env === '' ? undefined : parseTransport(env, 'NBC_TRANSPORT');
 }
 
+// Output piped into a reader that stops early (`nbc info | head`) ends the command quietly.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(0);
+  throw err;
+});
+
 const program = new Command('nbc')
   .description('nbcoll: MPI-class collectives for TypeScript on Node.js')
   .enablePositionalOptions();
