@@ -26,6 +26,8 @@
 #include <ucp/api/ucp.h>
 
 #define CHECK(call) do { if ((call) != napi_ok) return NULL; } while (0)
+/* Unpacks up to n JS arguments into argv (argc: how many were passed). */
+#define ARGS(n) size_t argc = (n); napi_value argv[(n)]; CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL))
 
 /* Header messages carry tag bit 63 clear; payloads of large messages carry it set. */
 #define DATA_BIT (1ULL << 63)
@@ -178,9 +180,7 @@ static napi_value Init(napi_env env, napi_callback_info info) {
 
 /* ucxWorker(context): a worker for this thread. */
 static napi_value Worker(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  ARGS(1);
   ucp_context_h ctx = external_of(env, argv[0]);
   ucp_worker_params_t wp = { .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE, .thread_mode = UCS_THREAD_MODE_SINGLE };
   ucp_worker_h worker;
@@ -193,9 +193,7 @@ static napi_value Worker(napi_env env, napi_callback_info info) {
 
 /* ucxAddress(worker): the worker's address, to hand to peers (an ArrayBuffer copy). */
 static napi_value Address(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  ARGS(1);
   ucp_worker_h worker = external_of(env, argv[0]);
   ucp_address_t *addr;
   size_t len;
@@ -230,9 +228,7 @@ static void free_endpoint(napi_env env, void *data, void *hint) {
  * the endpoint fail instead of hanging, and ucxFailed(ep) says why.
  */
 static napi_value Connect(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  ARGS(2);
   ucp_worker_h worker = external_of(env, argv[0]);
   void *data;
   size_t len;
@@ -255,9 +251,7 @@ static napi_value Connect(napi_env env, napi_callback_info info) {
 
 /* ucxFailed(ep) -> null while healthy, else the UCX error that broke it. */
 static napi_value Failed(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  ARGS(1);
   endpoint_t *e = external_of(env, argv[0]);
   napi_value out;
   if (e == NULL || e->failed == UCS_OK) {
@@ -312,9 +306,7 @@ static napi_value finish_start(napi_env env, op_t *op, int id, ucs_status_ptr_t 
  * as failed.
  */
 static napi_value Send(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
-  napi_value argv[4];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  ARGS(4);
   endpoint_t *e = external_of(env, argv[0]);
   uint64_t tag = tag_of(env, argv[1]);
   void *data;
@@ -348,9 +340,7 @@ static napi_value Send(napi_env env, napi_callback_info info) {
 
 /* ucxRecv(worker, tag: bigint, mask: bigint, buffer: Uint8Array) -> operation id. */
 static napi_value Recv(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
-  napi_value argv[4];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  ARGS(4);
   ucp_worker_h worker = external_of(env, argv[0]);
   uint64_t tag = tag_of(env, argv[1]);
   uint64_t mask = tag_of(env, argv[2]);
@@ -396,9 +386,7 @@ static header_rx_t *rx_of(state_t *s, ucp_worker_h worker) {
 }
 
 static napi_value Poll(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
-  napi_value argv[3];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  ARGS(3);
   ucp_worker_h worker = external_of(env, argv[0]);
   void *stage;
   size_t cap;
@@ -459,9 +447,7 @@ static napi_value Poll(napi_env env, napi_callback_info info) {
  * send of the worker has left it (called before a rank's thread ends).
  */
 static napi_value Flush(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  ARGS(1);
   ucp_worker_h worker = external_of(env, argv[0]);
   state_t *s = state_of(env);
   int id = op_alloc(s);
@@ -482,9 +468,7 @@ static napi_value Flush(napi_env env, napi_callback_info info) {
 
 /* ucxProgress(worker) -> events processed. */
 static napi_value Progress(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  ARGS(1);
   return int_value(env, ucp_worker_progress(external_of(env, argv[0])));
 }
 
@@ -493,9 +477,7 @@ static napi_value Progress(napi_env env, napi_callback_info info) {
  * received, sender tag]. A finished operation's slot is freed by this call.
  */
 static napi_value Test(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  ARGS(2);
   int32_t id;
   CHECK(napi_get_value_int32(env, argv[0], &id));
   state_t *s = state_of(env);
@@ -521,9 +503,7 @@ static napi_value Test(napi_env env, napi_callback_info info) {
 
 /* ucxEventFd(worker) -> the fd that becomes readable on the worker's events once armed. */
 static napi_value EventFd(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  ARGS(1);
   int fd;
   ucs_status_t st = ucp_worker_get_efd(external_of(env, argv[0]), &fd);
   if (st != UCS_OK) return throw_ucx(env, "get_efd", st);
@@ -535,9 +515,7 @@ static napi_value EventFd(napi_env env, napi_callback_info info) {
  * event), false when events are waiting (progress instead of sleeping).
  */
 static napi_value Arm(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  ARGS(1);
   ucs_status_t st = ucp_worker_arm(external_of(env, argv[0]));
   if (st != UCS_OK && st != UCS_ERR_BUSY) return throw_ucx(env, "arm", st);
   napi_value out;
@@ -558,9 +536,7 @@ static napi_value WakeFd(napi_env env, napi_callback_info info) {
 
 /* signalFd(fd): rings an eventfd (any thread of the process may). */
 static napi_value SignalFd(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  ARGS(1);
   int32_t fd;
   CHECK(napi_get_value_int32(env, argv[0], &fd));
   uint64_t one = 1;
@@ -574,9 +550,7 @@ static napi_value SignalFd(napi_env env, napi_callback_info info) {
  * UCX worker's event fd or the rank's eventfd is readable, then empties the eventfd.
  */
 static napi_value PollFds(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
-  napi_value argv[3];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  ARGS(3);
   int32_t efd, wfd, ms;
   CHECK(napi_get_value_int32(env, argv[0], &efd));
   CHECK(napi_get_value_int32(env, argv[1], &wfd));
@@ -629,9 +603,7 @@ static void watch_fired(uv_poll_t *handle, int status, int events) {
  * fd, reused; it does not keep the loop alive.
  */
 static napi_value WatchFd(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  ARGS(2);
   int32_t fd;
   CHECK(napi_get_value_int32(env, argv[0], &fd));
   state_t *s = state_of(env);
