@@ -14,22 +14,15 @@ cd "$(dirname "$0")/.."
 out=bench/results/ucx
 mkdir -p "$out"
 rounds=${ROUNDS:-3}
-peers=../shared/peers
 nbc="node dist/cli/nbc.js"
-mpi=""
-if command -v mpicc >/dev/null && command -v mpirun >/dev/null && [ -f "$peers/mpibench.c" ]; then
-  mpi=$(mktemp -d)/mpibench
-  mpicc -O2 "$peers/mpibench.c" -o "$mpi"
-else
-  echo "Open MPI (mpicc, mpirun) not found: measuring nbcoll only"
-fi
+. scripts/peer-mpibench.sh
 transports="tcp"
 if $nbc info --json | node -e 'const l=JSON.parse(require("fs").readFileSync(0,"utf8"));process.exit(l.find(x=>x.what==="transport ucx")?.available?0:1)'; then
   transports="ucx tcp"
 else
   echo "UCX transport not available here (nbc info says why): measuring the TCP path only"
 fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_tcp_if_include=lo
+export OMPI_MCA_btl_tcp_if_include=lo
 for r in $(seq 1 "$rounds"); do
   for t in $transports; do
     $nbc bench p2p --ranks 2 --ppn 1 --transport "$t" --sizes 8,1M --iters 2000 --json "$out/p2p-$t-r$r.json" | tee "$out/p2p-$t-r$r.txt" | grep -E "^UCX limit" || true

@@ -11,15 +11,7 @@ out=bench/results/yield
 mkdir -p "$out"
 rounds=${ROUNDS:-3}
 iters=${ITERS:-2000}
-peers=../shared/peers
-mpi=""
-if command -v mpicc >/dev/null && command -v mpirun >/dev/null && [ -f "$peers/mpibench.c" ]; then
-  mpi=$(mktemp -d)/mpibench
-  mpicc -O2 "$peers/mpibench.c" -o "$mpi"
-else
-  echo "Open MPI (mpicc, mpirun) not found: measuring nbcoll only"
-fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+. scripts/peer-mpibench.sh
 for r in $(seq 1 "$rounds"); do
   for cfg in off spin20 50 200 1000 5000; do
     env=(NBC_YIELD_US="$cfg" NBC_SPIN_US=0)
