@@ -24,12 +24,11 @@ import {
 } from '../errors.js';
 import {
   align8, endpointWord, H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_OFFSET, H_SLICE, H_SRC,
-  H_SRC_WORLD, H_TAG, H_TOKEN, HEADER_BYTES, kAbortWord, kDoorbell, kSleeping, KIND_ACK,
+  H_SRC_WORLD, H_TAG, H_TOKEN, HEADER_BYTES, kAbortWord, kDoorbell, kSleeping, kWakeFd, KIND_ACK,
   KIND_EAGER, KIND_RTS,
 } from '../shm/layout.js';
 import { SliceAllocator } from '../shm/arena.js';
 import { ringOffset, wake, type NodeShared } from '../shm/node-shared.js';
-import { kWakeFd } from '../shm/layout.js';
 import { Ring } from '../shm/ring.js';
 import { ANY_SOURCE, ANY_TAG } from './constants.js';
 import { Request, type Progressor, type Status } from './request.js';
@@ -305,6 +304,10 @@ export class Transport implements Progressor {
     this.putHeader(ucx.stage32, 0, KIND_EAGER, len, ctx, src, tag, bytes, dstWorld, 0, -1, 0);
     copyBytes(view, ucx.stage, HEADER_BYTES, bytes);
     ucx.sendHeader(dstWorld, len);
+    this.countUcxSend(bytes);
+  }
+
+  private countUcxSend(bytes: number): void {
     const s = this.stats;
     s.messagesSent++;
     s.bytesSent += bytes;
@@ -326,10 +329,7 @@ export class Transport implements Progressor {
     const token = this.nextToken++;
     this.putHeader(ucx.stage32, 0, KIND_RTS, HEADER_BYTES, req.ctx, req.src, req.tag, bytes, req.dstWorld, token, -1, 0);
     ucx.sendHeader(req.dstWorld, HEADER_BYTES);
-    const s = this.stats;
-    s.messagesSent++;
-    s.bytesSent += bytes;
-    s.interNodeMessages++;
+    this.countUcxSend(bytes);
     ucx.sendData(req.dstWorld, token, req.view, (err) => {
       this.ucxReaped++;
       req.complete(err ?? undefined);
