@@ -156,6 +156,13 @@ static void *external_of(napi_env env, napi_value v) {
   return p;
 }
 
+/* A UCX object as an opaque JS handle; `fin` frees what is ours of it when the handle goes. */
+static napi_value handle(napi_env env, void *p, napi_finalize fin) {
+  napi_value out;
+  CHECK(napi_create_external(env, p, fin, NULL, &out));
+  return out;
+}
+
 static napi_value int_value(napi_env env, int64_t n) {
   napi_value out;
   CHECK(napi_create_int64(env, n, &out));
@@ -173,9 +180,7 @@ static napi_value Init(napi_env env, napi_callback_info info) {
   st = ucp_init(&params, config, &ctx);
   ucp_config_release(config);
   if (st != UCS_OK) return throw_ucx(env, "init", st);
-  napi_value out;
-  CHECK(napi_create_external(env, ctx, NULL, NULL, &out));
-  return out;
+  return handle(env, ctx, NULL);
 }
 
 /* ucxWorker(context): a worker for this thread. */
@@ -186,9 +191,7 @@ static napi_value Worker(napi_env env, napi_callback_info info) {
   ucp_worker_h worker;
   ucs_status_t st = ucp_worker_create(ctx, &wp, &worker);
   if (st != UCS_OK) return throw_ucx(env, "worker", st);
-  napi_value out;
-  CHECK(napi_create_external(env, worker, NULL, NULL, &out));
-  return out;
+  return handle(env, worker, NULL);
 }
 
 /* ucxAddress(worker): the worker's address, to hand to peers (an ArrayBuffer copy). */
@@ -244,9 +247,7 @@ static napi_value Connect(napi_env env, napi_callback_info info) {
     free(e);
     return throw_ucx(env, "ep_create", st);
   }
-  napi_value out;
-  CHECK(napi_create_external(env, e, free_endpoint, NULL, &out));
-  return out;
+  return handle(env, e, free_endpoint);
 }
 
 /* ucxFailed(ep) -> null while healthy, else the UCX error that broke it. */
