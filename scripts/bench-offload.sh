@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `npm run bench:offload`: the offload executor against the host executor (issue #5).
-#  1. iallreduce and ialltoall on 2 nodes x 1 rank (TCP) and 2 nodes x 2 ranks, no test()
+#  1. iallreduce and ialltoall on 2 nodes x 1 rank and 2 nodes x 2 ranks ($CONFIGS), no test()
 #     calls while computing, host and offload interleaved, with and without 100us@1kHz noise;
 #  2. blocking allreduce, host and offload, on 1x2, 2x1 and 2x2;
 #  3. two-level against flat offload for every collective with a two-level form, on 2x2.
@@ -11,8 +11,11 @@ nbc() { node dist/cli/nbc.js "$@"; }
 out=bench/results/offload
 mkdir -p "$out" docs/img
 iters=${ITERS:-100}
+# NODESxPPN:RANKS:PPN for the overlap runs; on a machine with cores to spare keep ranks plus
+# one engine per node below the core count, e.g. CONFIGS="2x1:2:1 2x2:4:2 2x4:8:4".
+read -r -a configs <<<"${CONFIGS:-2x1:2:1 2x2:4:2}"
 for op in iallreduce ialltoall; do
-  for cfg in "2x1:2:1" "2x2:4:2"; do
+  for cfg in "${configs[@]}"; do
     IFS=: read -r name ranks ppn <<<"$cfg"
     for noise in none 100us@1kHz; do
       for ex in host offload; do
