@@ -92,6 +92,7 @@ program.command('node')
       eagerLimit: envInt('NBC_EAGER_LIMIT'),
       spinUs: envInt('NBC_SPIN_US'),
       yieldUs: envInt('NBC_YIELD_US'),
+      engineSpinUs: envInt('NBC_ENGINE_SPIN_US'),
       transport: transportOption(o.transport) ?? 'auto',
     });
     process.exit(code);

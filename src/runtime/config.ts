@@ -17,15 +17,17 @@ function collectiveOf(words: string): string {
 /**
  * @param oversubscribed whether this host runs more of the job's ranks than it has cores (the
  *   node process knows; a singleton rank does not oversubscribe).
+ * @param offloadSpinUs the spin of a wait for an offloaded collective when NBC_OFFLOAD_SPIN_US
+ *   is unset (the node raises it where its engine has a core of its own).
  */
-export function configFromEnv(env: NodeJS.ProcessEnv = process.env, oversubscribed = false): CoreConfig {
+export function configFromEnv(env: NodeJS.ProcessEnv = process.env, oversubscribed = false,
+  offloadSpinUs = DEFAULT_CONFIG.offloadSpinUs): CoreConfig {
   const algorithms: Record<string, string> = {};
   for (const [name, value] of Object.entries(env)) {
     const m = ALGORITHM_VAR.exec(name);
     if (m !== null && value !== undefined && value !== '') algorithms[collectiveOf(m[1]!)] = value;
   }
   const spin = env.NBC_OFFLOAD_SPIN_US;
-  let offloadSpinUs = DEFAULT_CONFIG.offloadSpinUs;
   if (spin !== undefined && spin !== '') {
     offloadSpinUs = Number(spin);
     if (!Number.isFinite(offloadSpinUs) || offloadSpinUs < 0) {

@@ -8,7 +8,9 @@
  * and are handed to the receiving rank as an RTS, exactly like an intra-node rendezvous.
  *
  * The engine never blocks: it parks with Atomics.waitAsync on its doorbell, so TCP events keep
- * flowing while it waits for ranks.
+ * flowing while it waits for ranks. Where it has a core of its own (`spinUs` > 0), it first
+ * keeps polling, one event-loop turn at a time, until `spinUs` have passed without work, so
+ * that a post or a frame in a busy stretch costs no wake-up on either side.
  */
 import { Buffer } from 'node:buffer';
 import { NbcInternalError, NbcNoMemError } from '../errors.js';
@@ -93,6 +95,8 @@ export class Engine {
   private nextMessageId = 1;
   private armed = false;
   private stopped = false;
+  /** performance.now() when a poll last found work (spinning engines only). */
+  private lastWork = 0;
   private readonly sleepIdx: number;
   private readonly doorbellIdx: number;
   /** Runs the schedules ranks offload to this engine. */
@@ -107,6 +111,8 @@ export class Engine {
     readonly links: NodeLinks | null,
     private readonly onFatal: (err: Error) => void,
     config: CoreConfig,
+    /** How long to keep polling after the last work before parking (us); 0 parks at once. */
+    private readonly spinUs = 0,
   ) {
     const { ranks, ringBytes } = shared.layout;
     this.ep = ranks;
@@ -120,7 +126,10 @@ export class Engine {
     }
     this.sleepIdx = endpointWord(this.ep, kSleeping);
     this.doorbellIdx = endpointWord(this.ep, kDoorbell);
-    links?.on('frame', (from, type, body) => this.guard(() => this.onFrame(from, type, body)));
+    links?.on('frame', (from, type, body) => {
+      if (this.spinUs > 0) this.lastWork = performance.now();
+      this.guard(() => this.onFrame(from, type, body));
+    });
     this.blocked = new Uint8Array(ranks);
     links?.on('drain', () => {
       if (this.blocked.includes(1)) this.guard(() => this.poll());
@@ -165,10 +174,18 @@ export class Engine {
     }
   }
 
-  /** Parks on the doorbell without blocking the event loop; polls when woken. */
+  /**
+   * Parks on the doorbell without blocking the event loop; polls when woken. A spinning engine
+   * that had work within `spinUs` polls again on the next turn instead, its sleeping word left
+   * at 0 so that ranks skip the doorbell.
+   */
   private arm(): void {
     if (this.armed || this.stopped) return;
     this.armed = true;
+    if (this.spinUs > 0 && (performance.now() - this.lastWork) * 1000 < this.spinUs) {
+      setImmediate(this.spinTurn);
+      return;
+    }
     const c = this.control;
     Atomics.store(c, this.sleepIdx, 1);
     const seen = Atomics.load(c, this.doorbellIdx);
@@ -176,7 +193,9 @@ export class Engine {
       this.armed = false;
       Atomics.store(c, this.sleepIdx, 0);
       if (this.stopped) return;
-      this.guard(() => this.poll());
+      this.guard(() => {
+        if (this.poll() && this.spinUs > 0) this.lastWork = performance.now();
+      });
       this.arm();
     };
     if (this.hasWork()) {
@@ -187,6 +206,17 @@ export class Engine {
     if (r.async) void r.value.then(fire);
     else setImmediate(fire);
   }
+
+  /** One turn of a spinning engine: the ranks' rings, then the UCX worker. */
+  private readonly spinTurn = (): void => {
+    this.armed = false;
+    if (this.stopped) return;
+    this.guard(() => {
+      const ranks = this.poll();
+      if (this.drainUcx() || ranks) this.lastWork = performance.now();
+    });
+    this.arm();
+  };
 
   private hasWork(): boolean {
     if (this.pendingCount > 0) return true;
@@ -205,8 +235,12 @@ export class Engine {
     return node !== this.placement.nodeId && this.links.writableBytesPending(node) > HIGH_WATER;
   }
 
-  /** Drains the ranks' rings and retries deliveries that were waiting for ring space. */
-  poll(): void {
+  /**
+   * Drains the ranks' rings and retries deliveries that were waiting for ring space; true when
+   * it found a record.
+   */
+  poll(): boolean {
+    let found = false;
     for (let r = 0; r < this.fromRanks.length; r++) {
       const ring = this.fromRanks[r]!;
       let at: number;
@@ -216,12 +250,14 @@ export class Engine {
           this.blocked[r] = 1; // resumed by the link's 'drain'
           break;
         }
+        found = true;
         const len = ring.i32[(at >> 2) + H_LEN]!;
         this.fromRank(r, ring, at);
         if (ring.release(len)) wake(this.control, r);
       }
     }
     if (this.pendingCount > 0) this.flushPending();
+    return found;
   }
 
   private fromRank(rank: number, ring: Ring, at: number): void {
@@ -337,12 +373,7 @@ export class Engine {
     const ucx = this.ucx;
     if (ucx === null || this.stopped) return;
     this.guard(() => {
-      let len: number;
-      while ((len = ucx.poll()) >= 0) {
-        const from = ucx.lastSender;
-        // a copy: the offload engine may keep an unexpected frame's body until its receive
-        this.onFrame(from, FRAME_OFFLOAD, Buffer.from(ucx.inbox.subarray(0, len)));
-      }
+      if (this.drainUcx()) this.lastWork = performance.now();
     });
     if (this.stopped) return;
     if (ucx.busy) {
@@ -355,6 +386,20 @@ export class Engine {
     // activity and doubles while nothing arrives, up to 100 ms.
     const delay = ucx.idleDelayMs();
     setTimeout(() => this.schedulePump(), delay).unref();
+  }
+
+  /** Hands every frame the UCX worker has to onFrame; true when there was one. */
+  private drainUcx(): boolean {
+    const ucx = this.ucx;
+    if (ucx === null) return false;
+    let found = false;
+    let len: number;
+    while ((len = ucx.poll()) >= 0) {
+      found = true;
+      // a copy: the offload engine may keep an unexpected frame's body until its receive
+      this.onFrame(ucx.lastSender, FRAME_OFFLOAD, Buffer.from(ucx.inbox.subarray(0, len)));
+    }
+    return found;
   }
 
   private count(bytes: number): void {

@@ -42,6 +42,11 @@ export interface NodeOptions {
   spinUs?: number;
   /** The yield phase of a wait on an oversubscribed host (us); default DEFAULT_YIELD_US. */
   yieldUs?: number;
+  /**
+   * How long the engine keeps polling after its last work before it parks (us); default
+   * DEFAULT_ENGINE_SPIN_US where every rank and engine of the host has a core, else 0.
+   */
+  engineSpinUs?: number;
   /** How ranks reach ranks of other nodes (`--transport`, NBC_TRANSPORT); default 'auto'. */
   transport?: TransportChoice;
 }
@@ -72,6 +77,13 @@ export function ucxUnavailable(): string | null {
  * parks (with the native addon; BENCHMARKS.md, "Waits that yield").
  */
 export const DEFAULT_YIELD_US = 1000;
+
+/**
+ * How long an engine with a core of its own polls after its last work before parking (us):
+ * long enough to span the gaps inside a collective and between back-to-back calls, short
+ * enough that an idle job leaves its cores within a millisecond.
+ */
+export const DEFAULT_ENGINE_SPIN_US = 1000;
 
 /** Messages to a parent `nbc run` over the IPC channel. */
 export type NodeToLauncher =
@@ -261,9 +273,6 @@ export async function runNode(o: NodeOptions): Promise<number> {
   });
   control = new Int32Array(shared.control);
   const enginePlacement: Placement = { worldRank: -1, worldSize, nodeId: nodeRank, nodeOfRank, localOfRank };
-  engine = new Engine(shared, enginePlacement, links, (err) => fail(`node ${nodeRank} engine failed: ${formatError(err)}`, 1), configFromEnv());
-  engine.start();
-
   // Spin budget before parking. When the job's ranks on this host fit its cores, waiting ranks
   // poll for up to 2 ms, as MPI ranks busy-poll: a parked thread takes tens of microseconds to
   // wake here, which would otherwise dominate every round trip. On an oversubscribed host
@@ -284,6 +293,17 @@ export async function runNode(o: NodeOptions): Promise<number> {
   const canYield = crowded && nativeAddon().addon !== null;
   const spinUs = o.spinUs ?? (crowded ? (canYield ? 0 : 20) : 2000);
   const yieldUs = o.yieldUs ?? DEFAULT_YIELD_US;
+  // Where every rank and every engine of this host has a core of its own (seed 000's NIC
+  // processor), the engine keeps polling for a while after it last had work instead of parking,
+  // and a rank waiting for an offloaded collective spins as long as any wait: neither then pays
+  // a thread wake-up per step (BENCHMARKS.md, "With a core for every engine"). Elsewhere both
+  // park at once, since their spin would take the core that the other needs.
+  const engineHasCore = hostRanks + Number(process.env.NBC_HOST_NODES ?? 1) <= availableParallelism();
+  const engineSpinUs = o.engineSpinUs ?? (engineHasCore ? DEFAULT_ENGINE_SPIN_US : 0);
+  const offloadSpinUs = engineHasCore ? spinUs : undefined;
+  engine = new Engine(shared, enginePlacement, links, (err) => fail(`node ${nodeRank} engine failed: ${formatError(err)}`, 1), configFromEnv(),
+    engineSpinUs);
+  engine.start();
 
   const results: Array<{ rank: number; result: unknown }> = [];
   const localUcx: Uint8Array[] = [];
@@ -316,6 +336,7 @@ export async function runNode(o: NodeOptions): Promise<number> {
       args: o.args,
       eagerLimit: o.eagerLimit,
       spinUs,
+      offloadSpinUs,
       oversubscribed,
       yieldFromIdle: canYield,
       yieldUs,

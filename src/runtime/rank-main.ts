@@ -26,6 +26,11 @@ export interface RankBoot {
   args: string[];
   eagerLimit?: number;
   spinUs?: number;
+  /**
+   * How long a rank waiting for an offloaded collective spins before parking, where its engine
+   * has a core of its own; unset elsewhere (then CoreConfig.offloadSpinUs, NBC_OFFLOAD_SPIN_US).
+   */
+  offloadSpinUs?: number;
   /** More of the job's ranks on this host than cores (CoreConfig.oversubscribed). */
   oversubscribed?: boolean;
   /** Waits yield the core between polls (the node found its cores crowded and has the addon). */
@@ -75,7 +80,7 @@ const rc: RankContext = {
   worldSize: boot.placement.worldSize,
   nodeId: boot.placement.nodeId,
   nextCtx: 2,
-  config: configFromEnv(process.env, boot.oversubscribed === true),
+  config: configFromEnv(process.env, boot.oversubscribed === true, boot.offloadSpinUs),
 };
 const world = new Communicator(rc, Array.from({ length: rc.worldSize }, (_, i) => i), 0);
 setRankRuntime({ world, rc, args: boot.args });
