@@ -66,8 +66,11 @@ test('compare prints B/A ratios for two results', T, () => {
   assert.match(c.stdout, /ratio|B\/A/i);
 });
 
-test('an executor that is not available yet is refused with a clear message', T, () => {
-  const a = nbc('iallreduce', '--executor', 'agg', '--ranks', '2', '--sizes', '8');
+test('an unknown executor, or agg without a fabric, is refused with a clear message', T, () => {
+  const a = nbc('iallreduce', '--executor', 'quantum', '--ranks', '2', '--sizes', '8');
   assert.equal(a.status, 2);
-  assert.match(a.stderr, /--executor agg: that executor is not available in this build yet.*NBC_ERR_ARG/s);
+  assert.match(a.stderr, /--executor quantum: expected host, offload or agg.*NBC_ERR_ARG/s);
+  const b = nbc('allreduce', '--executor', 'agg', '--ranks', '2', '--sizes', '8');
+  assert.equal(b.status, 2);
+  assert.match(b.stderr, /--executor agg without an aggregation fabric: pass --agg radix=R,levels=L or set NBC_AGG_MANAGER.*NBC_ERR_ARG/s);
 });

@@ -184,7 +184,7 @@ describe('collectives against a sequential reference', () => {
         'reduceScatter counts do not add up': 'NBC_ERR_COUNT',
         'unknown algorithm': 'NBC_ERR_ARG',
         'ring with non-commutative op': 'NBC_ERR_OP',
-        'agg executor': 'NBC_ERR_ARG',
+        'unknown executor': 'NBC_ERR_ARG',
         'neighbor on a plain communicator': 'NBC_ERR_COMM',
         'alltoall indivisible': 'NBC_ERR_COUNT',
         messagesSentMeanwhile: '0',

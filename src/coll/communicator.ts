@@ -19,6 +19,7 @@ import { opById } from '../ops/regions.js';
 import { IN_PLACE } from '../p2p/constants.js';
 import type { Request } from '../p2p/request.js';
 import type { CollTarget, Executor, Plan } from '../sched/executor.js';
+import { fabricReduces } from '../sched/agg-executor.js';
 import { executorFor } from '../sched/executors.js';
 import { ScheduleBuilder, type Schedule } from '../sched/schedule.js';
 import type { Buf, BufOrInPlace, Counts, Planner } from './args.js';
@@ -95,9 +96,9 @@ export class Communicator extends Comm {
   private topo: Topology | undefined = undefined;
 
   /** Selects the algorithm of a call (select.ts) from what every rank shares. */
-  private choose(coll: CollName, bytes: number, commutative: boolean, opts: CollOptions | undefined): Choice {
+  private choose(coll: CollName, bytes: number, commutative: boolean, opts: CollOptions | undefined, fabricFits?: boolean): Choice {
     const t = this.nodes;
-    return select(coll, { size: this.size, bytes, commutative, executor: this.executorName(opts), nodes: t.nodes, ppn: t.ppn, uniform: t.uniform },
+    return select(coll, { size: this.size, bytes, commutative, executor: this.executorName(opts), nodes: t.nodes, ppn: t.ppn, uniform: t.uniform, fabricFits },
       opts?.algorithm, this.rc.config);
   }
 
@@ -116,10 +117,15 @@ export class Communicator extends Comm {
    * Whether a blocking call takes its lean path: the algorithm left to the table, which picks
    * one the front end runs by hand, on the host executor, with a message that travels eagerly.
    */
-  private leanEligible(coll: CollName, opts: CollOptions | undefined, bytes: number, commutative = true): boolean {
-    if ((opts !== undefined && opts.algorithm !== undefined) || this.executorName(opts) !== 'host' ||
+  private leanEligible(coll: CollName, opts: CollOptions | undefined, bytes: number, commutative = true, fabricFits = false): boolean {
+    const executor = this.executorName(opts);
+    if ((opts !== undefined && opts.algorithm !== undefined) || (executor !== 'host' && executor !== 'agg') ||
       bytes > this.transport.eagerLimit || this.size === 1) return false;
-    const c = this.choose(coll, bytes, commutative, undefined);
+    // On agg, a call the fabric does not take runs a host algorithm, lean where it can; one it
+    // takes is composed by the engines (never lean).
+    const c = executor === 'agg'
+      ? this.choose(coll, bytes, commutative, { executor }, fabricFits)
+      : this.choose(coll, bytes, commutative, undefined);
     // The lean barrier is dissemination with one message per round.
     return c.lean && (coll !== 'barrier' || c.radix === 1);
   }
@@ -132,7 +138,8 @@ export class Communicator extends Comm {
     extra?: Partial<Plan>): Plan {
     this.check(coll);
     const executor: Executor = executorFor(this.transport, this.rc.config, this.executorName(opts), coll);
-    const choice = this.choose(coll, s.bytes, s.commutative, opts);
+    const fabricFits = executor.name === 'agg' ? coll === 'barrier' || fabricReduces(s.op, s.dtype) : undefined;
+    const choice = this.choose(coll, s.bytes, s.commutative, opts, fabricFits);
     if (choice.composite !== undefined) {
       const composite = { kind: choice.composite, root: s.root, op: s.op, dtype: s.dtype, esize: s.esize };
       return { coll, sched: COMPOSED, send, recv, executor, composite, ...extra };
@@ -197,7 +204,7 @@ export class Communicator extends Comm {
   barrier(opts?: CollOptions): void {
     this.check('barrier');
     if ((opts === undefined || (opts.algorithm === undefined && this.executorName(opts) === 'host')) &&
-      (this.leanBarrierOk ??= this.leanEligible('barrier', undefined, 0))) {
+      (this.leanBarrierOk ??= this.leanEligible('barrier', undefined, 0, true, true))) {
       this.lean.barrier(this.nextTag());
       return;
     }
@@ -271,7 +278,7 @@ export class Communicator extends Comm {
     const bytes = c.sv.byteLength;
     let lean: LeanAllreduce | null = null;
     let plan: Plan | null = null;
-    if (this.leanEligible('allreduce', opts, bytes, c.red.commutative)) {
+    if (this.leanEligible('allreduce', opts, bytes, c.red.commutative, fabricReduces(c.red.op, c.red.dtype))) {
       lean = leanAllreduceOf(c.sv, c.rv, c.output, c.red.op, c.red.dtype as DType);
     } else {
       plan = planCheckedAllreduce(this.planner, c, opts);

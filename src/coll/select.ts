@@ -57,6 +57,8 @@ export interface Algorithm {
   executors?: readonly string[];
   /** The front end runs its blocking form by hand when messages are eager (lean paths, communicator.ts). */
   lean?: boolean;
+  /** Reduced by the aggregation fabric: only for calls whose op and type it supports (SelectInput.fabricFits). */
+  fabric?: boolean;
 }
 
 /** The engines' own composition: no schedule of its own (sched/two-level.ts plans it). */
@@ -66,6 +68,14 @@ const composedByEngines = (coll: string) => (): Schedule => {
 
 function twoLevel(coll: CollName, kind: number, reduction = false): Algorithm {
   return { build: composedByEngines(coll), composite: kind, executors: ['offload'], commutativeOnly: reduction };
+}
+
+/**
+ * Reduced in flight by the aggregation fabric (seed 003; sched/agg-executor.ts): the same
+ * engine composition as two-level, the exchange among nodes done by the fabric's daemons.
+ */
+function aggregated(coll: CollName, kind: number): Algorithm {
+  return { build: composedByEngines(coll), composite: kind, executors: ['agg'], commutativeOnly: coll !== 'barrier', fabric: true };
 }
 
 const KNOMIAL = [2, 8, 4] as const;
@@ -79,6 +89,7 @@ export const ALGORITHMS: Record<CollName, Record<string, Algorithm>> = {
     dissemination: { build: barrier.dissemination, radix: [1, 8, 1], lean: true },
     hier: { build: hier.barrier, leaders: 'barrier' },
     'two-level': twoLevel('barrier', TL_BARRIER),
+    agg: aggregated('barrier', TL_BARRIER),
   },
   bcast: {
     binomial: { build: bcast.binomial, lean: true },
@@ -93,6 +104,7 @@ export const ALGORITHMS: Record<CollName, Record<string, Algorithm>> = {
     'reduce-scatter-gather': { build: reduce.reduceScatterGather, commutativeOnly: true },
     hier: { build: hier.reduceTo, leaders: 'reduce', commutativeOnly: true },
     'two-level': twoLevel('reduce', TL_REDUCE, true),
+    agg: aggregated('reduce', TL_REDUCE),
   },
   allreduce: {
     'recursive-doubling': { build: allreduce.recursiveDoubling, lean: true },
@@ -101,6 +113,7 @@ export const ALGORITHMS: Record<CollName, Record<string, Algorithm>> = {
     ring: { build: allreduce.ring, commutativeOnly: true },
     hier: { build: hier.allreduce, leaders: 'allreduce', commutativeOnly: true },
     'two-level': twoLevel('allreduce', TL_ALLREDUCE, true),
+    agg: aggregated('allreduce', TL_ALLREDUCE),
   },
   gather: {
     binomial: { build: gather.gatherBinomial },
@@ -166,11 +179,14 @@ interface Rule {
   why: string;
 }
 
+const AGG_WHY = 'executor agg (seed 003): the fabric reduces barrier, reduce and allreduce of a predefined op but prod on 32/64-bit types across nodes; anything else on agg runs a host algorithm';
+
 const HIER_WHY = 'seed 004: node phases in shared memory and one leader per node on the network, where the cost model predicts a gain over flat (cost-model.ts predictHier); bench/results/hier/summary.json';
 
 /** First matching rule wins; every list ends with a rule that always matches. */
 export const RULES: Record<CollName, Rule[]> = {
   barrier: [
+    { algorithm: 'agg', minNodes: 2, why: AGG_WHY },
     { algorithm: 'hier', minNodes: 2, minPpn: 2, model: 'hier', why: HIER_WHY },
     { algorithm: 'dissemination', radix: 1, why: 'ceil(log2 p) rounds of empty messages; n > 1 only adds messages per round on 2 cores' },
   ],
@@ -179,10 +195,12 @@ export const RULES: Record<CollName, Rule[]> = {
     { algorithm: 'binomial', why: 'bench/results/bcast-n4-*.json: binomial or knomial:4 fastest at every size to 2 MiB on 4 ranks; scatter-allgather slower everywhere (2-3x), so it is never chosen automatically here' },
   ],
   reduce: [
+    { algorithm: 'agg', minNodes: 2, commutative: true, why: AGG_WHY },
     { algorithm: 'reduce-scatter-gather', minBytes: 512 << 10, minSize: 2, commutative: true, why: 'same halving phase that makes Rabenseifner allreduce win from 128-512 KiB (allreduce-n2/n4-*.json)' },
     { algorithm: 'binomial', why: 'latency-bound default, any op (rank-ordered for non-commutative ops)' },
   ],
   allreduce: [
+    { algorithm: 'agg', minNodes: 2, commutative: true, why: AGG_WHY },
     { algorithm: 'rabenseifner', minBytes: 128 << 10, commutative: true, why: 'allreduce-n2-*.json: 48 vs 59 us at 128 KiB, 134 vs 183 us at 512 KiB against recursive doubling; n4: wins from 512 KiB (529 vs 770 us), 2 MiB 1267 vs 4153 us' },
     { algorithm: 'hier', minNodes: 2, minPpn: 2, commutative: true, model: 'hier', why: HIER_WHY },
     { algorithm: 'recursive-doubling', why: 'allreduce-n2-*.json: fastest or tied below 128 KiB; any op; its blocking small case runs on the lean path' },
@@ -240,6 +258,11 @@ export interface SelectInput {
   ppn: number;
   /** Every node holds the same number of the communicator's ranks. */
   uniform: boolean;
+  /**
+   * The call's op and element type are ones the aggregation fabric reduces (a predefined op
+   * but prod, on 32- or 64-bit integers or floats; agg/client.ts aggSupports); barriers always.
+   */
+  fabricFits?: boolean;
 }
 
 const envName = (coll: CollName): string => `NBC_${coll.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}_ALGORITHM`;
@@ -282,6 +305,9 @@ export function select(coll: CollName, s: SelectInput, override: string | undefi
     if (alg.executors !== undefined && !alg.executors.includes(s.executor)) {
       throw new NbcArgError(`Cannot run ${coll} with algorithm '${pick.name}' on executor '${s.executor}': expected executor ${alg.executors.map((e) => `'${e}'`).join(' or ')}`);
     }
+    if (alg.fabric === true && s.fabricFits === false) {
+      throw new NbcOpError(`Cannot run ${coll} with algorithm '${pick.name}': the aggregation fabric reduces sum, min, max, minloc, maxloc, band, bor, bxor, land, lor and lxor on 32- and 64-bit integers and floats; expected one of those or another algorithm`);
+    }
     return choice(coll, pick.name, pick.radix ?? alg.radix?.[2] ?? 2, s, config);
   }
   for (const r of RULES[coll]) {
@@ -295,6 +321,7 @@ export function select(coll: CollName, s: SelectInput, override: string | undefi
     const alg = ALGORITHMS[coll][r.algorithm]!;
     if (flatOnly && !isFlat(alg)) continue;
     if (alg.executors !== undefined && !alg.executors.includes(s.executor)) continue;
+    if (alg.fabric === true && s.fabricFits !== true) continue;
     return choice(coll, r.algorithm, r.radix ?? alg.radix?.[2] ?? 2, s, config);
   }
   throw new NbcArgError(`no selection rule matched ${coll}`);

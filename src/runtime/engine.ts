@@ -20,6 +20,7 @@ import {
 } from '../shm/layout.js';
 import { OF_BYTES, OF_WORDS, OffloadEngine } from '../sched/offload.js';
 import type { UcxPath } from '../p2p/ucx.js';
+import { AggNode } from './agg-node.js';
 import { decodeSchedule } from '../sched/wire.js';
 import { interNodeSchedule } from '../coll/select.js';
 import type { CoreConfig } from '../config.js';
@@ -101,6 +102,11 @@ export class Engine {
   private readonly doorbellIdx: number;
   /** Runs the schedules ranks offload to this engine. */
   readonly offload: OffloadEngine;
+  /**
+   * The node's side of the aggregation fabric (`agg` calls); until useAgg, one that falls back
+   * to the engines' exchange, saying that no fabric is configured.
+   */
+  private agg = new AggNode(null, 'no aggregation fabric is configured for this job (nbc run --agg radix=R,levels=L, or NBC_AGG_MANAGER)', () => {});
   /** With the UCX transport: this engine's UCP worker, peers indexed by node id (useUcx). */
   private ucx: UcxPath | null = null;
   private ucxPumping = false;
@@ -154,6 +160,7 @@ export class Engine {
         Atomics.store(i32[slice]!, offset >> 2, value);
         wake(this.control, ep);
       },
+      aggregate: (key, layout, x, fallback, done) => this.agg.aggregate(key, layout, x, fallback, done),
     });
   }
 
@@ -344,6 +351,11 @@ export class Engine {
   useUcx(ucx: UcxPath): void {
     this.ucx = ucx;
     this.pumpUcx();
+  }
+
+  /** Serves `agg` calls through `node` (runtime/agg-node.ts). */
+  useAgg(node: AggNode): void {
+    this.agg = node;
   }
 
   /** One frame: header and payload copied into one message, so the payload's region is free at once. */

@@ -10,6 +10,7 @@ import type { CoreConfig } from '../config.js';
 import { NbcArgError } from '../errors.js';
 import type { Transport } from '../p2p/transport.js';
 import type { Executor } from './executor.js';
+import { AggExecutor } from './agg-executor.js';
 import { HostExecutor } from './host.js';
 import { OffloadClient } from './offload-client.js';
 
@@ -28,6 +29,10 @@ export const EXECUTORS: Readonly<Record<string, ExecutorRow>> = {
     description: "the node's engine runs the schedule while the rank computes (CORE-Direct; seed 000)",
     create: (t, c) => new OffloadClient(t, c.offloadSpinUs),
   },
+  agg: {
+    description: 'aggregation daemons reduce barrier, reduce and allreduce in flight; the engine feeds them (SHArP; seed 003)',
+    create: (t, c) => new AggExecutor(t, c.offloadSpinUs, executorFor(t, c, 'host', 'agg')),
+  },
 };
 
 const made = new WeakMap<Transport, Map<string, Executor>>();
@@ -43,8 +48,7 @@ export function executorFor(transport: Transport, config: CoreConfig, name: stri
   if (ex === undefined) {
     const row = Object.hasOwn(EXECUTORS, name) ? EXECUTORS[name] : undefined;
     if (row === undefined) {
-      const why = name === 'agg' ? 'in-network aggregation is not available in this build' : 'unknown executor';
-      throw new NbcArgError(`Cannot run ${coll} with executor '${String(name)}': ${why}; expected one of ${Object.keys(EXECUTORS).join(', ')}`);
+      throw new NbcArgError(`Cannot run ${coll} with executor '${String(name)}': unknown executor; expected one of ${Object.keys(EXECUTORS).join(', ')}`);
     }
     ex = row.create(transport, config);
     mine.set(name, ex);

@@ -10,13 +10,13 @@
  * seen. Scratch (TMP) and the
  * completion word come from the arena too and are returned at completion.
  */
-import { NbcArgError, NbcNoMemError, NbcOpError } from '../errors.js';
+import { NbcArgError, NbcNoMemError, NbcOpError, NbcPeerFailedError } from '../errors.js';
 import { USER_OP_ID_BASE } from '../ops/op.js';
 import { Request } from '../p2p/request.js';
 import type { Transport } from '../p2p/transport.js';
 import { KIND_COMM, KIND_POST, KIND_SCHED } from '../shm/layout.js';
 import type { CollTarget, Executor, Plan } from './executor.js';
-import { DONE_OK } from './offload.js';
+import { DONE_OK, DONE_PEER_FAILED } from './offload.js';
 import { A_REDUCE, type Schedule } from './schedule.js';
 import type { TwoLevelCall } from './two-level.js';
 import { encodeSchedule } from './wire.js';
@@ -165,8 +165,10 @@ export class OffloadClient implements Executor {
       any = true;
       if (v === DONE_OK && req.copyOut !== null) req.copyOut.to.set(req.copyOut.from);
       for (const off of req.frees) this.t.allocator.free(off);
-      req.complete(v === DONE_OK ? null : new NbcArgError(
-        'An offloaded collective failed: its ranks disagree on message sizes (or a schedule was not registered); expected matching calls on every rank'));
+      req.complete(v === DONE_OK ? null : v === DONE_PEER_FAILED ? new NbcPeerFailedError(
+        'An aggregated collective failed: a daemon, link or member node of the aggregation fabric failed under it (the node log names it); the communicator joins a fresh group, or falls back to host algorithms, on its next call')
+        : new NbcArgError(
+          'An offloaded collective failed: its ranks disagree on message sizes (or a schedule was not registered); expected matching calls on every rank'));
     }
     if (w !== this.pending.length) this.pending.length = w;
     return any;

@@ -20,7 +20,7 @@ import type { DType } from '../ops/dtype.js';
 import { reduceRegions } from '../ops/regions.js';
 import { Interpreter, Run, type Port } from './interpreter.js';
 import { RECV, SEND, type Schedule } from './schedule.js';
-import { nodeLayout, planTwoLevel, type InterNodeColl, type InterNodeShape, type Member, type NodeLayout, type TwoLevelCall } from './two-level.js';
+import { nodeLayout, planTwoLevel, TL_AGG, type InterNodeColl, type InterNodeShape, type Member, type NodeLayout, type TwoLevelCall } from './two-level.js';
 
 /** Header of an offload frame between engines (Int32 words). */
 export const OF_DST = 0;
@@ -38,6 +38,8 @@ export const OF_FRAGMENT = 1 << 20;
 /** Completion word values. */
 export const DONE_OK = 1;
 export const DONE_ERROR = 2;
+/** The aggregation fabric failed under the collective (a daemon, link or member node died). */
+export const DONE_PEER_FAILED = 3;
 
 /** What the offload executor needs of its engine. */
 export interface OffloadHost {
@@ -51,6 +53,24 @@ export interface OffloadHost {
   interNode(coll: InterNodeColl, s: InterNodeShape): Schedule;
   /** Stores `value` into the completion word at (slice, offset) and wakes rank endpoint `ep`. */
   complete(ep: number, slice: number, offset: number, value: number): void;
+  /**
+   * Runs the engines' exchange of an `agg` call (barrier, reduce, allreduce) through the
+   * aggregation fabric; `fallback` runs it among the engines instead (the fabric refused the
+   * communicator, collectively). Calls `done` with DONE_OK, DONE_ERROR or DONE_PEER_FAILED.
+   * Absent when the node has no fabric: the exchange then runs among the engines.
+   */
+  aggregate?(key: string, layout: NodeLayout, inter: AggExchange, fallback: () => void, done: (value: number) => void): void;
+}
+
+/** What the fabric reduces for one `agg` call: the node's folded data and where the result goes. */
+export interface AggExchange {
+  coll: 'allreduce' | 'reduce' | 'barrier';
+  /** The root's node index (reduce), else 0. */
+  rootNode: number;
+  op: number;
+  dtype: number;
+  send: Uint8Array;
+  recv: Uint8Array;
 }
 
 /** A region descriptor: arena slice, byte offset, bytes. */
@@ -155,24 +175,36 @@ export class OffloadEngine implements Port<OffloadRun> {
       this.groups.set(key, g);
     }
     const view = (r: RegionRef): Uint8Array => this.host.slices[r.slice]!.subarray(r.offset, r.offset + r.bytes);
-    g.push({ ep, rank, call, send: view(send), recv: view(recv), slotSlice, slotOffset });
+    const agg = (call.kind & TL_AGG) !== 0;
+    g.push({ ep, rank, call: agg ? { ...call, kind: call.kind & ~TL_AGG } : call, send: view(send), recv: view(recv), slotSlice, slotOffset });
     if (g.length < layout.members[layout.me]!.length) return;
     this.groups.delete(key);
     const posts = g.sort((a, b) => a.rank - b.rank);
     const plan = planTwoLevel(layout, posts);
-    const finish = (ok: boolean): void => {
-      const good = ok && plan.ok;
-      if (good) plan.finish();
-      for (const p of posts) this.host.complete(p.ep, p.slotSlice, p.slotOffset, good ? DONE_OK : DONE_ERROR);
+    const complete = (value: number): void => {
+      const v = value === DONE_OK && !plan.ok ? DONE_ERROR : value;
+      if (v === DONE_OK) plan.finish();
+      for (const p of posts) this.host.complete(p.ep, p.slotSlice, p.slotOffset, v);
     };
+    const finish = (ok: boolean): void => complete(ok ? DONE_OK : DONE_ERROR);
     const inter = plan.inter;
     if (inter === null) {
       finish(true);
       return;
     }
-    const sched = this.host.interNode(inter.coll, inter.shape);
-    this.interp.start(new OffloadRun(sched, -1, layout.reps, layout.me, -ctx - 1, tag,
-      [inter.send, inter.recv, new Uint8Array(sched.tmpBytes)], -1, -1, finish));
+    const engines = (): void => {
+      const sched = this.host.interNode(inter.coll, inter.shape);
+      this.interp.start(new OffloadRun(sched, -1, layout.reps, layout.me, -ctx - 1, tag,
+        [inter.send, inter.recv, new Uint8Array(sched.tmpBytes)], -1, -1, finish));
+    };
+    const coll = inter.coll;
+    if (agg && this.host.aggregate !== undefined && (coll === 'allreduce' || coll === 'reduce' || coll === 'barrier')) {
+      this.host.aggregate(`${ctx}:${worldRanks[0]}`, layout,
+        { coll, rootNode: inter.shape.root, op: inter.shape.op, dtype: inter.shape.dtype, send: inter.send, recv: inter.recv },
+        engines, complete);
+      return;
+    }
+    engines();
   }
 
   /** A frame of an offloaded message from another node's engine. */

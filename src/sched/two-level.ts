@@ -33,6 +33,12 @@ export const TL_BCAST = 2;
 export const TL_REDUCE = 3;
 export const TL_ALLGATHER = 4;
 export const TL_ALLTOALL = 5;
+/**
+ * Or-ed into the kind word by the `agg` executor: the engines' exchange of a barrier, reduce or
+ * allreduce goes through the aggregation fabric (runtime/agg-node.ts) instead of a schedule
+ * among the engines, which stays its fallback.
+ */
+export const TL_AGG = 0x100;
 
 /** What a member posts besides its buffers; every member of a call posts the same. */
 export interface TwoLevelCall {

@@ -485,7 +485,7 @@ function badinput(w: Communicator): Record<string, string> {
     'reduceScatter counts do not add up': () => w.reduceScatter(f8, new Float64Array(1), new Array(w.size).fill(1000), 'sum'),
     'unknown algorithm': () => w.allreduce(f8, new Float64Array(8), 'sum', { algorithm: 'quantum' }),
     'ring with non-commutative op': () => w.allreduce(new Float64Array(8), new Float64Array(8), matmul, { algorithm: 'ring' }),
-    'agg executor': () => w.allreduce(f8, new Float64Array(8), 'sum', { executor: 'agg' }),
+    'unknown executor': () => w.allreduce(f8, new Float64Array(8), 'sum', { executor: 'quantum' }),
     'neighbor on a plain communicator': () => w.neighborAllgather(f8, new Float64Array(8)),
     'alltoall indivisible': () => w.alltoall(new Float64Array(w.size * 2 + 1), new Float64Array(w.size * 2 + 1)),
   });

@@ -1,0 +1,42 @@
+/**
+ * The `agg` executor (seed 003, SHArP): barrier, reduce and allreduce are reduced in flight by
+ * the aggregation fabric's daemons. A rank posts its call to its node engine exactly as an
+ * offloaded two-level collective (sched/offload-client.ts), flagged TL_AGG: the engine folds
+ * its node's members, feeds the node's contribution to the fabric and writes every member's
+ * result (runtime/agg-node.ts). Where the fabric refused the communicator (collectively), the
+ * engines run the exchange among themselves instead. Every other call named with `agg` (other
+ * collectives, ops or types the fabric does not reduce, a communicator on one node) was
+ * planned as a flat schedule by selection (coll/select.ts) and runs on the host executor.
+ * Core code: no node:* imports.
+ */
+import type { Request } from '../p2p/request.js';
+import type { Transport } from '../p2p/transport.js';
+import type { CollTarget, Executor, Plan } from './executor.js';
+import { OffloadClient } from './offload-client.js';
+import { TL_AGG } from './two-level.js';
+
+export class AggExecutor implements Executor {
+  readonly name = 'agg';
+  private readonly engine: OffloadClient;
+
+  /** @param host the transport's host executor (the registry's), which runs the fallbacks. */
+  constructor(t: Transport, spinUs: number, private readonly host: Executor) {
+    this.engine = new OffloadClient(t, spinUs);
+  }
+
+  start(plan: Plan, target: CollTarget, tag: number): Request {
+    const call = plan.composite;
+    if (call === undefined) return this.host.start(plan, target, tag);
+    return this.engine.postTwoLevel(target, plan.send, plan.recv, tag, { ...call, kind: call.kind | TL_AGG });
+  }
+}
+
+/** The ops the fabric reduces (ops/loops.ts OpCode): every predefined op but prod, as SwitchIB-2. */
+const FABRIC_OPS: ReadonlySet<number> = new Set([0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+/** The element types it reduces (ops/dtype.ts DType): Int32, Uint32, Float32, Float64, BigInt64, BigUint64. */
+const FABRIC_DTYPES: ReadonlySet<number> = new Set([5, 6, 7, 8, 9, 10]);
+
+/** Whether the fabric reduces `op` (a predefined op id; user ops are >= 256) on `dtype`. */
+export function fabricReduces(op: number, dtype: number): boolean {
+  return FABRIC_OPS.has(op) && FABRIC_DTYPES.has(dtype);
+}
