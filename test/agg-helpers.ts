@@ -126,3 +126,10 @@ export function locPairs(pairs: number, member: number): Uint8Array {
   }
   return new Uint8Array(a.buffer);
 }
+
+/** c0 ⊕ (c1 ⊕ (... ⊕ c[n-1])): one AN's fixed order over its children. */
+export function foldRight(parts: Uint8Array[], op: number, dtype: number): Uint8Array {
+  const acc = new Uint8Array(parts[parts.length - 1]!);
+  for (let i = parts.length - 2; i >= 0; i--) reduceRegions(op, dtype as never, parts[i]!, acc);
+  return acc;
+}

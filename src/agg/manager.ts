@@ -324,7 +324,8 @@ export class Manager {
         return;
       }
       case 'rejected':
-        this.counters.authRejections++;
+        // Counted by the AN itself (its counters come with every heartbeat answer).
+        this.log(`AN ${an.id} rejected a connection from ${str(m, 'remote', 300)}: ${str(m, 'reason')}`);
         return;
       default:
         throw new Error(`unknown control message '${m.t}' from AN ${an.id} at ${conn.remote}`);
