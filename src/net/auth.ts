@@ -175,15 +175,23 @@ function runHandshake(
 }
 
 /**
- * Runs the acceptor's side on a freshly accepted socket. Resolves with the connector's node id
+ * The acceptor's secret chosen by the id the connector claims (several keys on one listener, e.g.
+ * an aggregation daemon serving several jobs): null when no key is known for that id, which fails
+ * the handshake. The id is proven only by the MAC made with the key it selects.
+ */
+export type SecretLookup = (claimedNodeId: number) => Buffer | null;
+
+/**
+ * Runs the acceptor's side on a freshly accepted socket. `secret` may be a lookup by the
+ * connector's claimed node id instead of one key. Resolves with the connector's node id
  * (proven by its MAC) and any bytes that followed its response; rejects with NbcHandshakeError
  * (an NbcAuthError) and destroys the socket on any failure.
  */
 export function authenticateAsAcceptor(
-  socket: Socket, secret: Buffer, opts: HandshakeOptions = {},
+  socket: Socket, secret: Buffer | SecretLookup, opts: HandshakeOptions = {},
 ): Promise<{ peerNodeId: number; leftover: Buffer }> {
   const timeoutMs = opts.timeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
-  checkSecret(secret, 'authenticate a connection');
+  if (typeof secret !== 'function') checkSecret(secret, 'authenticate a connection');
   checkTimeout(timeoutMs, 'authenticate a connection');
   const remote = opts.remote ?? remoteAddressOf(socket);
   const challenge = Buffer.allocUnsafe(CHALLENGE_BYTES);
@@ -194,10 +202,14 @@ export function authenticateAsAcceptor(
 
   const step: Step = (msg) => {
     if (!hasMagic(msg)) return 'garbage handshake (bad magic bytes)';
-    const expected = mac(secret, CONNECTOR_LABEL, nonce, msg.subarray(4, 8));
+    const claimed = msg.readUInt32LE(4);
+    const key = typeof secret === 'function' ? secret(claimed) : secret;
+    if (key === null) return `no secret known for connector id ${claimed}`;
+    if (key.byteLength !== SECRET_BYTES) return `secret for connector id ${claimed} is not ${SECRET_BYTES} bytes`;
+    const expected = mac(key, CONNECTOR_LABEL, nonce, msg.subarray(4, 8));
     if (!timingSafeEqual(msg.subarray(8 + NONCE_BYTES, RESPONSE_BYTES), expected)) return 'bad HMAC';
-    peerNodeId = msg.readUInt32LE(4);
-    socket.write(mac(secret, ACCEPTOR_LABEL, msg.subarray(8, 8 + NONCE_BYTES)));
+    peerNodeId = claimed;
+    socket.write(mac(key, ACCEPTOR_LABEL, msg.subarray(8, 8 + NONCE_BYTES)));
     return 0;
   };
   return runHandshake(socket, remote, 'Cannot authenticate connection from', timeoutMs, RESPONSE_BYTES, step,
