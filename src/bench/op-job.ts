@@ -21,7 +21,7 @@ export interface OpJobArgs {
   iters: number;
   warmup: number;
   algorithm?: string;
-  executor: 'host' | 'offload';
+  executor: 'host' | 'offload' | 'agg';
   compute: 'busy' | 'dgemm';
   testInterval: TestInterval;
   noise: Noise | null;
@@ -44,7 +44,7 @@ interface Bench {
   start(): Started;
 }
 
-type Maker = (w: Communicator, bytes: number, opts: { algorithm?: string; executor?: 'host' | 'offload' }) => Bench;
+type Maker = (w: Communicator, bytes: number, opts: { algorithm?: string; executor?: 'host' | 'offload' | 'agg' }) => Bench;
 
 const f64 = (w: Communicator, bytes: number, times = 1): Float64Array => w.alloc(Float64Array, Math.max(1, Math.floor(bytes / 8)) * times);
 

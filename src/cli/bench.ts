@@ -27,6 +27,7 @@ import type { BenchResult, BenchRow } from '../bench/result.js';
 import { parseSizeRange } from '../runtime/env.js';
 import { launch } from '../runtime/launcher.js';
 import { parseLinkSpec } from '../runtime/link-spec.js';
+import { fabricFromEnv, parseAggSpec } from '../agg/fabric.js';
 
 const OP_JOB = fileURLToPath(new URL('../bench/op-job.js', import.meta.url));
 const P2P_JOB = fileURLToPath(new URL('../bench/p2p-job.js', import.meta.url));
@@ -56,7 +57,7 @@ interface BenchOptions {
   ranks: string; ppn?: string; sizes: string; iters: string; warmup: string; executor: string;
   algorithm?: string; testInterval: string; compute: string; link?: string; noise?: string;
   stat: string; perRank?: boolean; json?: string; csv?: boolean; osu?: boolean; chart?: string;
-  plain?: boolean; window: string; label?: string; metric?: string; transport?: string;
+  plain?: boolean; window: string; label?: string; metric?: string; transport?: string; agg?: string;
 }
 
 /** The transport a benchmark job between nodes runs on, resolved as the nodes resolve it. */
@@ -94,7 +95,7 @@ async function runOp(op: string, o: BenchOptions, ranks: number, ppn: number, si
     iters: positiveInt('--iters', o.iters),
     warmup: Number(o.warmup),
     algorithm: o.algorithm,
-    executor: o.executor as 'host' | 'offload',
+    executor: o.executor as 'host' | 'offload' | 'agg',
     compute: o.compute as 'busy' | 'dgemm',
     testInterval: parseTestInterval(o.testInterval),
     noise: o.noise === undefined ? null : parseNoise(o.noise),
@@ -114,7 +115,7 @@ async function runOp(op: string, o: BenchOptions, ranks: number, ppn: number, si
     if (process.stderr.isTTY) bar.update(rows.length, { size: `${bytes} B` });
     const r = await launch(OP_JOB, {
       ranks, ppn, args: [JSON.stringify({ ...common, sizes: [bytes] })], output: 'pipe', timeoutMs: 600_000, link: o.link,
-      transport: transportOf(o),
+      transport: transportOf(o), agg: o.agg,
     });
     if (r.exitCode !== 0) {
       if (process.stderr.isTTY) bar.stop();
@@ -239,6 +240,7 @@ export function registerBench(program: Command): void {
     .option('--compute <kind>', 'busy | dgemm: what runs between start and wait', 'busy')
     .option('--link <spec>', 'emulated network between nodes, e.g. latency=50us,bandwidth=1gbit')
     .option('--transport <t>', 'between nodes: ucx, tcp or auto (default NBC_TRANSPORT, else auto)')
+    .option('--agg <spec>', 'a private aggregation fabric for each run (executor agg), e.g. radix=4,levels=2')
     .option('--noise <d@f>', 'per-rank CPU noise while computing, e.g. 100us@1kHz')
     .option('--stat <s>', 'median | min | max | avg over iterations (of the max over ranks)', 'median')
     .option('--per-rank', "also report each rank's own figure, to see skew")
@@ -269,13 +271,14 @@ export function registerBench(program: Command): void {
       if (o.link !== undefined) parseLinkSpec(o.link);
       if (!STATS.includes(o.stat as Stat)) throw new NbcArgError(`Cannot use --stat ${o.stat}: expected one of ${STATS.join(', ')}`);
       if (o.compute !== 'busy' && o.compute !== 'dgemm') throw new NbcArgError(`Cannot use --compute ${o.compute}: expected busy or dgemm`);
-      if (o.executor !== 'host' && o.executor !== 'offload') {
-        if (o.executor === 'agg') {
-          throw new NbcArgError('Cannot benchmark with --executor agg: that executor is not available in this build yet (in-network aggregation comes in a later release); use --executor host or offload');
-        }
+      if (o.executor !== 'host' && o.executor !== 'offload' && o.executor !== 'agg') {
         throw new NbcArgError(`Cannot benchmark with --executor ${o.executor}: expected host, offload or agg`);
       }
-      if (o.executor === 'offload' && op === 'p2p') throw new NbcArgError('Cannot benchmark p2p with --executor offload: the executor applies to collectives');
+      if (o.agg !== undefined) parseAggSpec(o.agg);
+      if (o.executor === 'agg' && o.agg === undefined && fabricFromEnv(process.env) === null) {
+        throw new NbcArgError('Cannot benchmark with --executor agg without an aggregation fabric: pass --agg radix=R,levels=L or set NBC_AGG_MANAGER (nbc agg start)');
+      }
+      if (o.executor !== 'host' && op === 'p2p') throw new NbcArgError(`Cannot benchmark p2p with --executor ${o.executor}: the executor applies to collectives`);
       if (op === 'p2p') {
         await benchP2p(o, ranks, o.ppn === undefined ? 2 : positiveInt('--ppn', o.ppn), sizes);
         return;

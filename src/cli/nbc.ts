@@ -53,14 +53,15 @@ program.command('run')
   .option('--link <spec>', 'emulated network between nodes, e.g. latency=50us,bandwidth=1gbit')
   .option('--transport <t>', 'between nodes: ucx, tcp or auto (default NBC_TRANSPORT, else auto: UCX where every node has it)')
   .option('--timeout <seconds>', 'kill the job after this many seconds (exit code 124)', positiveInt)
+  .option('--agg <spec>', 'a private aggregation fabric for this job (executor agg), e.g. radix=4,levels=2[,payload=256]')
   .argument('<job>', 'job file (.js or .ts)')
   .argument('[args...]', 'arguments for the job')
   .passThroughOptions()
-  .action(async (job: string, args: string[], o: { np: number; ppn?: number; tagOutput?: boolean; link?: string; timeout?: number; transport?: string }) => {
+  .action(async (job: string, args: string[], o: { np: number; ppn?: number; tagOutput?: boolean; link?: string; timeout?: number; transport?: string; agg?: string }) => {
     if (o.link !== undefined) parseLinkSpec(o.link); // fail fast on a bad spec
     const r = await launch(job, {
       ranks: o.np, ppn: o.ppn, args, tagOutput: o.tagOutput, link: o.link, transport: transportOption(o.transport),
-      timeoutMs: o.timeout === undefined ? undefined : o.timeout * 1000, handleSignals: true,
+      timeoutMs: o.timeout === undefined ? undefined : o.timeout * 1000, handleSignals: true, agg: o.agg,
     });
     process.exitCode = r.exitCode;
   });

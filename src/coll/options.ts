@@ -7,8 +7,9 @@ export interface CollOptions {
   /** Algorithm name (see select.ts), e.g. 'ring' or 'knomial:4'. */
   algorithm?: string;
   /**
-   * Who runs the schedule: 'host' (the calling rank, inside its calls; the default) or
-   * 'offload' (its node's engine). 'agg' (in-network aggregation) is not in this build.
+   * Who runs the schedule: 'host' (the calling rank, inside its calls; the default),
+   * 'offload' (its node's engine) or 'agg' (barrier, reduce and allreduce reduced in flight by
+   * the job's aggregation fabric; other calls on a host algorithm).
    */
   executor?: ExecutorName;
 }

@@ -102,11 +102,8 @@ export class Engine {
   private readonly doorbellIdx: number;
   /** Runs the schedules ranks offload to this engine. */
   readonly offload: OffloadEngine;
-  /**
-   * The node's side of the aggregation fabric (`agg` calls); until useAgg, one that falls back
-   * to the engines' exchange, saying that no fabric is configured.
-   */
-  private agg = new AggNode(null, 'no aggregation fabric is configured for this job (nbc run --agg radix=R,levels=L, or NBC_AGG_MANAGER)', () => {});
+  /** The node's side of the aggregation fabric (`agg` calls; node-main sets it with useAgg). */
+  private agg = new AggNode(null, 'the node has not joined an aggregation fabric', () => {});
   /** With the UCX transport: this engine's UCP worker, peers indexed by node id (useUcx). */
   private ucx: UcxPath | null = null;
   private ucxPumping = false;

@@ -11,7 +11,8 @@ import { constants } from 'node:os';
 import { resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NbcLaunchError } from '../errors.js';
-import type { LinkSpec } from './link-spec.js';
+import { parseAggSpec, startFabric, type FabricHandle } from '../agg/fabric.js';
+import { parseLinkSpec, type LinkSpec } from './link-spec.js';
 import type { NodeToLauncher, TransportChoice } from './node-main.js';
 
 export interface LaunchOptions {
@@ -35,6 +36,12 @@ export interface LaunchOptions {
   env?: Record<string, string>;
   /** Also stop this job when the launcher process receives SIGINT/SIGTERM (the CLI does). */
   handleSignals?: boolean;
+  /**
+   * A private aggregation fabric for this job (`nbc run --agg`), e.g. 'radix=4,levels=2' or
+   * 'radix=4,levels=2,payload=256': started before the nodes (its hops emulate `link` too),
+   * stopped after them. Without it, nodes join the fabric NBC_AGG_MANAGER names, if any.
+   */
+  agg?: string;
 }
 
 export interface RankResult {
@@ -69,6 +76,38 @@ export function launch(entry: string, opts: LaunchOptions): Promise<LaunchResult
   const ppn = opts.ppn ?? n;
   if (!Number.isInteger(n) || n < 1) throw new NbcLaunchError(`Cannot launch ${String(n)} ranks: expected a positive integer (-n)`);
   if (!Number.isInteger(ppn) || ppn < 1) throw new NbcLaunchError(`Cannot launch with ${String(ppn)} ranks per node: expected a positive integer (--ppn)`);
+  if (opts.agg === undefined) return launchNodes(entry, opts, {});
+  const spec = parseAggSpec(opts.agg); // a bad spec throws here, before anything starts
+  const link = typeof opts.link === 'string' ? parseLinkSpec(opts.link) : opts.link;
+  return (async () => {
+    let fabric: FabricHandle;
+    try {
+      // NBC_AGG_TEST_DELAY_US: the test hook that delays each fragment at the daemons at random
+      const delay = opts.env?.NBC_AGG_TEST_DELAY_US ?? process.env.NBC_AGG_TEST_DELAY_US;
+      // The fabric's routine lines (daemons registered, groups placed) only with
+      // NBC_AGG_VERBOSE=1; what went wrong (a daemon lost, a refusal, a rejected connection) always.
+      const verbose = (opts.env?.NBC_AGG_VERBOSE ?? process.env.NBC_AGG_VERBOSE) === '1';
+      const log = (line: string): void => {
+        if (verbose || /died|lost|fail|refus|reject|error|dead|cannot|revok/i.test(line)) process.stderr.write(`${line}\n`);
+      };
+      fabric = await startFabric({ ...spec, link, private: true, log, ...(delay ? { testDelayUs: Number(delay) } : {}) });
+    } catch (err) {
+      throw new NbcLaunchError(`Cannot launch with --agg ${opts.agg}: the aggregation fabric did not start: ${(err as Error).message}`, { cause: err });
+    }
+    try {
+      return await launchNodes(entry, opts, {
+        NBC_AGG_MANAGER: `${fabric.manager.host}:${fabric.manager.port}`,
+        NBC_AGG_SECRET: fabric.secret.toString('hex'),
+      });
+    } finally {
+      await fabric.stop();
+    }
+  })();
+}
+
+function launchNodes(entry: string, opts: LaunchOptions, fabricEnv: Record<string, string>): Promise<LaunchResult> {
+  const n = opts.ranks;
+  const ppn = opts.ppn ?? n;
   const nodes = Math.ceil(n / ppn);
   const job = resolvePath(entry);
   const secret = randomBytes(32).toString('hex');
@@ -139,6 +178,7 @@ export function launch(entry: string, opts: LaunchOptions): Promise<LaunchResult
       const env: NodeJS.ProcessEnv = {
         ...process.env,
         ...opts.env,
+        ...fabricEnv,
         NBC_NODE_RANK: String(node),
         NBC_NODES: String(nodes),
         NBC_MASTER_ADDR: '127.0.0.1',

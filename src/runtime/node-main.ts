@@ -8,7 +8,7 @@
  * master once every node is done -> exit 0. Any failure (a rank throws or exits non-zero, a
  * node or link is lost) is reported once, by whoever saw it, and stops every node.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { NbcArgError, NbcError, NbcLaunchError } from '../errors.js';
@@ -18,6 +18,9 @@ import { kAbortWord } from '../shm/layout.js';
 import { isUcxAddon, UcxPath } from '../p2p/ucx.js';
 import { OF_BYTES, OF_FRAGMENT } from '../sched/offload.js';
 import type { Placement } from '../p2p/transport.js';
+import { AggClient } from '../agg/client.js';
+import { fabricFromEnv } from '../agg/fabric.js';
+import { AggNode } from './agg-node.js';
 import { Engine } from './engine.js';
 import type { Wireup } from './env.js';
 import type { LinkSpec } from './link-spec.js';
@@ -138,6 +141,7 @@ export async function runNode(o: NodeOptions): Promise<number> {
   /** Resolve as each rank worker exits. */
   const exits: Array<Promise<void>> = [];
   let engine: Engine | null = null;
+  let aggNode: AggNode | null = null;
   let control: Int32Array | null = null;
 
   const stop = async (code: number): Promise<void> => {
@@ -147,6 +151,7 @@ export async function runNode(o: NodeOptions): Promise<number> {
       for (let e = 0; e <= o.ranks; e++) ring(control, e);
     }
     engine?.stop();
+    aggNode?.close();
     // On a clean stop, ranks that linger (UCX) leave on their own once they see the abort
     // word, with their output flushed; then anything left is terminated.
     if (code === 0) await Promise.race([Promise.all(exits), new Promise((r) => setTimeout(r, 2000).unref())]);
@@ -304,6 +309,28 @@ export async function runNode(o: NodeOptions): Promise<number> {
   engine = new Engine(shared, enginePlacement, links, (err) => fail(`node ${nodeRank} engine failed: ${formatError(err)}`, 1), configFromEnv(),
     engineSpinUs);
   engine.start();
+
+  // ---- the aggregation fabric (the agg executor), where the job has one -----------------
+  // Joined before the ranks start, so a rank's first agg call finds the node's answer ready.
+  const fabric = fabricFromEnv(process.env);
+  if (fabric !== null) {
+    let node: AggNode;
+    try {
+      const jobKey = createHmac('sha256', secret).update(`nbc-agg-v1|${o.wireup.jobId}`).digest();
+      const client = await AggClient.connect({
+        manager: fabric.manager, fabricSecret: fabric.secret, jobId: o.wireup.jobId, jobKey, nodeId: nodeRank, link: o.link, log: rawLog,
+      });
+      node = new AggNode(client, '', log);
+    } catch (err) {
+      const why = `node ${nodeRank} could not join the aggregation fabric at ${fabric.manager.host}:${fabric.manager.port}: ${(err as Error).message}`;
+      log(why);
+      node = new AggNode(null, why, log);
+    }
+    aggNode = node;
+  } else {
+    aggNode = new AggNode(null, 'no aggregation fabric is configured for this job (nbc run --agg radix=R,levels=L, or NBC_AGG_MANAGER)', log);
+  }
+  engine.useAgg(aggNode);
 
   const results: Array<{ rank: number; result: unknown }> = [];
   const localUcx: Uint8Array[] = [];

@@ -14,6 +14,8 @@
  *   reuse            a remembered plan started again while earlier starts still run
  *   lean             the lean blocking paths' receives: early, behind a user message, counts
  *                    that disagree (2 ranks)
+ *   aggnb            the agg executor's non-blocking and persistent forms, several in flight
+ *   aggbits          random floats summed by the fabric: a digest of the result's bits
  */
 import assert from 'node:assert/strict';
 import {
@@ -99,18 +101,29 @@ function algorithms(coll: string, executor = 'host'): Array<string | undefined> 
 /** Whether an algorithm of any collective is only for commutative ops (from the exported table). */
 const commutativeOnly = (alg: string): boolean => Object.values(table).some((algs) => algs[alg]?.commutativeOnly === true);
 
-function props(w: Communicator, filter: string | undefined, executor: 'host' | 'offload' = 'host'): number {
+/**
+ * What the aggregation fabric reduces (issue 13, SwitchIB-2's set): every predefined op but
+ * prod, on 32- and 64-bit integers and floats. Stated here independently of the library.
+ */
+const FABRIC_DTYPES: readonly DT[] = [DType.Int32, DType.Uint32, DType.Float32, DType.Float64, DType.BigInt64, DType.BigUint64];
+const fabricTakes = (dt: DT, o: OpSpec): boolean => typeof o.op === 'string' && o.op !== 'prod' && FABRIC_DTYPES.includes(dt);
+
+type Executor = 'host' | 'offload' | 'agg';
+
+function props(w: Communicator, filter: string | undefined, executor: Executor = 'host'): number {
   const ex = { executor };
   const p = w.size;
   const roots = p <= 9 ? Array.from({ length: p }, (_, i) => i) : [0, 5, p - 1];
   const counts = [0, 1, 3, 8, 33];
   let checks = 0;
   let salt = 0;
-  const want = (coll: string): boolean => filter === undefined || filter === coll;
+  const want = (coll: string): boolean => filter === undefined || filter.split(',').includes(coll);
   // User ops run only in the thread that created them: the offload executor refuses them.
-  const usable = COMBOS.filter(([, o]) => executor === 'host' || typeof o.op === 'string');
+  const usable = COMBOS.filter(([, o]) => executor !== 'offload' || typeof o.op === 'string');
+  // The fabric's own algorithm takes only what it reduces (other calls on agg select a host one).
   const combosFor = (alg: string | undefined): Array<[DT, OpSpec]> =>
-    usable.filter(([, o]) => o.commutative || alg === undefined || !commutativeOnly(alg.split(':')[0]!));
+    usable.filter(([dt, o]) => (o.commutative || alg === undefined || !commutativeOnly(alg.split(':')[0]!)) &&
+      (alg !== 'agg' || fabricTakes(dt, o)));
 
   // -- barrier
   if (want('barrier')) for (const alg of algorithms('barrier', executor)) { w.barrier({ algorithm: alg, ...ex }); checks++; }
@@ -469,6 +482,70 @@ function determinism(w: Communicator): string {
   return digests.join(' ');
 }
 
+/**
+ * The agg executor's non-blocking and persistent forms: several iallreduce, ireduce and
+ * ibarrier in flight on world and on a split communicator, completed in reverse order, and a
+ * persistent allreduce restarted; fabric-sized data (many fragments) and small. Returns checks.
+ */
+function aggNonblocking(w: Communicator): number {
+  const ex = { executor: 'agg' as const };
+  const p = w.size;
+  const half = w.split(w.rank % 2);
+  let checks = 0;
+  for (const comm of [w, half]) {
+    const reqs: Array<{ req: { wait(): unknown }; check: () => void }> = [];
+    for (let k = 0; k < 6; k++) {
+      const n = k % 2 === 0 ? 3 : 700; // 700 doubles: 22 fragments of 256 B
+      const all = Array.from({ length: comm.size }, (_, r) => gen(DType.Float64, 'sum', r, n, 100 + k));
+      const mine = gen(DType.Float64, 'sum', comm.rank, n, 100 + k);
+      const out = poison(like(mine));
+      if (k % 3 === 2) {
+        const root = k % comm.size;
+        const req = comm.ireduce(mine, comm.rank === root ? out : null, 'max', root, ex);
+        reqs.push({ req, check: () => { if (comm.rank === root) eq(`ireduce ${k}`, out, referenceReduce('max', DType.Float64, all)); } });
+      } else {
+        reqs.push({ req: comm.iallreduce(mine, out, 'sum', ex), check: () => eq(`iallreduce ${k}`, out, referenceReduce('sum', DType.Float64, all)) });
+      }
+      if (k === 3) reqs.push({ req: comm.ibarrier(ex), check: () => {} });
+    }
+    for (const r of reqs.reverse()) {
+      r.req.wait();
+      r.check();
+      checks++;
+    }
+    const send = new Int32Array(40);
+    const recv = new Int32Array(40);
+    const pr = comm.allreduceInit(send, recv, 'bxor', ex);
+    for (let round = 0; round < 5; round++) {
+      const all = Array.from({ length: comm.size }, (_, r) => gen(DType.Int32, 'bxor', r, 40, 200 + round));
+      send.set(all[comm.rank] as Int32Array);
+      pr.start();
+      pr.wait();
+      eq(`persistent bxor round ${round}`, recv, referenceReduce('bxor', DType.Int32, all));
+      checks++;
+    }
+    pr.free();
+  }
+  half.free();
+  if (p < 2) throw new Error('aggnb needs at least 2 ranks');
+  return checks;
+}
+
+/** Random floats summed by the fabric: a digest of the result's bits, equal on every rank. */
+function aggBits(w: Communicator): string {
+  const n = 1000;
+  let x = 987654 + w.rank * 13;
+  const send = new Float64Array(n).map(() => ((x = (x * 48271) % 2147483647) / 2147483647 - 0.5) * 1e6);
+  const a = new Float64Array(n);
+  w.allreduce(send, a, 'sum', { executor: 'agg' });
+  const all = new Float64Array(n * w.size);
+  w.allgather(a, all);
+  for (let r = 0; r < w.size; r++) eq(`rank ${r} holds rank 0's bits`, new Uint8Array(all.buffer, r * n * 8, n * 8), new Uint8Array(all.buffer, 0, n * 8));
+  let h = 2166136261;
+  for (const b of new Uint8Array(a.buffer)) h = Math.imul(h ^ b, 16777619) >>> 0;
+  return h.toString(16);
+}
+
 function badinput(w: Communicator): Record<string, string> {
   const before = w.stats().host.messagesSent;
   const f8 = new Float64Array(8);
@@ -754,7 +831,9 @@ function twoLevel(w: Communicator): number {
 
 export default function main(w: Communicator, args: string[]): unknown {
   switch (args[0]) {
-    case 'props': return props(w, args[1] === '-' ? undefined : args[1], (args[2] ?? 'host') as 'host' | 'offload');
+    case 'props': return props(w, args[1] === '-' ? undefined : args[1], (args[2] ?? 'host') as Executor);
+    case 'aggnb': return aggNonblocking(w);
+    case 'aggbits': return aggBits(w);
     case 'scrambled': return scrambled(w, (args[1] ?? 'host') as 'host' | 'offload');
     case 'persistent': return persistent(w, Number(args[1] ?? 1000), (args[2] ?? 'host') as 'host' | 'offload', args[3]);
     case 'hiercount': return hierMessageCounts(w);
