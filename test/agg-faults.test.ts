@@ -101,7 +101,8 @@ describe('aggregation fabric faults', () => {
   });
 
   test('SIGKILL of a member node fails the others\' pending reduces within 5 s and releases its reservations', T, async () => {
-    const f = await startFabric({ radix: 2, levels: 2, log: () => {} });
+    // Emulated hops keep the 200 operations going long after the kill, even on a fast machine.
+    const f = await startFabric({ radix: 2, levels: 2, link: { latencyUs: 500 }, log: () => {} });
     const job = await connectJob(f, [0, 1, 2], 'job-member-kill');
     const child = spawn(process.execPath, ['--import', 'tsx', fixture('agg-member.ts'), `${f.manager.host}:${f.manager.port}`,
       f.secret.toString('hex'), job.id, job.key.toString('hex'), '3', '3', '4'], { stdio: ['ignore', 'pipe', 'inherit'] });
