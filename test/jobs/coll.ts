@@ -16,6 +16,8 @@
  *                    that disagree (2 ranks)
  *   aggnb            the agg executor's non-blocking and persistent forms, several in flight
  *   aggbits          random floats summed by the fabric: a digest of the result's bits
+ *   aggfault         agg allreduce in a loop until the fabric fails under it, then a dup'ed
+ *                    communicator recovers
  */
 import assert from 'node:assert/strict';
 import {
@@ -531,6 +533,36 @@ function aggNonblocking(w: Communicator): number {
   return checks;
 }
 
+/**
+ * Allreduce through the fabric in a loop until a call fails (the test kills a daemon, the
+ * manager or a node meanwhile), then recovers on a fresh communicator (`dup`): a new group,
+ * or host algorithms where the fabric refuses it, collectively. Returns the failure's code,
+ * when it was seen (ms since the epoch) and whether the recovered call was right.
+ */
+function aggFault(w: Communicator): { code: string; errAt: number; calls: number; recovered: boolean } {
+  const send = new Float64Array(4).fill(w.rank + 1);
+  const recv = new Float64Array(4);
+  const deadline = Date.now() + 60_000;
+  let code = 'none';
+  let errAt = 0;
+  let calls = 0;
+  while (Date.now() < deadline) {
+    try {
+      w.allreduce(send, recv, 'sum', { executor: 'agg' });
+      calls++;
+    } catch (err) {
+      code = (err as NbcError).code;
+      errAt = Date.now();
+      break;
+    }
+  }
+  const fresh = w.dup();
+  const out = new Float64Array(4);
+  fresh.allreduce(send, out, 'sum', { executor: 'agg' });
+  fresh.free();
+  return { code, errAt, calls, recovered: out[0] === (w.size * (w.size + 1)) / 2 };
+}
+
 /** Random floats summed by the fabric: a digest of the result's bits, equal on every rank. */
 function aggBits(w: Communicator): string {
   const n = 1000;
@@ -834,6 +866,7 @@ export default function main(w: Communicator, args: string[]): unknown {
     case 'props': return props(w, args[1] === '-' ? undefined : args[1], (args[2] ?? 'host') as Executor);
     case 'aggnb': return aggNonblocking(w);
     case 'aggbits': return aggBits(w);
+    case 'aggfault': return aggFault(w);
     case 'scrambled': return scrambled(w, (args[1] ?? 'host') as 'host' | 'offload');
     case 'persistent': return persistent(w, Number(args[1] ?? 1000), (args[2] ?? 'host') as 'host' | 'offload', args[3]);
     case 'hiercount': return hierMessageCounts(w);
