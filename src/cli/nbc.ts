@@ -10,6 +10,7 @@ import { detectWireup } from '../runtime/env.js';
 import { launch } from '../runtime/launcher.js';
 import { parseLinkSpec } from '../runtime/link-spec.js';
 import { parseTransport, runNode, type TransportChoice } from '../runtime/node-main.js';
+import { registerApps } from './apps.js';
 import { registerBench } from './bench.js';
 import { registerInfo } from './info.js';
 import { registerCalibrate } from './calibrate.js';
@@ -105,6 +106,7 @@ program.command('secret')
   });
 
 registerBench(program);
+registerApps(program);
 registerCalibrate(program);
 registerInfo(program);
 
