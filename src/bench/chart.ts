@@ -195,3 +195,13 @@ export async function renderChart(results: readonly BenchResult[], file: string,
   const svg = await toSvg(chartSpec(results, opts));
   await writeFile(file, format === '.png' ? toPng(svg) : svg);
 }
+
+/**
+ * Writes any Vega-Lite spec as SVG or PNG by the file's extension, the same way renderChart
+ * does (for charts that are not nbcbench results: the proof applications' phases).
+ */
+export async function renderSpec(spec: TopLevelSpec, file: string): Promise<void> {
+  const format = chartFormat(file);
+  const svg = await toSvg(spec);
+  await writeFile(file, format === '.png' ? toPng(svg) : svg);
+}

@@ -11,6 +11,7 @@ import { launch } from '../runtime/launcher.js';
 import { parseLinkSpec } from '../runtime/link-spec.js';
 import { parseTransport, runNode, type TransportChoice } from '../runtime/node-main.js';
 import { registerAgg } from './agg.js';
+import { registerApps } from './apps.js';
 import { registerBench } from './bench.js';
 import { registerInfo } from './info.js';
 import { registerCalibrate } from './calibrate.js';
@@ -108,6 +109,7 @@ program.command('secret')
 
 registerAgg(program);
 registerBench(program);
+registerApps(program);
 registerCalibrate(program);
 registerInfo(program);
 

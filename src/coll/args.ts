@@ -3,6 +3,7 @@
  * communicator and what was expected, before any message is sent (docs/errors.md). Also the
  * Planner, what the per-collective planning modules (plan-*.ts) need of a communicator.
  */
+import type { Neighborhood } from '../comm/topology.js';
 import { bytesOf, describe, type TypedArray } from '../comm/validate.js';
 import { NbcCountError, NbcRootError, NbcTypeError } from '../errors.js';
 import { bytesPerElement, dtypeOf, resolveOp, type OpLike } from '../ops/index.js';
@@ -30,8 +31,8 @@ export interface Planner {
   /** Selects, takes the schedule from the cache (or builds it) and names the executor. */
   plan(coll: CollName, s: CollShape, opts: CollOptions | undefined, cacheable: boolean, send: Uint8Array, recv: Uint8Array,
     extra?: Partial<Plan>): Plan;
-  /** A Cartesian communicator's neighbours (NBC_ERR_COMM on others). */
-  neighbors(coll: string): Int32Array;
+  /** A Cartesian or distributed-graph communicator's neighbourhood (NBC_ERR_COMM on others). */
+  neighbors(coll: string): Neighborhood;
 }
 
 /** The bytes of a buffer argument (NBC_ERR_TYPE if it is not a typed array). */

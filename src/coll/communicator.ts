@@ -12,8 +12,6 @@
  * that the planning modules call back.
  */
 import { Comm } from '../comm/comm.js';
-import { cartNeighbors } from '../comm/topology.js';
-import { NbcArgError } from '../errors.js';
 import type { DType, OpLike } from '../ops/index.js';
 import { opById } from '../ops/regions.js';
 import { IN_PLACE } from '../p2p/constants.js';
@@ -165,11 +163,7 @@ export class Communicator extends Comm {
       ctx: this.ctx,
       base: (root = 0) => shape({ rank: this.rank, size: this.size, root }),
       plan: (coll, s, opts, cacheable, send, recv, extra) => this.plan(coll, s, opts, cacheable, send, recv, extra),
-      neighbors: (coll) => {
-        const t = this.cart(coll);
-        if (t.dims.length > 8) throw new NbcArgError(`Cannot ${coll}: at most 8 dimensions are supported; this grid has ${t.dims.length}`);
-        return Int32Array.from(cartNeighbors(t.dims, t.periods, this.rank));
-      },
+      neighbors: (coll) => this.neighborhood(coll),
     });
   }
   private planning: Planner | undefined = undefined;
@@ -424,7 +418,7 @@ export class Communicator extends Comm {
   iexscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): Request { return this.launchPlan(planScan(this.planner, 'exscan', send, recv, op, opts)); }
   exscanInit(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): PersistentRequest { return this.persistent(planScan(this.planner, 'exscan', send, recv, op, opts)); }
 
-  // ---- neighbour collectives (Cartesian communicators) ----------------------------------------
+  // ---- neighbour collectives (Cartesian and distributed-graph communicators) ----------------------------------------
 
 
   neighborAllgather(send: Buf, recv: Buf, opts?: CollOptions): void { this.launchPlan(planNeighborAllgather(this.planner, send, recv, opts)).wait(); }
@@ -448,3 +442,5 @@ export class Communicator extends Comm {
 
 /** A communicator with a Cartesian topology (made by cartCreate). */
 export type CartComm = Communicator;
+/** A communicator with a distributed-graph topology (made by distGraphCreateAdjacent). */
+export type DistGraphComm = Communicator;

@@ -12,7 +12,10 @@ import { NbcArgError, NbcCommError, NbcCountError, NbcRankError } from '../error
 import { ANY_SOURCE, ANY_TAG, PROC_NULL } from '../p2p/constants.js';
 import { completedRequest, Request, type Status } from '../p2p/request.js';
 import type { MessageTrace, Transport, TransportStats } from '../p2p/transport.js';
-import { cartCoords, cartRank, cartShift, dimsCreate } from './topology.js';
+import {
+  cartCoords, cartNeighborhood, cartRank, cartShift, dimsCreate, distGraphProblem, edgeCounts, edgeMismatch, graphNeighborhood,
+  type DistGraphOptions, type Neighborhood,
+} from './topology.js';
 import {
   bytesOf, checkDest, checkSource, checkTag, elementBytes, type TypedArray, type TypedArrayConstructor,
 } from './validate.js';
@@ -77,7 +80,19 @@ export interface CartTopology {
   periods: readonly boolean[];
 }
 
-type CommClass = new (rc: RankContext, worldRanks: readonly number[] | Int32Array, ctx: number, topology?: CartTopology | null) => Comm;
+/**
+ * A distributed-graph topology attached to a communicator (distGraphCreateAdjacent): this
+ * rank's in-neighbours and out-neighbours, in the order the neighbour collectives use.
+ */
+export interface DistGraphTopology {
+  sources: readonly number[];
+  destinations: readonly number[];
+  sourceWeights: readonly number[] | null;
+  destWeights: readonly number[] | null;
+}
+
+type CommClass = new (rc: RankContext, worldRanks: readonly number[] | Int32Array, ctx: number, topology?: CartTopology | null,
+  graph?: DistGraphTopology | null) => Comm;
 
 /**
  * A communicator: point-to-point messaging, communicator management and (optionally) a
@@ -94,10 +109,13 @@ export class Comm {
   protected readonly worldRanks: Int32Array;
   /** The Cartesian topology, for communicators made by cartCreate (and their dups). */
   readonly topology: CartTopology | null;
+  /** The distributed-graph topology, for communicators made by distGraphCreateAdjacent (and their dups). */
+  readonly distGraph: DistGraphTopology | null;
 
   constructor(protected readonly rc: RankContext, worldRanks: readonly number[] | Int32Array, readonly ctx: number,
-    topology: CartTopology | null = null) {
+    topology: CartTopology | null = null, graph: DistGraphTopology | null = null) {
     this.topology = topology;
+    this.distGraph = graph;
     this.worldRanks = Int32Array.from(worldRanks);
     this.size = this.worldRanks.length;
     this.rank = this.worldRanks.indexOf(rc.worldRank);
@@ -109,8 +127,9 @@ export class Comm {
    * subclass keeps Comm's constructor signature (CommClass), which is what makes the
    * management methods' `this` return types true.
    */
-  protected spawn(worldRanks: readonly number[] | Int32Array, ctx: number, topology: CartTopology | null = null): this {
-    return new (this.constructor as CommClass)(this.rc, worldRanks, ctx, topology) as this;
+  protected spawn(worldRanks: readonly number[] | Int32Array, ctx: number, topology: CartTopology | null = null,
+    graph: DistGraphTopology | null = null): this {
+    return new (this.constructor as CommClass)(this.rc, worldRanks, ctx, topology, graph) as this;
   }
 
   /** Index of the node (process) this rank runs on. */
@@ -282,7 +301,7 @@ export class Comm {
   dup(): this {
     this.check('dup');
     const { ctx } = this.agree([]);
-    return this.spawn(this.worldRanks, ctx, this.topology);
+    return this.spawn(this.worldRanks, ctx, this.topology, this.distGraph);
   }
 
   /**
@@ -362,6 +381,45 @@ export class Comm {
     return this.spawn(this.worldRanks.subarray(0, n), ctx, { dims: [...dims], periods: [...periods] });
   }
 
+  /**
+   * A communicator with a distributed-graph topology (MPI_Dist_graph_create_adjacent): the
+   * same members in the same order (no reordering), where this rank receives from `sources`
+   * and sends to `destinations`, in those orders: block i of a neighbour collective's receive
+   * buffer comes from `sources[i]`, block j of its send buffer goes to `destinations[j]`. A rank
+   * may be named more than once (up to 16 times); repeated edges match in list order. Weights
+   * are kept for `distGraphNeighbors()` and otherwise ignored. Collective.
+   *
+   * The graph is checked collectively before it is used: every rank's edge counts travel to
+   * every rank, and if rank a lists b as a destination a different number of times than b
+   * lists a as a source, every rank raises the same NBC_ERR_ARG naming that edge, instead of a
+   * later neighbour collective waiting forever. A rank with invalid arguments (NBC_ERR_RANK for
+   * a rank out of range, NBC_ERR_ARG otherwise) raises its own error after taking part, and
+   * the others raise NBC_ERR_ARG naming it. The check moves 2 * size integers per rank through
+   * rank 0 (like split), which is fine for communicator creation up to thousands of ranks.
+   */
+  distGraphCreateAdjacent(sources: readonly number[], destinations: readonly number[], opts?: DistGraphOptions): this {
+    const what = `distGraphCreateAdjacent on communicator ${this.ctx}`;
+    this.check('distGraphCreateAdjacent');
+    const problem = distGraphProblem(what, this.size, sources, destinations, opts);
+    const counts = problem === null ? edgeCounts(this.size, sources, destinations) : new Array<number>(2 * this.size).fill(0);
+    const { ctx, table, width } = this.agree([problem === null ? 0 : 1, ...counts]);
+    if (problem !== null) throw problem;
+    for (let r = 0; r < this.size; r++) {
+      if (table[r * width + 1] !== 0) {
+        throw new NbcArgError(`Cannot ${what}: rank ${r} passed invalid arguments (it raised the reason); expected valid sources and destinations on every rank`);
+      }
+    }
+    const bad = edgeMismatch(this.size, (r, i) => table[r * width + 2 + i]!);
+    if (bad !== null) {
+      throw new NbcArgError(`Cannot ${what}: rank ${bad.from} lists rank ${bad.to} as a destination ${bad.sent} time(s) but rank ${bad.to} lists rank ${bad.from} as a source ${bad.received} time(s); expected every edge listed by both of its ranks`);
+    }
+    return this.spawn(this.worldRanks, ctx, null, {
+      sources: Array.from(sources), destinations: Array.from(destinations),
+      sourceWeights: opts?.sourceWeights === undefined ? null : [...opts.sourceWeights],
+      destWeights: opts?.destWeights === undefined ? null : [...opts.destWeights],
+    });
+  }
+
   /** Frees the communicator. Pending operations on it must be complete. */
   free(): void {
     this.check('free');
@@ -406,6 +464,56 @@ export class Comm {
     const t = this.cart('shift');
     return cartShift(t.dims, t.periods, this.rank, dim, disp);
   }
+
+  // ---- distributed-graph topology ---------------------------------------------------------
+
+  protected graph(op: string): DistGraphTopology {
+    if (this.distGraph === null) {
+      throw new NbcCommError(`Cannot ${op} on communicator ${this.ctx}: it has no distributed-graph topology; expected a communicator from distGraphCreateAdjacent`);
+    }
+    return this.distGraph;
+  }
+
+  /** This rank's in- and out-degree (MPI_Dist_graph_neighbors_count), and whether weights were given. */
+  distGraphNeighborsCount(): { indegree: number; outdegree: number; weighted: boolean } {
+    const g = this.graph('distGraphNeighborsCount');
+    return { indegree: g.sources.length, outdegree: g.destinations.length, weighted: g.sourceWeights !== null || g.destWeights !== null };
+  }
+
+  /** This rank's in- and out-neighbours in the order given at creation, with their weights (null when none were given). */
+  distGraphNeighbors(): { sources: number[]; destinations: number[]; sourceWeights: number[] | null; destWeights: number[] | null } {
+    const g = this.graph('distGraphNeighbors');
+    return {
+      sources: [...g.sources], destinations: [...g.destinations],
+      sourceWeights: g.sourceWeights === null ? null : [...g.sourceWeights], destWeights: g.destWeights === null ? null : [...g.destWeights],
+    };
+  }
+
+  /** Which topology this communicator has (MPI_Topo_test): 'cart', 'dist-graph' or null. */
+  get topologyKind(): 'cart' | 'dist-graph' | null {
+    return this.topology !== null ? 'cart' : this.distGraph !== null ? 'dist-graph' : null;
+  }
+
+  /**
+   * The neighbourhood the neighbour collectives use: the Cartesian grid's or the distributed
+   * graph's (NBC_ERR_COMM on a communicator with neither). Computed once per communicator.
+   */
+  protected neighborhood(op: string): Neighborhood {
+    if (this.hood !== undefined) return this.hood;
+    if (this.distGraph !== null) {
+      this.hood = graphNeighborhood(this.distGraph.sources, this.distGraph.destinations);
+    } else {
+      const t = this.topology;
+      if (t === null) {
+        throw new NbcCommError(`Cannot ${op} on communicator ${this.ctx}: it has no topology; expected a communicator from cartCreate or distGraphCreateAdjacent`);
+      }
+      // Two sub-tags per dimension out of a collective instance's 16.
+      if (t.dims.length > 8) throw new NbcArgError(`Cannot ${op} on communicator ${this.ctx}: this grid has ${t.dims.length} dimensions; expected at most 8`);
+      this.hood = cartNeighborhood(t.dims, t.periods, this.rank);
+    }
+    return this.hood;
+  }
+  private hood: Neighborhood | undefined = undefined;
 
   /** Message and byte counts of this rank (all communicators), and how it reaches other nodes. */
   stats(): { host: TransportStats; interNode: 'ucx' | 'tcp' } {

@@ -264,3 +264,140 @@ export function cartNeighbors(dims: readonly number[], periods: readonly boolean
   }
   return out;
 }
+
+/**
+ * Where the blocks of a neighbour collective come from and go to, and the sub-tag of each
+ * message. Block i of the receive buffer comes from `sources[i]` with sub-tag `recvTags[i]`;
+ * block j of the send buffer goes to `destinations[j]` with sub-tag `sendTags[j]`. PROC_NULL
+ * entries move nothing (their receive block is left as it was). One shape for Cartesian grids
+ * and distributed graphs, so the neighbour schedule builders (coll/neighbor.ts) serve both.
+ */
+export interface Neighborhood {
+  sources: Int32Array;
+  destinations: Int32Array;
+  recvTags: Int32Array;
+  sendTags: Int32Array;
+}
+
+/**
+ * A collective instance has 16 sub-tags (the communicator's tag is its sequence number times
+ * 16), so at most 16 edges may join one ordered pair of ranks in a distributed graph.
+ */
+export const MAX_EDGES_PER_PAIR = 16;
+
+/**
+ * A Cartesian grid's neighbourhood: sources and destinations are both `cartNeighbors`. The
+ * block sent to slot i lands in the neighbour's slot i ^ 1 (the neighbour on our -1 side sees
+ * us on its +1 side), so a message to slot i carries sub-tag i ^ 1 and slot i receives sub-tag
+ * i; on a periodic dimension of size 1 or 2, where both slots name the same rank, the two
+ * messages still land in the right blocks (MPI-4.1).
+ */
+export function cartNeighborhood(dims: readonly number[], periods: readonly boolean[], rank: number): Neighborhood {
+  const nb = Int32Array.from(cartNeighbors(dims, periods, rank));
+  const recvTags = Int32Array.from(nb, (_, i) => i);
+  const sendTags = Int32Array.from(nb, (_, i) => i ^ 1);
+  return { sources: nb, destinations: nb.slice(), recvTags, sendTags };
+}
+
+/**
+ * A distributed graph's neighbourhood (MPI_Dist_graph_create_adjacent): the k-th edge from
+ * rank a to rank b, counted in a's `destinations` order, carries sub-tag k and lands in the
+ * block of b's k-th `sources` entry naming a. So repeated edges between one pair match in list
+ * order on both sides, as MPI's non-overtaking rule orders them. The lists must already be
+ * valid (`distGraphProblem`).
+ */
+export function graphNeighborhood(sources: readonly number[], destinations: readonly number[]): Neighborhood {
+  const occurrence = (list: readonly number[]): Int32Array => {
+    const seen = new Map<number, number>();
+    return Int32Array.from(list, (r) => {
+      const k = seen.get(r) ?? 0;
+      seen.set(r, k + 1);
+      return k;
+    });
+  };
+  return {
+    sources: Int32Array.from(sources),
+    destinations: Int32Array.from(destinations),
+    recvTags: occurrence(sources),
+    sendTags: occurrence(destinations),
+  };
+}
+
+/** Optional arguments of distGraphCreateAdjacent. */
+export interface DistGraphOptions {
+  /** Weights of the `sources` edges (one each; MPI's sourceweights). Kept, never used to place ranks. */
+  sourceWeights?: readonly number[];
+  /** Weights of the `destinations` edges (one each; MPI's destweights). */
+  destWeights?: readonly number[];
+  /** Accepted and ignored, as in cartCreate: ranks keep their order. */
+  reorder?: boolean;
+}
+
+/**
+ * What is wrong with one rank's arguments to distGraphCreateAdjacent, as an error to raise
+ * (NBC_ERR_RANK for a rank out of range, NBC_ERR_ARG otherwise), or null when they are valid.
+ * Returned rather than thrown so the caller can still take part in the collective check and
+ * no peer waits for a rank that failed alone.
+ */
+export function distGraphProblem(what: string, size: number, sources: unknown, destinations: unknown,
+  opts?: DistGraphOptions): NbcArgError | NbcRankError | null {
+  const lists: Array<[string, unknown]> = [['sources', sources], ['destinations', destinations]];
+  for (const [name, list] of lists) {
+    if (!Array.isArray(list) && !ArrayBuffer.isView(list)) {
+      return new NbcArgError(`Cannot ${what}: ${name} is ${typeof list}; expected an array of ranks`);
+    }
+    const l = list as ArrayLike<number>;
+    const count = new Map<number, number>();
+    for (let i = 0; i < l.length; i++) {
+      const r = l[i]!;
+      if (!Number.isSafeInteger(r) || r < 0 || r >= size) {
+        return new NbcRankError(`Cannot ${what}: ${name}[${i}] is ${String(r)}; expected a rank 0..${size - 1}`);
+      }
+      const k = (count.get(r) ?? 0) + 1;
+      if (k > MAX_EDGES_PER_PAIR) {
+        return new NbcArgError(`Cannot ${what}: ${name} names rank ${r} ${k} times; expected at most ${MAX_EDGES_PER_PAIR} edges between two ranks`);
+      }
+      count.set(r, k);
+    }
+  }
+  const weights: Array<[string, readonly number[] | undefined, number]> = [
+    ['sourceWeights', opts?.sourceWeights, (sources as ArrayLike<number>).length],
+    ['destWeights', opts?.destWeights, (destinations as ArrayLike<number>).length],
+  ];
+  for (const [name, w, n] of weights) {
+    if (w === undefined) continue;
+    if (w.length !== n) return new NbcArgError(`Cannot ${what}: ${name} has ${w.length} entries; expected ${n} (one per edge)`);
+    if (!w.every((x) => Number.isSafeInteger(x) && x >= 0)) {
+      return new NbcArgError(`Cannot ${what}: ${name} has an entry that is not a non-negative integer; expected edge weights >= 0`);
+    }
+  }
+  return null;
+}
+
+/**
+ * Edge counts one rank contributes to the collective consistency check: for every rank r,
+ * how many of this rank's `destinations` name r, then how many of its `sources` name r.
+ */
+export function edgeCounts(size: number, sources: ArrayLike<number>, destinations: ArrayLike<number>): number[] {
+  const out = new Array<number>(2 * size).fill(0);
+  for (let i = 0; i < destinations.length; i++) out[destinations[i]!]! += 1;
+  for (let i = 0; i < sources.length; i++) out[size + sources[i]!]! += 1;
+  return out;
+}
+
+/**
+ * The first edge two ranks disagree on, given every rank's `edgeCounts` (`countsOf(r)`), or
+ * null: an edge a -> b must appear as often in a's destinations as a appears in b's sources,
+ * or a neighbour collective would wait for a message that never comes.
+ */
+export function edgeMismatch(size: number, countsOf: (rank: number, index: number) => number):
+  { from: number; to: number; sent: number; received: number } | null {
+  for (let a = 0; a < size; a++) {
+    for (let b = 0; b < size; b++) {
+      const sent = countsOf(a, b);
+      const received = countsOf(b, size + a);
+      if (sent !== received) return { from: a, to: b, sent, received };
+    }
+  }
+  return null;
+}

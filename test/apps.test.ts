@@ -1,0 +1,79 @@
+/**
+ * The proof applications verified (issue 14): the CG against its manufactured exact solution,
+ * every PCG variant and executor against a sequential reference solve, on 1..8 ranks over 1..4
+ * nodes with uneven grids; Overlap-PCG against Algorithm 2 iterate by iterate; the CLI and
+ * `nbc run` paths end to end. Small grids: the whole file takes well under a minute.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { boundaryBoxes, interiorBox, makeBox, recvRegion, sendRegion, split1d } from '../src/apps/grid.ts';
+import type { CgRun, PcgRun } from './jobs/apps.ts';
+import { runOk } from './helpers.ts';
+
+const NBC = fileURLToPath(new URL('../dist/cli/nbc.js', import.meta.url));
+const T = { timeout: 120_000 };
+
+describe('the proof applications (nbc cg, nbc pcg)', () => {
+  test('split1d() and the interior plus boundary boxes cover every row of a local grid exactly once, halo regions pair up', () => {
+    assert.deepEqual([0, 1, 2].map((c) => split1d(10, 3, c)), [{ start: 0, len: 4 }, { start: 4, len: 3 }, { start: 7, len: 3 }]);
+    for (const n of [[1, 1, 1], [2, 1, 3], [2, 2, 2], [5, 3, 4], [1, 6, 2]]) {
+      const box = makeBox(n, [1, 1, 1], [0, 0, 0]);
+      const hits = new Uint8Array(box.rows);
+      for (const b of [interiorBox(box), ...boundaryBoxes(box)]) {
+        for (let i = b[0]!; i < b[1]!; i++) for (let j = b[2]!; j < b[3]!; j++) for (let k = b[4]!; k < b[5]!; k++) hits[(i * n[1]! + j) * n[2]! + k]!++;
+      }
+      assert.ok(hits.every((h) => h === 1), `local grid ${n.join('x')}: every row once`);
+      // What a rank sends towards offset o has as many points as the ghosts its neighbour fills from -o.
+      for (const o of [[1, 0, 0], [0, -1, 1], [-1, -1, -1]]) assert.equal(sendRegion(box, o).length, recvRegion(box, o.map((v) => -v)).length);
+    }
+  });
+
+  // Uneven: 10x9x7 over 2x1x1, 3x1x1, 5x1x1, 7x1x1 and 2x2x2 process grids; nodes of unequal size (5 = 2+2+1, 7 = 3+3+1).
+  for (const [n, ppn] of [[1, 1], [2, 1], [3, 3], [5, 2], [7, 3], [8, 2]] as Array<[number, number]>) {
+    test(`every PCG variant and executor matches the sequential reference and CG the exact solution on ${n} ranks over ${Math.ceil(n / ppn)} node(s), global 10x9x7`, T, async () => {
+      const r = await runOk('apps.ts', n, ppn, ['10,9,7'], 100_000);
+      const out = r.ranks.find((x) => x.rank === 0)!.result as { pcg: PcgRun[]; cg: CgRun[] };
+      assert.equal(out.pcg.length, 6);
+      for (const p of out.pcg) {
+        assert.ok(Math.abs(p.iterations - p.refIterations) <= 1, `${p.variant}/${p.executor}: ${p.iterations} iterations, reference ${p.refIterations}`);
+        assert.ok(p.diff <= 1e-6, `${p.variant}/${p.executor}: ||x - x_ref|| / ||x_ref|| = ${p.diff}`);
+      }
+      const iters = out.pcg.map((p) => p.iterations);
+      assert.ok(Math.max(...iters) - Math.min(...iters) <= 1, `iteration counts ${iters.join(', ')}`);
+      // Overlap-PCG performs Algorithm 2's operations on the same data: the same residuals up to rounding.
+      for (const executor of ['host', 'offload']) {
+        const a2 = out.pcg.find((p) => p.variant === 'alg2' && p.executor === executor)!;
+        const ov = out.pcg.find((p) => p.variant === 'overlap' && p.executor === executor)!;
+        assert.equal(ov.iterations, a2.iterations);
+        a2.history.forEach((h, i) => assert.ok(Math.abs(ov.history[i]! - h) <= 1e-9 * h, `${executor} iteration ${i + 1}: ${ov.history[i]} vs ${h}`));
+      }
+      assert.equal(out.cg.length, 4);
+      for (const c of out.cg) assert.ok(c.error <= c.bound && c.error < 1e-5, `cg ${c.mode}/${c.executor}: error ${c.error}, bound ${c.bound}`);
+      const cgIters = out.cg.map((c) => c.iterations);
+      assert.ok(Math.max(...cgIters) - Math.min(...cgIters) <= 1, `cg iteration counts ${cgIters.join(', ')}`);
+    });
+  }
+
+  test("nbc pcg reaches hypre's 58 iterations on 40^3 unknowns (1 process) and writes its JSON record", T, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nbc-apps-'));
+    const json = join(dir, 'pcg.json');
+    await promisify(execFile)(process.execPath, [NBC, 'pcg', '--ranks', '1', '--n', '40', '--variant', 'alg1', '--verify', 'off', '--quiet', '--json', json], { timeout: 60_000 });
+    const r = JSON.parse(readFileSync(json, 'utf8')) as Record<string, unknown>;
+    assert.equal(r.iterations, 58);
+    for (const k of ['app', 'variant', 'ranks', 'ppn', 'iterations', 'finalRelResidual', 'solveSeconds', 'perIterationMs', 'phases']) assert.ok(k in r, `JSON has ${k}`);
+    assert.ok((r.finalRelResidual as number) < 1e-8);
+  });
+
+  test('nbc run runs the CG job file over 2 nodes with an emulated link and prints its verification', T, async () => {
+    const job = fileURLToPath(new URL('../dist/apps/cg.js', import.meta.url));
+    const { stdout } = await promisify(execFile)(process.execPath, [NBC, 'run', '-n', '4', '--ppn', '2', '--link', 'latency=50us,bandwidth=1gbit', job, '--n', '6', '--mode', 'nonblocking'], { timeout: 60_000 });
+    assert.match(stdout, /verification \(manufactured exact solution\): ok/);
+    assert.match(stdout, /4 ranks \(2 node\(s\) x 2\)/);
+  });
+});
