@@ -24,7 +24,7 @@ test('nbc info says whether sched_yield is available and why not, and lists the 
   if (cc) assert.equal(yieldLine.available, true, yieldLine.detail);
   const without = JSON.parse(nbc(['info', '--json'], { NBC_NO_NATIVE: '1' })) as Info;
   assert.deepEqual(without.find((l) => l.what === 'wait: sched_yield'), { what: 'wait: sched_yield', available: false, detail: 'native addon disabled by NBC_NO_NATIVE=1' });
-  assert.deepEqual(withAddon.filter((l) => l.what.startsWith('executor ')).map((l) => l.what), ['executor host', 'executor offload']);
+  assert.deepEqual(withAddon.filter((l) => l.what.startsWith('executor ')).map((l) => l.what), ['executor host', 'executor offload', 'executor agg']);
   assert.equal(withAddon.find((l) => l.what === 'transport tcp')!.available, true);
   assert.match(nbc(['info']), /^yes {2}transport tcp/m);
 });

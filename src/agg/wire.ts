@@ -24,6 +24,7 @@ import { Buffer } from 'node:buffer';
 import { NbcArgError } from '../errors.js';
 import { DType } from '../ops/dtype.js';
 import { OpCode } from '../ops/loops.js';
+import { FABRIC_DTYPES, FABRIC_OPS } from '../sched/agg-executor.js';
 
 export const FrameType = { Ctrl: 1, Frag: 2, Result: 3, GroupError: 4 } as const;
 
@@ -68,24 +69,17 @@ export function splitConnectorId(id: number): { jobIndex: number; nodeId: number
 const OP_NAMES: Record<number, string> = Object.fromEntries(Object.entries(OpCode).map(([k, v]) => [v, k]));
 const DTYPE_NAMES: Record<number, string> = Object.fromEntries(Object.entries(DType).map(([k, v]) => [v, k]));
 
-/** Ops the fabric reduces (SHArP's set: not prod). */
-export const AGG_OPS: ReadonlySet<number> = new Set<number>([
-  OpCode.sum, OpCode.min, OpCode.max, OpCode.minloc, OpCode.maxloc, OpCode.band, OpCode.bor, OpCode.bxor,
-  OpCode.land, OpCode.lor, OpCode.lxor,
-]);
-/** Element types the fabric reduces: 32- and 64-bit integers and floats. */
-export const AGG_DTYPES: ReadonlySet<number> = new Set<number>([
-  DType.Int32, DType.Uint32, DType.Float32, DType.Float64, DType.BigInt64, DType.BigUint64,
-]);
+/** Ops and element types the fabric reduces: one definition, the core's (selection uses it too). */
+export { FABRIC_DTYPES as AGG_DTYPES, FABRIC_OPS as AGG_OPS } from '../sched/agg-executor.js';
 const BITWISE: ReadonlySet<number> = new Set<number>([OpCode.band, OpCode.bor, OpCode.bxor]);
 const FLOATS: ReadonlySet<number> = new Set<number>([DType.Float32, DType.Float64]);
 
 /** Null when the fabric supports (op, dtype), else why not (for the fallback log). */
 export function aggSupports(op: number, dtype: number): string | null {
-  if (!AGG_OPS.has(op)) {
+  if (!FABRIC_OPS.has(op)) {
     return `op ${OP_NAMES[op] ?? op} is not reduced by the aggregation fabric (it reduces sum, min, max, minloc, maxloc, band, bor, bxor, land, lor, lxor)`;
   }
-  if (!AGG_DTYPES.has(dtype)) {
+  if (!FABRIC_DTYPES.has(dtype)) {
     return `type ${DTYPE_NAMES[dtype] ?? dtype} is not reduced by the aggregation fabric (it reduces Int32, Uint32, Float32, Float64, BigInt64, BigUint64)`;
   }
   if (BITWISE.has(op) && FLOATS.has(dtype)) {

@@ -6,6 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import type { Command } from 'commander';
+import { fabricFromEnv } from '../agg/fabric.js';
 import { EXECUTORS } from '../sched/executors.js';
 import { nativeAddon } from '../runtime/native.js';
 import { paramsFilePath, readParamsFile } from '../runtime/params-file.js';
@@ -40,6 +41,18 @@ export function collectInfo(): InfoLine[] {
   } catch (err) {
     cost = `unreadable: ${(err as Error).message}`;
   }
+  // The fabric `agg` calls would join: NBC_AGG_MANAGER (shared), else each `nbc run --agg` starts its own.
+  let fabric: string;
+  let joined = false;
+  try {
+    const f = fabricFromEnv(process.env);
+    joined = f !== null;
+    fabric = f === null
+      ? 'none configured: nbc run --agg radix=R,levels=L starts one per job, NBC_AGG_MANAGER=host:port joins a shared one (nbc agg start); without one agg calls run host algorithms'
+      : `NBC_AGG_MANAGER=${f.manager.host}:${f.manager.port} (agg calls join it)`;
+  } catch (err) {
+    fabric = (err as Error).message;
+  }
   return [
     { what: 'transport tcp', available: true, detail: 'engine-to-engine TCP links, authenticated (pure JS)' },
     {
@@ -57,6 +70,7 @@ export function collectInfo(): InfoLine[] {
         : `native addon ${native.why}`,
     },
     ...Object.entries(EXECUTORS).map(([name, row]) => ({ what: `executor ${name}`, available: true, detail: row.description })),
+    { what: 'aggregation fabric', available: joined, detail: fabric },
     { what: 'cost model', available: true, detail: cost },
   ];
 }

@@ -9,6 +9,8 @@
  * planned as a flat schedule by selection (coll/select.ts) and runs on the host executor.
  * Core code: no node:* imports.
  */
+import { DType } from '../ops/dtype.js';
+import { OpCode } from '../ops/loops.js';
 import type { Request } from '../p2p/request.js';
 import type { Transport } from '../p2p/transport.js';
 import type { CollTarget, Executor, Plan } from './executor.js';
@@ -31,12 +33,20 @@ export class AggExecutor implements Executor {
   }
 }
 
-/** The ops the fabric reduces (ops/loops.ts OpCode): every predefined op but prod, as SwitchIB-2. */
-const FABRIC_OPS: ReadonlySet<number> = new Set([0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
-/** The element types it reduces (ops/dtype.ts DType): Int32, Uint32, Float32, Float64, BigInt64, BigUint64. */
-const FABRIC_DTYPES: ReadonlySet<number> = new Set([5, 6, 7, 8, 9, 10]);
+/** The ops the fabric reduces: every predefined op but prod, as SwitchIB-2 (seed 003). */
+export const FABRIC_OPS: ReadonlySet<number> = new Set<number>([
+  OpCode.sum, OpCode.min, OpCode.max, OpCode.minloc, OpCode.maxloc, OpCode.band, OpCode.bor, OpCode.bxor,
+  OpCode.land, OpCode.lor, OpCode.lxor,
+]);
+/** The element types it reduces: 32- and 64-bit integers and floats. */
+export const FABRIC_DTYPES: ReadonlySet<number> = new Set<number>([
+  DType.Int32, DType.Uint32, DType.Float32, DType.Float64, DType.BigInt64, DType.BigUint64,
+]);
 
-/** Whether the fabric reduces `op` (a predefined op id; user ops are >= 256) on `dtype`. */
+/**
+ * Whether the fabric reduces `op` (a predefined op id; user ops are >= 256) on `dtype`. (Bitwise
+ * ops on floats never get here: the front end refuses them first.)
+ */
 export function fabricReduces(op: number, dtype: number): boolean {
   return FABRIC_OPS.has(op) && FABRIC_DTYPES.has(dtype);
 }
