@@ -536,7 +536,14 @@ export class AggClient {
       this.joins.delete(k);
       resolve('the aggregation client was closed');
     }
-    for (const l of [...this.anLinks.values()]) this.dropLink(l, 'client closed');
+    // A clean goodbye: each AN hears 'bye' before the connection ends, so it lets this node go
+    // without failing the groups the other members are still finishing with.
+    for (const l of [...this.anLinks.values()]) {
+      l.conn?.sendCtrl({ t: 'bye' });
+      l.conn?.finish();
+      l.conn = null;
+      this.dropLink(l, 'client closed');
+    }
     this.am?.close('client closed');
     this.am = null;
   }

@@ -81,7 +81,7 @@ interface Group {
 }
 
 /** Who is at the other end of an accepted connection. */
-type Peer = { kind: 'an'; an: number } | { kind: 'member'; job: number; node: number };
+type Peer = { kind: 'an'; an: number } | { kind: 'member'; job: number; node: number; bye?: boolean };
 
 export class Daemon {
   private server: Server | null = null;
@@ -94,6 +94,8 @@ export class Daemon {
   private readonly jobKeys = new Map<number, Buffer>();
   private readonly children = new Map<number, AggConn>();
   private readonly members = new Map<string, AggConn>();
+  /** Members ("job:node") that said goodbye; forgotten when the AM says their job is gone. */
+  private readonly departed = new Set<string>();
   private readonly groups = new Map<number, Group>();
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
@@ -202,6 +204,7 @@ export class Daemon {
         const index = num(m, 'index', 1, MAX_JOB_INDEX);
         this.jobKeys.delete(index);
         for (const [k, c] of this.members) if (k.startsWith(`${index}:`)) c.close(`job ${index} is gone`);
+        for (const k of [...this.departed]) if (k.startsWith(`${index}:`)) this.departed.delete(k);
         return;
       }
       case 'group':
@@ -380,6 +383,11 @@ export class Daemon {
       if (this.members.get(key) !== conn) return;
       this.members.delete(key);
       if (this.stopped) return;
+      if (peer.bye === true) {
+        // It said goodbye (its job is ending): results still on their way to it are dropped.
+        this.departed.add(key);
+        return;
+      }
       for (const g of [...this.groups.values()]) {
         if (g.job !== peer.job) continue;
         const c = g.children.find((ch) => ch.kind === 'member' && ch.node === peer.node);
@@ -393,6 +401,8 @@ export class Daemon {
   private onChildFrame(peer: Peer, conn: AggConn, type: number, body: Buffer): void {
     if (type === FrameType.Frag) {
       this.onFrag(peer, body);
+    } else if (type === FrameType.Ctrl && peer.kind === 'member' && decodeCtrl(body)?.t === 'bye') {
+      peer.bye = true;
     } else if (type === FrameType.GroupError) {
       this.onGroupError(body, conn, peer);
     } else {
@@ -497,6 +507,7 @@ export class Daemon {
     for (let ci = 0; ci < g.children.length; ci++) {
       const c = g.children[ci]!;
       const conn = c.kind === 'an' ? this.children.get(c.an) : this.members.get(`${g.job}:${c.node}`);
+      if (conn === undefined && c.kind === 'member' && this.departed.has(`${g.job}:${c.node}`)) continue;
       if (conn === undefined) {
         this.failGroup(g, `AN ${this.o.id} has no connection to ${c.kind === 'an' ? `child AN ${c.an}` : `member ${c.member} (node ${c.node})`}`, null, true);
         return;
