@@ -38,6 +38,11 @@ export interface FabricOptions {
   private?: boolean;
   /** Test hook: each AN delays handling each fragment by a random 0..testDelayUs. */
   testDelayUs?: number;
+  /**
+   * How long a daemon keeps polling after traffic instead of sleeping (us; default 0). Give it
+   * only where every daemon has a core of its own; the launcher decides for private fabrics.
+   */
+  spinUs?: number;
   /** Receives the AM's and ANs' log lines. */
   log?: (line: string) => void;
   /** ANs exit after this long without an AM (default 30 s). */
@@ -95,6 +100,7 @@ export async function startFabric(o: FabricOptions): Promise<FabricHandle> {
   checkPositiveInt(o.jobQuotaSlots, 'jobQuotaSlots', 1, slotsPerAn);
   checkPositiveInt(o.port, 'port', 0, 65535);
   checkPositiveInt(o.orphanSeconds, 'orphanSeconds', 1, 86400);
+  checkPositiveInt(o.spinUs, 'spinUs', 0, 1_000_000);
   if (o.testDelayUs !== undefined && !(o.testDelayUs >= 0 && Number.isFinite(o.testDelayUs))) {
     throw new NbcArgError(`Cannot start an aggregation fabric: testDelayUs ${o.testDelayUs} is not a finite number >= 0`);
   }
@@ -106,7 +112,7 @@ export async function startFabric(o: FabricOptions): Promise<FabricHandle> {
   const config: ManagerOptions = {
     radix: o.radix, levels: o.levels, payloadPerSlot, slotsPerAn,
     jobQuotaSlots: o.jobQuotaSlots ?? Math.max(1, Math.floor(slotsPerAn / 2)),
-    listenHost: o.listenHost ?? '127.0.0.1', port: o.port ?? 0, link: o.link, testDelayUs: o.testDelayUs,
+    listenHost: o.listenHost ?? '127.0.0.1', port: o.port ?? 0, link: o.link, testDelayUs: o.testDelayUs, spinUs: o.spinUs,
     orphanSeconds: o.orphanSeconds ?? 30, private: o.private === true, adopt: o.adopt === true,
     daemonMain: aggScript('daemon-main'),
   };

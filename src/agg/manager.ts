@@ -41,6 +41,8 @@ export interface ManagerOptions {
   port: number;
   link?: LinkEmulation;
   testDelayUs?: number;
+  /** The daemons' DaemonOptions.spinUs. */
+  spinUs?: number;
   orphanSeconds: number;
   /** Die with the parent (stdin closes); daemons die with the AM. */
   private: boolean;
@@ -174,7 +176,7 @@ export class Manager {
     const config = {
       id: an.id, radix: this.o.radix, levels: this.o.levels, payloadPerSlot: this.o.payloadPerSlot,
       manager: { host: this.o.listenHost, port: this.port }, listenHost: this.o.listenHost, link: this.o.link,
-      testDelayUs: this.o.testDelayUs, orphanSeconds: this.o.orphanSeconds,
+      testDelayUs: this.o.testDelayUs, orphanSeconds: this.o.orphanSeconds, spinUs: this.o.spinUs,
     };
     const args = [this.o.daemonMain, JSON.stringify(config)];
     if (this.o.private) args.push('--private');

@@ -7,7 +7,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { constants } from 'node:os';
+import { availableParallelism, constants } from 'node:os';
 import { resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NbcLaunchError } from '../errors.js';
@@ -90,7 +90,13 @@ export function launch(entry: string, opts: LaunchOptions): Promise<LaunchResult
       const log = (line: string): void => {
         if (verbose || /died|lost|fail|refus|reject|error|dead|cannot|revok/i.test(line)) process.stderr.write(`${line}\n`);
       };
-      fabric = await startFabric({ ...spec, link, private: true, log, ...(delay ? { testDelayUs: Number(delay) } : {}) });
+      // Daemons poll between hops, as switch ports do, where this host has a core for every
+      // rank, engine and daemon (as the engines do, node-main.ts); NBC_AGG_SPIN_US overrides.
+      const daemons = Array.from({ length: spec.levels }, (_, k) => spec.radix ** k).reduce((a, b) => a + b, 0);
+      const spinEnv = opts.env?.NBC_AGG_SPIN_US ?? process.env.NBC_AGG_SPIN_US;
+      const spinUs = spinEnv !== undefined && spinEnv !== '' ? Number(spinEnv)
+        : n + Math.ceil(n / (opts.ppn ?? n)) + daemons <= availableParallelism() ? 1000 : 0;
+      fabric = await startFabric({ ...spec, link, private: true, log, spinUs, ...(delay ? { testDelayUs: Number(delay) } : {}) });
     } catch (err) {
       throw new NbcLaunchError(`Cannot launch with --agg ${opts.agg}: the aggregation fabric did not start: ${(err as Error).message}`, { cause: err });
     }
