@@ -5,6 +5,7 @@ import { select } from '../src/coll/select.ts';
 import { DEFAULT_CONFIG } from '../src/config.ts';
 import { buildProgram, programOf, runProgram, simulate, toGoal, PRESETS, parseSimParams, DEFAULT_SIM_PARAMS, type SimParams } from '../src/sim/index.ts';
 import { parseSimOp } from '../src/cli/sim.ts';
+import { fitLogGOPS } from '../src/sim/calibrate.ts';
 
 /** Round numbers, so every expected time below can be checked by hand. */
 const P: SimParams = {
@@ -173,4 +174,18 @@ test('4096 ranks of recursive doubling simulate quickly (a generous events-per-s
   // 12 rounds of 2o + L (+ tiny per-byte and kernel costs) on the defaults' network.
   const round = 2 * DEFAULT_SIM_PARAMS.net.o + DEFAULT_SIM_PARAMS.net.L;
   assert.ok(row.latencyUs > 12 * round && row.latencyUs < 12 * round * 1.5, `${row.latencyUs} us`);
+});
+
+test('the LogGP fit takes G from the ping-pong slope, g from the trains, and keeps 2o + L at the one-way time', { timeout: 5_000 }, () => {
+  const job = {
+    rounds: 10,
+    pingPong: [{ bytes: 1, us: 10 }, { bytes: 1001, us: 11 }, { bytes: 2001, us: 12 }],
+    trains: [1, 2, 3, 4].map((k) => ({ messages: k, postUs: 2 * k, totalUs: 10 + 3 * k })),
+  };
+  const net = fitLogGOPS(job, false, 8192);
+  assert.deepEqual(net, { L: 6, o: 2, g: 3, G: 0.001, O: 0, S: 8192 });
+  const slow = fitLogGOPS({ ...job, trains: job.trains.map((t) => ({ ...t, postUs: 8 * t.messages })) }, true, 4096);
+  assert.ok(Math.abs(slow.o - 4.5) < 1e-12 && Math.abs(slow.L - 1) < 1e-12, 'o capped at 0.45 x one way');
+  assert.ok(Math.abs(slow.G - 0.0005) < 1e-12 && Math.abs(slow.O - 0.0005) < 1e-12, 'shm splits the slope between G and O');
+  assert.equal(slow.g, 4.5, 'g is never below o');
 });
