@@ -501,9 +501,11 @@ class Simulation {
     st.count[idx] = 0;
     const agg = this.params.agg;
     const fb = st.fragBytes(f);
+    // The ALU is busy for the fragment's bytes; the hop's fixed cost is latency (the switch
+    // pipelines fragments: seed 003's Table V, 4 KiB as 16 fragments in 14.5 us).
     const start = Math.max(this.now, st.anFree[an]!);
+    st.anFree[an] = start + fb * agg.hopPerByteUs;
     const done = start + agg.hopUs + fb * agg.hopPerByteUs;
-    st.anFree[an] = done;
     const wire = Math.max(0, fb - 1) * this.params.net.G;
     if (an === st.root) {
       for (let k = 0; k < this.prog.nodes; k++) this.heap.push(done + st.down[k]! * agg.linkUs + wire, EV_AGG_DOWN, k, f);

@@ -41,7 +41,7 @@ export interface AggParams {
   slots: number;
   /** What one link of the tree costs a fragment (host to AN, AN to AN), us. */
   linkUs: number;
-  /** What an AN spends on a fragment once all its children's copies arrived, us, plus per byte. */
+  /** What a fragment spends at an AN once all its children's copies arrived: latency hopUs, and hopPerByteUs per byte during which the AN's ALU is busy. */
   hopUs: number;
   hopPerByteUs: number;
 }
