@@ -23,6 +23,7 @@ import {
 import { launch } from '../runtime/launcher.js';
 import { paramsFilePath, writeParamsFile } from '../runtime/params-file.js';
 import { machineInfo } from './bench.js';
+import { calibrateLogGP } from '../sim/calibrate.js';
 
 const CALIBRATE_JOB = fileURLToPath(new URL('../bench/calibrate-job.js', import.meta.url));
 
@@ -48,6 +49,8 @@ function ranksArg(value: string): number {
 
 interface CalibrateOptions {
   out?: string;
+  loggp?: boolean;
+  transport?: string;
   iters: number;
   ranks: number;
   json?: boolean;
@@ -134,7 +137,21 @@ export function registerCalibrate(program: Command): void {
     .option('--iters <n>', 'measured rounds per path (fewer if a path runs out of its 20 s)', positiveInt, 100)
     .option('--ranks <n>', 'ranks per job: the scatter spreads its messages over n-1 receivers', ranksArg, 2)
     .option('--json', 'print the parameters file instead of the tables')
+    .option('--loggp', "instead: measure the simulator's LogGOPS parameters (Netgauge's method) and write them for nbc sim (default file: NBC_SIM_PARAMS, else loggp.json beside params.json)")
+    .option('--transport <t>', 'with --loggp: the path between nodes to measure, ucx or tcp (default: auto)')
     .action(async (o: CalibrateOptions) => {
+      if (o.loggp === true) {
+        const { file, content } = await calibrateLogGP({ out: o.out, transport: o.transport });
+        const p = content.params;
+        const row = (name: string, x: typeof p.shm): string =>
+          `${name}: L ${x.L.toFixed(3)} us, o ${x.o.toFixed(3)} us, g ${x.g.toFixed(3)} us, G ${x.G.toExponential(3)} us/B, O ${x.O.toExponential(3)} us/B, S ${x.S} B\n`;
+        if (o.json) process.stdout.write(JSON.stringify(content, null, 2) + '\n');
+        else {
+          process.stdout.write(row('shm', p.shm) + row('net', p.net) +
+            `reduce ${(1e-3 / p.reduceUsPerByte).toFixed(2)} GB/s, copy ${(1e-3 / p.copyUsPerByte).toFixed(2)} GB/s\nwritten to ${file}\n`);
+        }
+        return;
+      }
       const load = loadavg()[0]!;
       const cores = cpus().length;
       if (load > cores) {

@@ -15,6 +15,7 @@ import { registerApps } from './apps.js';
 import { registerBench } from './bench.js';
 import { registerInfo } from './info.js';
 import { registerCalibrate } from './calibrate.js';
+import { registerSim } from './sim.js';
 
 function positiveInt(value: string): number {
   const n = Number(value);
@@ -112,6 +113,7 @@ registerBench(program);
 registerApps(program);
 registerCalibrate(program);
 registerInfo(program);
+registerSim(program);
 
 try {
   await program.parseAsync(process.argv);

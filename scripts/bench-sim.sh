@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# npm run bench:sim: the simulator's evidence (docs/sim.md).
+#  1. calibrate LogGOPS on this machine (nbc calibrate --loggp);
+#  2. validation: every collective's algorithms at 2..16 ranks over 1..4 emulated nodes,
+#     simulated with those parameters vs nbc bench measured in the same session; median
+#     absolute error per algorithm and overall (validation.json, validation.md);
+#  3. at scale: latency vs ranks (16 .. 100000) for every allreduce algorithm, and the
+#     crossovers (scale.json, scale-*.svg);
+#  4. the seeds at their scale with their presets (seeds.json).
+# QUICK=1 runs a tiny configuration (a minute). OUT=dir (default bench/results/sim).
+# Full run: about 45-60 min on the 2-core reference VM, almost all of it in step 2's nbc bench.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+NBC="node dist/cli/nbc.js"
+OUT=${OUT:-bench/results/sim}
+mkdir -p "$OUT/val" "$OUT/scale" "$OUT/seeds"
+
+if [[ "${QUICK:-0}" == 1 ]]; then
+  COLLS="allreduce bcast"
+  CONFIGS="2:1 4:2"
+  SIZES="8,4K"
+  ITERS=30
+  SCALE_RANKS="16 256 1024"
+  SCALE_SIZES="8,64K"
+  SEED_PROCS="64"
+else
+  COLLS="barrier bcast reduce allreduce gather scatter allgather alltoall reduceScatterBlock scan exscan gatherv scatterv allgatherv alltoallv reduceScatter"
+  # ranks:ppn, 1..4 emulated nodes
+  CONFIGS="2:2 2:1 4:4 4:2 4:1 8:4 8:2 16:4"
+  SIZES="8,1K,16K,64K"
+  ITERS=200
+  SCALE_RANKS="16 64 256 1024 4096 16384 65536 100000"
+  SCALE_SIZES="8,1K,64K,1M"
+  SEED_PROCS="64 128 256 512"
+fi
+
+echo "== 1. calibration"
+$NBC calibrate --loggp --out "$OUT/loggp.json"
+
+algorithms() { # coll nodes -> the algorithms a call can name on the host executor
+  node --input-type=module -e "
+    const { ALGORITHMS } = await import('./dist/coll/select.js');
+    const a = Object.entries(ALGORITHMS['$1']).filter(([n, x]) => x.executors === undefined && (n !== 'hier' || $2 > 1)).map(([n]) => n);
+    console.log(a.join(' '));"
+}
+
+echo "== 2. validation: nbc bench vs nbc sim (same session, parameters from step 1)"
+for coll in $COLLS; do
+  for cfg in $CONFIGS; do
+    ranks=${cfg%:*}; ppn=${cfg#*:}; nodes=$(( (ranks + ppn - 1) / ppn ))
+    for alg in $(algorithms "$coll" "$nodes"); do
+      tag="$coll-$ranks-$ppn-$alg"
+      if $NBC bench "$coll" --ranks "$ranks" --ppn "$ppn" --algorithm "$alg" --sizes "$SIZES" --iters "$ITERS" --plain \
+          --json "$OUT/val/bench-$tag.json" > /dev/null 2> "$OUT/val/bench-$tag.err"; then
+        $NBC sim "$coll" --ranks "$ranks" --ppn "$ppn" --algorithm "$alg" --sizes "$SIZES" --params "$OUT/loggp.json" \
+          --json "$OUT/val/sim-$tag.json" > /dev/null 2>> "$OUT/val/bench-$tag.err"
+        echo "  $tag"
+      else
+        echo "  $tag: nbc bench failed (see $OUT/val/bench-$tag.err)"
+      fi
+    done
+  done
+done
+node scripts/sim-summary.mjs validation "$OUT"
+
+echo "== 3. at scale: allreduce latency vs ranks"
+for alg in recursive-doubling knomial rabenseifner ring; do
+  for n in $SCALE_RANKS; do
+    # The ring's schedules hold 2(p-1) steps per rank: p^2 actions in all; beyond 1024 ranks
+    # they do not fit in memory (docs/sim.md, limits).
+    if [[ $alg == ring && $n -gt 1024 ]]; then continue; fi
+    $NBC sim allreduce --ranks "$n" --algorithm "$alg" --sizes "$SCALE_SIZES" --params "$OUT/loggp.json" \
+      --json "$OUT/scale/$alg-$n.json" > /dev/null 2>&1
+    echo "  $alg $n"
+  done
+done
+for n in $SCALE_RANKS; do
+  $NBC sim allreduce --ranks "$n" --sizes "$SCALE_SIZES" --params "$OUT/loggp.json" --json "$OUT/scale/auto-$n.json" > /dev/null 2>&1
+done
+node scripts/sim-summary.mjs scale "$OUT"
+
+echo "== 4. the seeds at their scale, with their presets"
+# seed 003: agg vs host allreduce on 128 hosts, 8 B .. 4 KiB (paper, Table V: 2.1x .. 3.2x)
+for ex in agg host; do
+  $NBC sim allreduce --ranks 128 --ppn 1 --executor $ex --sizes 8:4K:2 --params switchib2 --json "$OUT/seeds/003-$ex.json" > /dev/null
+done
+# seed 000: offloaded flat and two-level iallreduce, 8 processes per node, dedicated engine (overlap >= 90 % from 1 KiB)
+for n in $SEED_PROCS; do
+  $NBC sim iallreduce --ranks "$n" --ppn 8 --executor offload --algorithm two-level --compute --sizes 8,1K,16K,64K --params qdr-cx2 --json "$OUT/seeds/000-two-level-$n.json" > /dev/null
+  $NBC sim iallreduce --ranks "$n" --ppn 8 --executor offload --algorithm knomial --compute --sizes 8,1K,16K,64K --params qdr-cx2 --json "$OUT/seeds/000-flat-$n.json" > /dev/null
+  $NBC sim iallreduce --ranks "$n" --ppn 8 --executor host --algorithm recursive-doubling --compute --sizes 8,1K,16K,64K --params qdr-cx2 --json "$OUT/seeds/000-host-$n.json" > /dev/null
+done
+# seed 004: hierarchy on 4 nodes x 8 cores (barrier and allreduce ~3x)
+for coll in barrier allreduce; do
+  flat=$([[ $coll == barrier ]] && echo dissemination || echo recursive-doubling)
+  $NBC sim $coll --ranks 32 --ppn 8 --algorithm hier --sizes 8,64,512 --params clovertown-ddr --json "$OUT/seeds/004-$coll-hier.json" > /dev/null
+  $NBC sim $coll --ranks 32 --ppn 8 --algorithm $flat --sizes 8,64,512 --params clovertown-ddr --json "$OUT/seeds/004-$coll-flat.json" > /dev/null
+done
+node scripts/sim-summary.mjs seeds "$OUT"
+echo "results in $OUT"

@@ -1,0 +1,123 @@
+// Summaries for scripts/bench-sim.sh: node scripts/sim-summary.mjs validation|scale|seeds OUT
+import { readFileSync, readdirSync, writeFileSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { renderSpec } from '../dist/bench/chart.js';
+
+const [mode, out] = process.argv.slice(2);
+const read = (f) => JSON.parse(readFileSync(f, 'utf8'));
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const m = s.length >> 1; return s.length === 0 ? NaN : s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
+const pct = (x) => `${(100 * x).toFixed(1)} %`;
+
+if (mode === 'validation') {
+  const dir = join(out, 'val');
+  const points = [];
+  const groups = [];
+  for (const f of readdirSync(dir).filter((f) => f.startsWith('bench-') && f.endsWith('.json'))) {
+    const simFile = join(dir, f.replace(/^bench-/, 'sim-'));
+    if (!existsSync(simFile)) continue;
+    const b = read(join(dir, f));
+    const s = read(simFile);
+    const errs = [];
+    for (const row of b.results) {
+      const sr = s.results.find((r) => r.bytes === row.bytes);
+      if (sr === undefined || !(row.latencyUs > 0)) continue;
+      const err = Math.abs(sr.latencyUs - row.latencyUs) / row.latencyUs;
+      errs.push(err);
+      points.push({ op: b.op, ranks: b.ranks, ppn: b.ppn, algorithm: b.algorithm, bytes: row.bytes, measuredUs: row.latencyUs, simulatedUs: sr.latencyUs, err });
+    }
+    groups.push({ op: b.op, ranks: b.ranks, ppn: b.ppn, algorithm: b.algorithm, medianErr: median(errs), worstErr: Math.max(...errs) });
+  }
+  groups.sort((x, y) => y.medianErr - x.medianErr);
+  const overall = median(points.map((p) => p.err));
+  writeFileSync(join(out, 'validation.json'), JSON.stringify({ overallMedianErr: overall, groups, points }, null, 2) + '\n');
+  const md = [`median absolute error over ${points.length} points: ${pct(overall)} (target <= 20 %)`, '',
+    '| op | ranks | ppn | algorithm | median error | worst |', '|---|---|---|---|---|---|',
+    ...groups.map((g) => `| ${g.op} | ${g.ranks} | ${g.ppn} | ${g.algorithm} | ${pct(g.medianErr)} | ${pct(g.worstErr)} |`)];
+  writeFileSync(join(out, 'validation.md'), md.join('\n') + '\n');
+  await renderSpec({
+    $schema: 'https://vega.github.io/schema/vega-lite/v6.json', width: 480, height: 480, title: 'nbc sim vs nbc bench (same session)',
+    data: { values: points },
+    layer: [
+      { mark: { type: 'point', filled: true }, encoding: {
+        x: { field: 'measuredUs', type: 'quantitative', scale: { type: 'log' }, title: 'measured us' },
+        y: { field: 'simulatedUs', type: 'quantitative', scale: { type: 'log' }, title: 'simulated us' },
+        color: { field: 'op', type: 'nominal' } } },
+    ],
+  }, join(out, 'validation.svg'));
+  console.log(md.slice(0, 12).join('\n'));
+} else if (mode === 'scale') {
+  const dir = join(out, 'scale');
+  const rows = [];
+  const auto = {};
+  for (const f of readdirSync(dir).filter((f) => f.endsWith('.json'))) {
+    const r = read(join(dir, f));
+    for (const row of r.results) {
+      if (r.algorithm === 'auto') auto[`${r.ranks}/${row.bytes}`] = row.algorithm;
+      else rows.push({ algorithm: r.algorithm, ranks: r.ranks, bytes: row.bytes, latencyUs: row.latencyUs, events: row.events, wallSeconds: row.wallSeconds });
+    }
+  }
+  const sizes = [...new Set(rows.map((r) => r.bytes))].sort((a, b) => a - b);
+  const crossovers = [];
+  const md = [];
+  for (const bytes of sizes) {
+    const at = rows.filter((r) => r.bytes === bytes);
+    const ranks = [...new Set(at.map((r) => r.ranks))].sort((a, b) => a - b);
+    let prev = null;
+    md.push(`\n${bytes} B: | ranks | best (simulated) | selection picks |`, '|---|---|---|');
+    for (const n of ranks) {
+      const best = at.filter((r) => r.ranks === n).reduce((x, y) => (y.latencyUs < x.latencyUs ? y : x));
+      md.push(`| ${n} | ${best.algorithm} ${best.latencyUs.toFixed(1)} us | ${auto[`${n}/${bytes}`] ?? '-'} |`);
+      if (prev !== null && prev !== best.algorithm) crossovers.push({ bytes, ranks: n, from: prev, to: best.algorithm });
+      prev = best.algorithm;
+    }
+    await renderSpec({
+      $schema: 'https://vega.github.io/schema/vega-lite/v6.json', width: 560, height: 360, title: `allreduce ${bytes} B, simulated`,
+      data: { values: at }, mark: { type: 'line', point: true },
+      encoding: {
+        x: { field: 'ranks', type: 'quantitative', scale: { type: 'log' } },
+        y: { field: 'latencyUs', type: 'quantitative', scale: { type: 'log' }, title: 'latency us' },
+        color: { field: 'algorithm', type: 'nominal' },
+      },
+    }, join(out, `scale-${bytes}.svg`));
+  }
+  const big = rows.filter((r) => r.ranks >= 100000 && r.algorithm === 'recursive-doubling');
+  writeFileSync(join(out, 'scale.json'), JSON.stringify({ crossovers, auto, rows, largest: big }, null, 2) + '\n');
+  writeFileSync(join(out, 'scale.md'), md.join('\n') + '\n');
+  console.log(md.join('\n'));
+  console.log('crossovers:', JSON.stringify(crossovers));
+  for (const b of big) console.log(`recursive doubling at ${b.ranks} ranks, ${b.bytes} B: ${b.events} events in ${b.wallSeconds.toFixed(1)} s (${(b.events / b.wallSeconds).toExponential(2)} events/s)`);
+} else if (mode === 'seeds') {
+  const dir = join(out, 'seeds');
+  const f = (n) => join(dir, n);
+  const lines = [];
+  const paper003 = { 8: 2.11, 16: 2.14, 32: 2.11, 64: 2.25, 128: 2.27, 256: 2.57, 512: 2.74, 1024: 3.29, 2048: 3.98, 4096: 3.24 };
+  if (existsSync(f('003-agg.json'))) {
+    const agg = read(f('003-agg.json')).results;
+    const host = read(f('003-host.json')).results;
+    lines.push('seed 003, allreduce on 128 hosts (switchib2): | bytes | agg us | host us | host/agg | paper (Table V) |', '|---|---|---|---|---|');
+    for (const a of agg) {
+      const h = host.find((x) => x.bytes === a.bytes);
+      lines.push(`| ${a.bytes} | ${a.latencyUs.toFixed(2)} | ${h.latencyUs.toFixed(2)} | ${(h.latencyUs / a.latencyUs).toFixed(2)}x | ${paper003[a.bytes] ?? '-'}x |`);
+    }
+  }
+  lines.push('', 'seed 000, iallreduce overlap with a dedicated engine (qdr-cx2, 8 per node): | procs | form | bytes | overlap |', '|---|---|---|---|');
+  for (const file of readdirSync(dir).filter((x) => x.startsWith('000-')).sort()) {
+    const r = read(f(file));
+    for (const row of r.results) lines.push(`| ${r.ranks} | ${file.split('-').slice(1, -1).join('-')} | ${row.bytes} | ${row.overlapPct.toFixed(1)} % |`);
+  }
+  lines.push('', 'seed 004, 4 nodes x 8 (clovertown-ddr): | coll | bytes | flat us | hier us | flat/hier (paper ~3x) |', '|---|---|---|---|---|');
+  for (const coll of ['barrier', 'allreduce']) {
+    if (!existsSync(f(`004-${coll}-hier.json`))) continue;
+    const h = read(f(`004-${coll}-hier.json`)).results;
+    const fl = read(f(`004-${coll}-flat.json`)).results;
+    for (const x of h) {
+      const y = fl.find((z) => z.bytes === x.bytes);
+      lines.push(`| ${coll} | ${x.bytes} | ${y.latencyUs.toFixed(2)} | ${x.latencyUs.toFixed(2)} | ${(y.latencyUs / x.latencyUs).toFixed(2)}x |`);
+    }
+  }
+  writeFileSync(join(out, 'seeds.md'), lines.join('\n') + '\n');
+  console.log(lines.join('\n'));
+} else {
+  console.error('usage: node scripts/sim-summary.mjs validation|scale|seeds OUT');
+  process.exit(2);
+}

@@ -1,0 +1,607 @@
+/**
+ * The discrete-event LogGOPS engine: runs a Program (program.ts) on a model of a machine
+ * (params.ts) and says when every rank's call completes.
+ *
+ * Interpretation is the library's (sched/interpreter.ts): an action is issued when what it
+ * depends on has completed (rounds: the whole previous round; DAG: its dependencies, released
+ * from the inverted edges), actions of a round are issued in order at the moment the round
+ * opens, and a completed action releases its dependents. What the interpreter leaves to its
+ * port, this engine prices:
+ * - send (s bytes, path shm inside a node, net between nodes; s <= S eager, else rendezvous):
+ *   the CPU spends o + (s-1)O, the injector (the rank on shm, the node's NIC on net, shared by
+ *   all its ranks: seed 004's contention) is busy g + (s-1)G, the data arrives o + (s-1)G + L
+ *   after the start. A rendezvous send first sends a request (o, g, L), the receiver answers
+ *   clear-to-send once its receive is posted (o, L), then the data goes as above.
+ * - recv: matched in posting order per (source, destination, sub-tag), as MPI's non-overtaking
+ *   rule (and the library's matching) does; once matched and arrived, the receiver's CPU spends
+ *   o + (s-1)O and its injector g + (s-1)G.
+ * - reduce, copy: the CPU for bytes x reduceUsPerByte (copyUsPerByte).
+ * Every CPU and injector is a FIFO resource: work starts at max(ready, free). A rank's CPU
+ * suffers OS noise (seed 000): a burst of D every 1/F, at a phase drawn per rank from the
+ * seed; work that meets a burst waits for its end. Engines (offload) and aggregation nodes are
+ * resources of their own without noise (a dedicated core, a switch ASIC).
+ *
+ * Executors: host procs are ranks; offload procs run on their node engine's CPU (the rank only
+ * posts: postUs, and learns of completion L(shm) after the engine finished); two-level and agg
+ * procs are the engines, which first wait for every member's post and fold (foldUs), exchange
+ * (a schedule among engines, or the fabric's tree), and write back (writebackUs).
+ *
+ * Determinism: events with equal times run in the order they were scheduled (heap.ts), noise
+ * phases come from a seeded generator, so one seed gives one result.
+ */
+import { NbcInternalError } from '../errors.js';
+import { A_COPY, A_RECV, A_REDUCE, A_SEND } from '../sched/schedule.js';
+import { EventHeap } from './heap.js';
+import type { Program } from './program.js';
+import type { LogGOPS, SimParams } from './params.js';
+
+const EV_START = 0;
+const EV_DONE = 1;
+const EV_ARRIVE = 2;
+const EV_CTS = 3;
+const EV_DATA = 4;
+const EV_FOLDED = 5;
+const EV_AGG_UP = 6;
+const EV_AGG_DOWN = 7;
+
+/** match(): nothing of the other kind was waiting (the entry was queued). */
+const NO_MATCH = -2147483648;
+
+/** OS noise: a burst of `durationUs` every `periodUs` per rank, phases unsynchronised. */
+export interface SimNoise {
+  durationUs: number;
+  periodUs: number;
+}
+
+export interface RunOptions {
+  noise?: SimNoise | null;
+  /** Seed of the noise phases. */
+  seed?: number;
+  /** Non-blocking with compute: each rank computes this long right after its initiating call. */
+  computeUs?: number | null;
+}
+
+export interface RunResult {
+  /** When each rank's call completed (its wait() would return), us from a common start. */
+  done: Float64Array;
+  /** When each rank's initiating call returned, and its compute ended (with compute). */
+  initEnd: Float64Array;
+  computeEnd: Float64Array;
+  /** The slowest rank: the call's latency as nbcbench reports it (max over ranks). */
+  latencyUs: number;
+  events: number;
+}
+
+/** splitmix32: a small, well-mixed deterministic generator for noise phases. */
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x9e3779b9) | 0;
+    let z = s;
+    z = Math.imul(z ^ (z >>> 16), 0x85ebca6b);
+    z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35);
+    return ((z ^ (z >>> 16)) >>> 0) / 4294967296;
+  };
+}
+
+/** Runs `prog` once. */
+export function runProgram(prog: Program, params: SimParams, opts: RunOptions = {}): RunResult {
+  return new Simulation(prog, params, opts).run();
+}
+
+class Simulation {
+  private readonly heap = new EventHeap();
+  private readonly ranks: number;
+  private readonly cpuFree: Float64Array;
+  /** Injector busy-until, per node on the network (its NIC) and per CPU on shared memory. */
+  private readonly netSend: Float64Array;
+  private readonly netRecv: Float64Array;
+  private readonly shmSend: Float64Array;
+  private readonly shmRecv: Float64Array;
+  private readonly phase: Float64Array | null;
+  private readonly noiseD: number;
+  private readonly noiseP: number;
+  /** Per proc: the open round, its actions left, and actions left overall. */
+  private readonly round: Int32Array;
+  private readonly roundLeft: Int32Array;
+  private readonly remaining: Int32Array;
+  private readonly waiting: Int32Array;
+  /** Matching: per (dst, src, sub) key, a FIFO of posted receives or of arrived messages. */
+  private readonly queues = new Map<number, number>();
+  private qVal: Int32Array = new Int32Array(1024);
+  private qNext: Int32Array = new Int32Array(1024);
+  private qTail: Int32Array = new Int32Array(1024);
+  private qIsRecv: Uint8Array = new Uint8Array(1024);
+  private qFree = -1;
+  private qUsed = 0;
+  private readonly done: Float64Array;
+  private readonly initEnd: Float64Array;
+  private readonly computeEnd: Float64Array;
+  private events = 0;
+  private now = 0;
+  // agg
+  private aggState: AggState | null = null;
+
+  constructor(private readonly prog: Program, private readonly params: SimParams, private readonly opts: RunOptions) {
+    const N = prog.ranks;
+    this.ranks = N;
+    const cpus = N + prog.nodes;
+    this.cpuFree = new Float64Array(cpus);
+    this.netSend = new Float64Array(prog.nodes);
+    this.netRecv = new Float64Array(prog.nodes);
+    this.shmSend = new Float64Array(cpus);
+    this.shmRecv = new Float64Array(cpus);
+    const noise = opts.noise ?? null;
+    this.noiseD = noise?.durationUs ?? 0;
+    this.noiseP = noise?.periodUs ?? 0;
+    if (noise !== null && noise.durationUs > 0) {
+      const next = rng(opts.seed ?? 1);
+      this.phase = new Float64Array(N);
+      for (let r = 0; r < N; r++) this.phase[r] = next() * noise.periodUs;
+    } else {
+      this.phase = null;
+    }
+    this.round = new Int32Array(prog.procs);
+    this.roundLeft = new Int32Array(prog.procs);
+    this.remaining = new Int32Array(prog.procs);
+    this.waiting = prog.depCount.slice();
+    this.done = new Float64Array(N);
+    this.initEnd = new Float64Array(N);
+    this.computeEnd = new Float64Array(N);
+  }
+
+  /**
+   * When `work` us of CPU work started at `t` on `cpu` ends. On a rank with noise, the work
+   * waits out every burst it meets (bursts at phase + k * period, each `noiseD` long); engines
+   * (CPUs >= ranks) have none.
+   */
+  private advance(cpu: number, t: number, work: number): number {
+    const ph = this.phase;
+    if (ph === null || cpu >= this.ranks) return t + work;
+    const P = this.noiseP;
+    const D = this.noiseD;
+    const k = Math.floor((t - ph[cpu]!) / P);
+    let burst = ph[cpu]! + k * P; // the last burst that started at or before t
+    if (t < burst + D) t = burst + D;
+    const next = burst + P;
+    if (t + work <= next) return t + work;
+    let rem = work - (next - t);
+    // Whole free stretches of P - D between bursts, then the remainder.
+    const free = P - D;
+    const full = Math.ceil(rem / free) - 1;
+    burst = next + full * P;
+    rem -= full * free;
+    return burst + D + rem;
+  }
+
+  /** Runs CPU work on `cpu` as soon as it is free after `t`; returns when it ends. */
+  private cpu(cpu: number, t: number, work: number): number {
+    const start = Math.max(t, this.cpuFree[cpu]!);
+    const end = this.advance(cpu, start, work);
+    this.cpuFree[cpu] = end;
+    return end;
+  }
+
+  run(): RunResult {
+    const prog = this.prog;
+    const N = this.ranks;
+    const shm = this.params.shm;
+    const C = this.opts.computeUs ?? null;
+    for (let p = 0; p < prog.procs; p++) this.remaining[p] = prog.procAct[p + 1]! - prog.procAct[p]!;
+    if (prog.mode === 'host') {
+      for (let p = 0; p < prog.procs; p++) this.heap.push(0, EV_START, p, 0);
+    } else {
+      // Every rank posts its call to its node's engine, then computes (if asked).
+      const posted = new Float64Array(prog.nodes);
+      for (let r = 0; r < N; r++) {
+        const t = this.cpu(r, 0, this.params.postUs);
+        this.initEnd[r] = t;
+        if (C !== null) this.computeEnd[r] = this.cpu(r, t, C);
+        const k = prog.nodeOfRank[r]!;
+        const at = prog.mode === 'offload' ? t + shm.L : Math.max(posted[k]!, t + shm.L);
+        if (prog.mode === 'offload') this.heap.push(at, EV_START, r, 0);
+        else posted[k] = at;
+      }
+      if (prog.mode !== 'offload') {
+        if (prog.mode === 'agg') this.aggState = new AggState(prog, this.params);
+        for (let k = 0; k < prog.nodes; k++) this.heap.push(this.cpu(N + k, posted[k]!, prog.foldUs[k]!), EV_FOLDED, k, 0);
+      }
+    }
+    const heap = this.heap;
+    while (heap.pop()) {
+      this.events++;
+      this.now = heap.t;
+      const a = heap.x;
+      const b = heap.y;
+      switch (heap.k) {
+        case EV_START: this.start(a); break;
+        case EV_DONE: this.complete(a); break;
+        case EV_ARRIVE: this.arrive(a, b); break;
+        case EV_CTS: this.cts(a, b); break;
+        case EV_DATA: this.data(a, b); break;
+        case EV_FOLDED: this.folded(a); break;
+        case EV_AGG_UP: this.aggUp(a, b); break;
+        case EV_AGG_DOWN: this.aggDown(a); break;
+        default: throw new NbcInternalError(`simulator: unknown event kind ${heap.k}`);
+      }
+    }
+    for (let p = 0; p < prog.procs; p++) {
+      if (this.remaining[p] !== 0) {
+        throw new NbcInternalError(`simulator: ${prog.coll}/${prog.algorithm} deadlocked: proc ${p} still has ${this.remaining[p]} of its actions pending (a receive nobody sends?)`);
+      }
+    }
+    let latency = 0;
+    for (let r = 0; r < N; r++) {
+      if (C !== null && this.computeEnd[r]! > this.done[r]!) this.done[r] = this.computeEnd[r]!;
+      if (this.done[r]! > latency) latency = this.done[r]!;
+    }
+    return { done: this.done, initEnd: this.initEnd, computeEnd: this.computeEnd, latencyUs: latency, events: this.events };
+  }
+
+  /** A proc begins its schedule: round 0, or the DAG's roots, in the builder's order. */
+  private start(p: number): void {
+    const prog = this.prog;
+    if (this.remaining[p] === 0) {
+      this.finishProc(p);
+    } else if (prog.procDag[p] === 1) {
+      for (let i = prog.procAct[p]!; i < prog.procAct[p + 1]!; i++) if (this.waiting[i] === 0) this.issue(i);
+    } else {
+      this.openRound(p, prog.procRound[p]!);
+    }
+    // Host, non-blocking with compute: the initiating call has issued round 0; the rank then
+    // computes, and its CPU makes no progress on the schedule (no test() calls) until wait().
+    if (prog.mode === 'host') {
+      this.initEnd[p] = Math.max(this.now, this.cpuFree[p]!);
+      const C = this.opts.computeUs ?? null;
+      if (C !== null) this.computeEnd[p] = this.cpu(p, this.initEnd[p]!, C);
+    }
+  }
+
+  private openRound(p: number, r: number): void {
+    const prog = this.prog;
+    const last = prog.procRound[p + 1]! - 1; // index of the final boundary
+    for (; r < last; r++) {
+      const from = prog.roundBound[r]!;
+      const to = prog.roundBound[r + 1]!;
+      if (to === from) continue; // an empty round is done at once
+      this.round[p] = r;
+      this.roundLeft[p] = to - from;
+      for (let i = from; i < to; i++) this.issue(i);
+      return;
+    }
+  }
+
+  private issue(i: number): void {
+    const prog = this.prog;
+    const k = prog.kind[i]!;
+    const p = prog.actProc[i]!;
+    const c = prog.procCpu[p]!;
+    const now = this.now;
+    if (k === A_SEND) {
+      const dst = prog.peer[i]!;
+      const s = prog.bytesOf[i]!;
+      const net = prog.procNode[p] !== prog.procNode[dst];
+      const m = net ? this.params.net : this.params.shm;
+      const inj = net ? this.netSend : this.shmSend;
+      const slot = net ? prog.procNode[p]! : c;
+      if (s <= m.S) {
+        const { leave, busyEnd } = this.inject(c, inj, slot, m, s, now);
+        this.heap.push(leave + Math.max(0, s - 1) * m.G + m.L, EV_ARRIVE, i, 0);
+        this.heap.push(busyEnd, EV_DONE, i, 0);
+      } else {
+        const { leave } = this.inject(c, inj, slot, m, 0, now);
+        this.heap.push(leave + m.L, EV_ARRIVE, i, 1);
+      }
+    } else if (k === A_RECV) {
+      const key = this.key(p, prog.peer[i]!, prog.sub[i]!);
+      const msg = this.match(key, true, i);
+      if (msg !== NO_MATCH) this.matched(i, msg >= 0 ? msg : -msg - 1, msg < 0);
+    } else if (k === A_REDUCE || k === A_COPY) {
+      const per = k === A_REDUCE ? this.params.reduceUsPerByte : this.params.copyUsPerByte;
+      this.heap.push(this.cpu(c, now, prog.bytesOf[i]! * per), EV_DONE, i, 0);
+    } else {
+      throw new NbcInternalError(`simulator: unknown action kind ${k}`);
+    }
+  }
+
+  /**
+   * A message of `s` bytes leaves `cpu` through injector `inj[slot]`: start when both are free,
+   * the CPU pays o (the message leaves then) and (s-1)O, the injector g + (s-1)G.
+   */
+  private inject(cpu: number, inj: Float64Array, slot: number, m: LogGOPS, s: number, t: number): { leave: number; busyEnd: number } {
+    const start = Math.max(t, this.cpuFree[cpu]!, inj[slot]!);
+    const leave = this.advance(cpu, start, m.o);
+    const busyEnd = this.advance(cpu, leave, Math.max(0, s - 1) * m.O);
+    this.cpuFree[cpu] = busyEnd;
+    inj[slot] = start + m.g + Math.max(0, s - 1) * m.G;
+    return { leave, busyEnd };
+  }
+
+  private key(dst: number, src: number, sub: number): number {
+    return (dst * this.prog.procs + src) * 16 + sub;
+  }
+
+  /**
+   * Matching: a posted receive (isRecv, value = its action) or an arrived message (value = the
+   * send action, or -(send + 1) for a rendezvous request) meets the oldest entry of the other
+   * kind under `key`, whose value it returns; else it joins the key's FIFO and NO_MATCH is returned.
+   * Entries live in a pool of typed arrays (value, next, tail at the head), recycled.
+   */
+  private match(key: number, isRecv: boolean, value: number): number {
+    const flag = isRecv ? 1 : 0;
+    const h = this.queues.get(key);
+    if (h === undefined || this.qIsRecv[h] === flag) {
+      let n = this.qFree;
+      if (n >= 0) this.qFree = this.qNext[n]!;
+      else {
+        if (this.qUsed === this.qVal.length) this.growQueues();
+        n = this.qUsed++;
+      }
+      this.qVal[n] = value;
+      this.qNext[n] = -1;
+      this.qIsRecv[n] = flag;
+      if (h === undefined) {
+        this.queues.set(key, n);
+        this.qTail[n] = n;
+      } else {
+        this.qNext[this.qTail[h]!] = n;
+        this.qTail[h] = n;
+      }
+      return NO_MATCH;
+    }
+    const v = this.qVal[h]!;
+    const next = this.qNext[h]!;
+    if (next < 0) this.queues.delete(key);
+    else {
+      this.qTail[next] = this.qTail[h]!;
+      this.queues.set(key, next);
+    }
+    this.qNext[h] = this.qFree;
+    this.qFree = h;
+    return v;
+  }
+
+  private growQueues(): void {
+    const cap = this.qVal.length * 2;
+    const g = <T extends Int32Array | Uint8Array>(x: T): T => {
+      const y = new (x.constructor as new (n: number) => T)(cap);
+      y.set(x);
+      return y;
+    };
+    this.qVal = g(this.qVal);
+    this.qNext = g(this.qNext);
+    this.qTail = g(this.qTail);
+    this.qIsRecv = g(this.qIsRecv);
+  }
+
+  /** A message (eager or a rendezvous request) from send action `i` reached its destination. */
+  private arrive(i: number, rts: number): void {
+    const prog = this.prog;
+    const key = this.key(prog.peer[i]!, prog.actProc[i]!, prog.sub[i]!);
+    const r = this.match(key, false, rts === 1 ? -i - 1 : i);
+    if (r !== NO_MATCH) this.matched(r, i, rts === 1);
+  }
+
+  /** Receive `r` meets send `i`'s message, now: eager data is taken in; a rendezvous request is answered. */
+  private matched(r: number, i: number, rts: boolean): void {
+    const prog = this.prog;
+    const p = prog.actProc[r]!;
+    const c = prog.procCpu[p]!;
+    const net = prog.procNode[p] !== prog.procNode[prog.actProc[i]!];
+    const m = net ? this.params.net : this.params.shm;
+    if (rts) {
+      const t = this.cpu(c, this.now, m.o);
+      this.heap.push(t + m.L, EV_CTS, i, r);
+    } else {
+      this.takeIn(r, i, m, net);
+    }
+  }
+
+  private takeIn(r: number, i: number, m: LogGOPS, net: boolean): void {
+    const prog = this.prog;
+    const p = prog.actProc[r]!;
+    const c = prog.procCpu[p]!;
+    const s = prog.bytesOf[i]!;
+    if (s > prog.bytesOf[r]!) {
+      throw new NbcInternalError(`simulator: ${prog.coll}/${prog.algorithm}: a ${s}-byte message matched a ${prog.bytesOf[r]}-byte receive on proc ${p}`);
+    }
+    const inj = net ? this.netRecv : this.shmRecv;
+    const slot = net ? prog.procNode[p]! : c;
+    const start = Math.max(this.now, this.cpuFree[c]!, inj[slot]!);
+    const end = this.advance(c, start, m.o + Math.max(0, s - 1) * m.O);
+    this.cpuFree[c] = end;
+    inj[slot] = start + m.g + Math.max(0, s - 1) * m.G;
+    this.heap.push(end, EV_DONE, r, 0);
+  }
+
+  /** Rendezvous: the sender got clear-to-send; the data goes, and the send completes once it left the CPU. */
+  private cts(i: number, r: number): void {
+    const prog = this.prog;
+    const p = prog.actProc[i]!;
+    const c = prog.procCpu[p]!;
+    const dst = prog.peer[i]!;
+    const net = prog.procNode[p] !== prog.procNode[dst];
+    const m = net ? this.params.net : this.params.shm;
+    const s = prog.bytesOf[i]!;
+    const { leave, busyEnd } = this.inject(c, net ? this.netSend : this.shmSend, net ? prog.procNode[p]! : c, m, s, this.now);
+    this.heap.push(leave + Math.max(0, s - 1) * m.G + m.L, EV_DATA, i, r);
+    this.heap.push(busyEnd, EV_DONE, i, 0);
+  }
+
+  private data(i: number, r: number): void {
+    const prog = this.prog;
+    const net = prog.procNode[prog.actProc[r]!] !== prog.procNode[prog.actProc[i]!];
+    this.takeIn(r, i, net ? this.params.net : this.params.shm, net);
+  }
+
+  /** Action i completed: release what waited for it (interpreter.ts release()). */
+  private complete(i: number): void {
+    const prog = this.prog;
+    const p = prog.actProc[i]!;
+    this.remaining[p]!--;
+    if (prog.procDag[p] === 1) {
+      for (let e = prog.depStart[i]!; e < prog.depStart[i + 1]!; e++) {
+        const j = prog.depList[e]!;
+        if (--this.waiting[j]! === 0) this.issue(j);
+      }
+    } else if (--this.roundLeft[p]! === 0 && this.remaining[p]! > 0) {
+      this.openRound(p, this.round[p]! + 1);
+    }
+    if (this.remaining[p] === 0) this.finishProc(p);
+  }
+
+  /** Proc p finished its schedule: the rank's call completes, or the engine writes back. */
+  private finishProc(p: number): void {
+    const prog = this.prog;
+    if (prog.mode === 'host') {
+      this.done[p] = Math.max(this.now, this.cpuFree[p]!);
+    } else if (prog.mode === 'offload') {
+      this.done[p] = this.now + this.params.shm.L;
+    } else {
+      this.writeBack(p, this.now);
+    }
+  }
+
+  /** Node k's engine has the exchange's result: it writes every member's, which sees it L(shm) later. */
+  private writeBack(k: number, t: number): void {
+    const prog = this.prog;
+    const end = this.cpu(this.ranks + k, t, prog.writebackUs[k]!) + this.params.shm.L;
+    for (let r = prog.nodeStart[k]!; r < prog.nodeStart[k + 1]!; r++) this.done[r] = end;
+  }
+
+  /** Node k's engine has folded its members: it starts the exchange among the engines (or the fabric). */
+  private folded(k: number): void {
+    if (this.aggState !== null) {
+      this.aggState.begin(k);
+      for (let f = 0; f < this.aggState.window; f++) this.aggSend(k, f);
+    } else {
+      this.start(k);
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // The aggregation fabric (seed 003): node engines send fragments of at most `payload` bytes
+  // up a tree of ANs through a credit window; each AN reduces a fragment once all its
+  // children's copies arrived (its ALU is a resource: one fragment at a time), forwards it to
+  // its parent; the group root sends the result down to every node.
+
+  private aggSend(k: number, f: number): void {
+    const st = this.aggState!;
+    if (f >= st.frags) return;
+    const net = this.params.net;
+    const fb = st.fragBytes(f);
+    const { leave } = this.inject(this.ranks + k, this.netSend, k, net, fb, this.now);
+    this.heap.push(leave + Math.max(0, fb - 1) * net.G + this.params.agg.linkUs, EV_AGG_UP, st.leafOf[k]!, f);
+  }
+
+  private aggUp(an: number, f: number): void {
+    const st = this.aggState!;
+    const idx = an * st.frags + f;
+    if (++st.count[idx]! < st.children[an]!) return;
+    st.count[idx] = 0;
+    const agg = this.params.agg;
+    const fb = st.fragBytes(f);
+    // The ALU is busy for the fragment's bytes; the hop's fixed cost is latency (the switch
+    // pipelines fragments: seed 003's Table V, 4 KiB as 16 fragments in 14.5 us).
+    const start = Math.max(this.now, st.anFree[an]!);
+    st.anFree[an] = start + fb * agg.hopPerByteUs;
+    const done = start + agg.hopUs + fb * agg.hopPerByteUs;
+    const wire = Math.max(0, fb - 1) * this.params.net.G;
+    if (an === st.root) {
+      for (let k = 0; k < this.prog.nodes; k++) this.heap.push(done + st.down[k]! * agg.linkUs + wire, EV_AGG_DOWN, k, f);
+    } else {
+      this.heap.push(done + agg.linkUs + wire, EV_AGG_UP, (an - 1) / agg.radix | 0, f);
+    }
+  }
+
+  /** A result fragment reached node k's engine: it takes it in, which returns a credit. */
+  private aggDown(k: number): void {
+    const st = this.aggState!;
+    const net = this.params.net;
+    const start = Math.max(this.now, this.netRecv[k]!);
+    const taken = this.cpu(this.ranks + k, start, net.o);
+    this.netRecv[k] = start + net.g;
+    const next = st.sent[k]!;
+    if (next < st.frags) {
+      st.sent[k] = next + 1;
+      this.aggSend(k, next);
+    }
+    if (++st.got[k]! === st.frags) this.writeBack(k, taken);
+  }
+}
+
+/** The fabric's group for one call: the tree trimmed to the nodes' leaves (docs/agg.md, placement). */
+class AggState {
+  readonly frags: number;
+  readonly window: number;
+  /** Per AN: children in the group (member nodes at a leaf, child ANs above); busy-until. */
+  readonly children: Int32Array;
+  readonly anFree: Float64Array;
+  /** Per (AN, fragment): copies arrived. */
+  readonly count: Int32Array;
+  readonly leafOf: Int32Array;
+  /** Per node: links from the group root down to it. */
+  readonly down: Int32Array;
+  readonly sent: Int32Array;
+  readonly got: Int32Array;
+  readonly root: number;
+  private readonly bytes: number;
+  private readonly payload: number;
+
+  constructor(prog: Program, params: SimParams) {
+    const { radix: R, levels, payload, slots } = params.agg;
+    this.bytes = prog.aggBytes;
+    this.payload = Math.max(8, payload - (payload % 8)); // whole float64s
+    this.frags = Math.max(1, Math.ceil(this.bytes / this.payload));
+    this.window = Math.min(slots, this.frags);
+    let ans = 0;
+    let width = 1;
+    for (let l = 0; l < levels; l++, width *= R) ans += width;
+    const leaves = width / R;
+    const firstLeaf = ans - leaves;
+    const nodes = prog.nodes;
+    this.children = new Int32Array(ans);
+    this.anFree = new Float64Array(ans);
+    this.count = new Int32Array(ans * this.frags);
+    this.leafOf = new Int32Array(nodes);
+    const used = new Uint8Array(ans);
+    for (let k = 0; k < nodes; k++) {
+      // Node n attaches to leaf floor(n / radix) mod leaves (docs/agg.md).
+      const leaf = firstLeaf + (Math.floor(k / R) % leaves);
+      this.leafOf[k] = leaf;
+      this.children[leaf]!++;
+      // Mark the path up; a parent counts a child AN once.
+      for (let a = leaf; a > 0 && used[a] === 0; a = (a - 1) / R | 0) {
+        used[a] = 1;
+        this.children[(a - 1) / R | 0]!++;
+      }
+      used[0] = 1;
+    }
+    // The group root: the lowest AN whose subtree holds every member's leaf.
+    let root = 0;
+    while (root < firstLeaf && this.children[root] === 1) {
+      let only = -1;
+      for (let c = root * R + 1; c <= root * R + R; c++) if (used[c] === 1) only = c;
+      root = only;
+    }
+    this.root = root;
+    const depth = (a: number): number => {
+      let d = 0;
+      for (; a > 0; a = (a - 1) / R | 0) d++;
+      return d;
+    };
+    this.down = new Int32Array(nodes);
+    const rootDepth = depth(root);
+    for (let k = 0; k < nodes; k++) this.down[k] = depth(this.leafOf[k]!) - rootDepth + 1;
+    this.sent = new Int32Array(nodes);
+    this.got = new Int32Array(nodes);
+  }
+
+  begin(k: number): void {
+    this.sent[k] = this.window;
+  }
+
+  fragBytes(f: number): number {
+    return f < this.frags - 1 ? this.payload : this.bytes - f * this.payload;
+  }
+}

@@ -1,0 +1,239 @@
+/**
+ * The machine the simulator models: LogGOPS parameters per path (Hoefler, Schneider, Lumsdaine,
+ * "LogGOPSim", HPDC 2010), the speed of the reduction and copy kernels, what an offload engine
+ * and the aggregation fabric cost, and presets for the seeds' hardware with the source of every
+ * number.
+ *
+ * LogGOPS, per path (`shm`: between ranks of one node; `net`: between nodes), in microseconds
+ * and bytes:
+ * - L: latency, the time a message's first byte travels;
+ * - o: CPU overhead per message (send and receive each pay it);
+ * - g: gap per message: the injector (a rank on shm, the node's NIC on net) can start the next
+ *   message only g after the previous one;
+ * - G: gap per byte on the wire (1 / bandwidth);
+ * - O: CPU overhead per byte (copies the CPU makes to send or receive);
+ * - S: messages larger than S bytes go by rendezvous (request, clear-to-send, data), smaller
+ *   ones eagerly.
+ * A message of s bytes, eager, on an idle machine: the sender's CPU is busy o + (s-1)O, its
+ * first byte leaves after o, arrives (s-1)G + L later, and the receiver's CPU spends o + (s-1)O
+ * on it: one way 2o + L + (s-1)(G + O), LogGP's o + (s-1)G + L + o when O = 0.
+ *
+ * Pure data and validation: no node:* imports (the file lives in params-file.ts).
+ */
+import { NbcArgError } from '../errors.js';
+
+export interface LogGOPS {
+  L: number;
+  o: number;
+  g: number;
+  G: number;
+  O: number;
+  S: number;
+}
+
+/** The aggregation fabric (seed 003): a tree of radix `radix` and `levels` levels of ANs. */
+export interface AggParams {
+  radix: number;
+  levels: number;
+  /** Bytes per fragment (payloadPerSlot): larger operations are split and pipelined. */
+  payload: number;
+  /** Credit window per node, in fragments. */
+  slots: number;
+  /** What one link of the tree costs a fragment (host to AN, AN to AN), us. */
+  linkUs: number;
+  /** What a fragment spends at an AN once all its children's copies arrived: latency hopUs, and hopPerByteUs per byte during which the AN's ALU is busy. */
+  hopUs: number;
+  hopPerByteUs: number;
+}
+
+export interface SimParams {
+  /** Where the numbers come from (a preset's name, or the calibration's host and date). */
+  source: string;
+  shm: LogGOPS;
+  net: LogGOPS;
+  /** The reduction kernel (sum of float64), us per byte of input. */
+  reduceUsPerByte: number;
+  /** A memory copy, us per byte. */
+  copyUsPerByte: number;
+  /** Offload and agg: a rank's cost to post a call to its node engine (the engine learns of it L(shm) later). */
+  postUs: number;
+  agg: AggParams;
+}
+
+export const SIM_PARAMS_VERSION = 1;
+
+/** The file `nbc calibrate --loggp` writes and `nbc sim` reads. */
+export interface SimParamsFile {
+  version: number;
+  measuredAt: string;
+  host: string;
+  params: SimParams;
+  [extra: string]: unknown;
+}
+
+/**
+ * Software aggregation daemons on this machine (docs/agg.md): a fragment crosses a TCP
+ * connection between processes (tens of us on loopback) and a JS reduction. Rough figures of
+ * the reference VM, used until calibration measures them.
+ */
+const SOFTWARE_AGG: AggParams = { radix: 4, levels: 2, payload: 256, slots: 64, linkUs: 25, hopUs: 5, hopPerByteUs: 1 / 1000 };
+
+/**
+ * Until `nbc calibrate --loggp` has run: the 2-core reference VM (Node 20), README
+ * "Benchmarks" and BENCHMARKS.md.
+ * - shm: one way 8 B 0.33 us (o + L + o with o = 0.1, L = 0.13), 28.6 GB/s at 4 MiB, split
+ *   evenly between the wire (G) and the receiver's copy (O); S = NBC_EAGER_LIMIT's default 8192.
+ * - net: UCX, one way 8 B 12 us (o = 2, L = 8), 1.6-3.1 GB/s at 1 MiB (G = 1/2000 us/B).
+ * - reduce: a sum of float64 in JS runs at about 2 GB/s on this VM (ops/kernels.ts loops);
+ *   copy: TypedArray.set at about 10 GB/s.
+ * - postUs: an offloaded post is one ring record to the engine (about a shm send).
+ */
+export const DEFAULT_SIM_PARAMS: SimParams = {
+  source: 'default (2-core reference VM figures; run nbc calibrate --loggp to measure this machine)',
+  shm: { L: 0.13, o: 0.1, g: 0.1, G: 1 / 57_000, O: 1 / 57_000, S: 8192 },
+  net: { L: 8, o: 2, g: 2, G: 1 / 2000, O: 0, S: 8192 },
+  reduceUsPerByte: 1 / 2000,
+  copyUsPerByte: 1 / 10_000,
+  postUs: 0.3,
+  agg: SOFTWARE_AGG,
+};
+
+/**
+ * Presets for the seeds' hardware. Every number says where it comes from; "assumed" marks a
+ * figure neither the seed nor a measurement we can cite gives, chosen as typical of the era.
+ */
+export const PRESETS: Record<string, SimParams> = {
+  /**
+   * Seed 000 (Kandalla et al., IPDPS 2012): 8-core 2.53 GHz Xeon nodes (two sockets of four),
+   * MT26428 QDR ConnectX-2 HCAs, one 171-port QDR switch.
+   */
+  'qdr-cx2': {
+    source: 'preset qdr-cx2 (seed 000: QDR InfiniBand, ConnectX-2, 8-core 2.53 GHz Xeon nodes)',
+    // net: seed 000 Sec. II-A: "36 Gbps end-to-end bandwidth and about 1.0 to 1.5 us latency":
+    // G = 8 bit / 36 Gbit/s; one way 1.3 us = 2o + L with o = 0.3 (assumed: verbs-level send
+    // and completion costs of the time); g = 0.3 (assumed: one message per o on the HCA);
+    // S = 8192 (assumed: MVAPICH2's eager threshold on QDR was 8-12 KiB).
+    net: { L: 0.7, o: 0.3, g: 0.3, G: 8 / 36_000, O: 0, S: 8192 },
+    // shm: assumed, typical MVAPICH2 intra-node figures on Nehalem/Westmere (0.3-0.5 us one
+    // way, ~5 GB/s copies).
+    shm: { L: 0.2, o: 0.1, g: 0.1, G: 1 / 10_000, O: 1 / 10_000, S: 8192 },
+    // reduce: assumed memory-bound sum of doubles on one 2.53 GHz core, ~4 GB/s; copy 5 GB/s.
+    reduceUsPerByte: 1 / 4000,
+    copyUsPerByte: 1 / 5000,
+    // The ConnectX-2 task list is posted by one doorbell write: assumed 0.5 us.
+    postUs: 0.5,
+    agg: SOFTWARE_AGG,
+  },
+  /**
+   * Seed 003 (Graham et al., SHArP, COM-HPC 2016): 128 dual-socket 2.6 GHz Haswell hosts,
+   * ConnectX-4 HCAs, SwitchIB-2 switches, two-level fat tree of 8 leaf switches, 100 Gb/s links.
+   */
+  switchib2: {
+    source: 'preset switchib2 (seed 003: SwitchIB-2 fat tree, ConnectX-4, 100 Gb/s, 128 hosts)',
+    // net: G = 8 bit / 100 Gbit/s (Sec. VI-A). Table IV/V: host-based 8 B allreduce on 128
+    // hosts 5.82-6.01 us = 7 rounds of recursive doubling, 0.83-0.86 us a round = 2o + L +
+    // a reduction of 8 B; o = 0.15 (assumed), so L = 0.55. g = 0.2 (assumed; ConnectX-4 message
+    // rates of ~10^7/s per port put it below that); S = 16384 (assumed, HPC-X UCX's rndv
+    // threshold of the time).
+    net: { L: 0.55, o: 0.15, g: 0.2, G: 8 / 100_000, O: 0, S: 16_384 },
+    // shm: assumed (Haswell, ~0.2 us one way, ~8 GB/s copies).
+    shm: { L: 0.1, o: 0.05, g: 0.05, G: 1 / 16_000, O: 1 / 16_000, S: 8192 },
+    reduceUsPerByte: 1 / 8000, // assumed: AVX2 sum of doubles, memory bound
+    copyUsPerByte: 1 / 10_000, // assumed
+    postUs: 0.2, // Table III: the MPI layer adds 0.2-0.4 us to the native SHArP call
+    agg: {
+      // Sec. VI-A: 8 leaf switches under one root, up to 16 hosts per leaf at 128 hosts:
+      // radix 16, two levels (nodes n -> leaf floor(n/16)).
+      radix: 16, levels: 2,
+      // Sec. VI-B: "the switch can perform reductions on payloads of up to 256 bytes";
+      // "hundreds of outstanding aggregation operations" per AN (Sec. IV): 64 (assumed).
+      payload: 256, slots: 64,
+      // Table I: native 0-byte SHArP allreduce on 128 hosts 2.63 us = host post and completion
+      // (2 x 0.15) + 4 link traversals (host-leaf, leaf-root, and down) + 2 AN reductions:
+      // linkUs 0.2 (assumed: ~0.1 us SwitchIB-2 port-to-port plus wire), hopUs 0.77.
+      linkUs: 0.2, hopUs: 0.77,
+      // Table I: 8 B -> 256 B adds 1.42 us on 128 hosts, over 2 AN levels: 0.0029 us/B per AN.
+      hopPerByteUs: 0.0029,
+    },
+  },
+  /**
+   * Seed 004 (Mamidala et al., OSU-CISRC-6/07-TR49): cluster A, dual quad-core Xeon
+   * Clovertown nodes, MT25208 HCAs in DDR mode.
+   */
+  'clovertown-ddr': {
+    source: 'preset clovertown-ddr (seed 004: Clovertown 2x4-core nodes, MT25208 DDR InfiniBand)',
+    // net: Sec. 5 fits T_startup = 2.098 us (the cost of serialising one more message's
+    // start-up on the HCA: LogGP's g) and beta = 0.000935 us/B (G). L, o: assumed from
+    // MVAPICH's published DDR one-way latency of the time, ~3 us = 2o + L with o = 0.5.
+    // S = 8192 (assumed, MVAPICH's eager threshold).
+    net: { L: 2.0, o: 0.5, g: 2.098, G: 0.000935, O: 0, S: 8192 },
+    // shm: assumed, MVAPICH shared-memory channel on Clovertown (~0.5 us one way, ~2 GB/s
+    // across the front-side bus).
+    shm: { L: 0.3, o: 0.1, g: 0.1, G: 1 / 4000, O: 1 / 4000, S: 8192 },
+    reduceUsPerByte: 1 / 2000, // assumed: SSE2 sum of doubles over the FSB
+    copyUsPerByte: 1 / 2000, // assumed
+    postUs: 0.5, // assumed
+    agg: SOFTWARE_AGG,
+  },
+};
+
+const PATH_FIELDS = ['L', 'o', 'g', 'G', 'O', 'S'] as const;
+const AGG_FIELDS = ['radix', 'levels', 'payload', 'slots', 'linkUs', 'hopUs', 'hopPerByteUs'] as const;
+
+function finiteNonNegative(v: unknown, where: string, field: string): number {
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) {
+    throw new NbcArgError(`Cannot use the simulator parameters from ${where}: ${field} is ${JSON.stringify(v)}; expected a finite number >= 0`);
+  }
+  return v;
+}
+
+/** Validates simulator parameters (from a file, a preset or a caller), naming the bad field. */
+export function parseSimParams(value: unknown, where: string): SimParams {
+  const o = value as Record<string, unknown> | null;
+  if (o === null || typeof o !== 'object') throw new NbcArgError(`Cannot use the simulator parameters from ${where}: expected an object`);
+  const path = (name: 'shm' | 'net'): LogGOPS => {
+    const p = o[name] as Record<string, unknown> | undefined;
+    if (p === undefined || p === null || typeof p !== 'object') {
+      throw new NbcArgError(`Cannot use the simulator parameters from ${where}: ${name} is missing; expected { L, o, g, G, O, S }`);
+    }
+    const out = {} as LogGOPS;
+    for (const f of PATH_FIELDS) out[f] = finiteNonNegative(p[f], where, `${name}.${f}`);
+    return out;
+  };
+  const a = o.agg as Record<string, unknown> | undefined;
+  if (a === undefined || a === null || typeof a !== 'object') {
+    throw new NbcArgError(`Cannot use the simulator parameters from ${where}: agg is missing; expected { ${AGG_FIELDS.join(', ')} }`);
+  }
+  const agg = {} as AggParams;
+  for (const f of AGG_FIELDS) agg[f] = finiteNonNegative(a[f], where, `agg.${f}`);
+  if (!Number.isInteger(agg.radix) || agg.radix < 2 || !Number.isInteger(agg.levels) || agg.levels < 1 ||
+    !Number.isInteger(agg.payload) || agg.payload < 8 || !Number.isInteger(agg.slots) || agg.slots < 1) {
+    throw new NbcArgError(`Cannot use the simulator parameters from ${where}: agg radix ${agg.radix}, levels ${agg.levels}, payload ${agg.payload}, slots ${agg.slots}; expected integers radix >= 2, levels >= 1, payload >= 8, slots >= 1`);
+  }
+  return {
+    source: typeof o.source === 'string' ? o.source : where,
+    shm: path('shm'),
+    net: path('net'),
+    reduceUsPerByte: finiteNonNegative(o.reduceUsPerByte, where, 'reduceUsPerByte'),
+    copyUsPerByte: finiteNonNegative(o.copyUsPerByte, where, 'copyUsPerByte'),
+    postUs: finiteNonNegative(o.postUs, where, 'postUs'),
+    agg,
+  };
+}
+
+/** Parses a params file's text (or object), checking its version. */
+export function parseSimParamsFile(text: string | unknown, where: string): SimParamsFile {
+  let v: unknown = text;
+  if (typeof text === 'string') {
+    try {
+      v = JSON.parse(text);
+    } catch (err) {
+      throw new NbcArgError(`Cannot read the simulator parameters from ${where}: ${(err as Error).message}; expected JSON`, { cause: err });
+    }
+  }
+  const f = v as Record<string, unknown> | null;
+  if (f === null || typeof f !== 'object' || f.version !== SIM_PARAMS_VERSION) {
+    throw new NbcArgError(`Cannot read the simulator parameters from ${where}: version is ${JSON.stringify(f?.version)}; expected ${SIM_PARAMS_VERSION}`);
+  }
+  return { ...f, version: SIM_PARAMS_VERSION, measuredAt: String(f.measuredAt), host: String(f.host), params: parseSimParams(f.params, where) };
+}

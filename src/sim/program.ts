@@ -1,0 +1,343 @@
+/**
+ * What the simulator runs: the very schedules the library would build for a call, for every
+ * rank (or every node engine), flattened into one set of typed arrays.
+ *
+ * The schedules come from the library's own selection (`select`, with the executor, the
+ * communicator's nodes and the cost model, as `Communicator` plans a call) and its own
+ * builders, fed the same shape a rank would pass (coll/plan-*.ts: Float64 data, op sum, the
+ * topology of `ppn` ranks per node, the leaders' algorithm of `hier`). Composite algorithms
+ * (the offload executor's `two-level`, the `agg` fabric) are the engines' schedule from
+ * `interNodeSchedule`, plus what the engine does around it (fold, pack, write back), as
+ * sched/two-level.ts plans it.
+ *
+ * Storage: every rank's schedule is built, copied into global struct-of-arrays (kind, peer,
+ * bytes, sub-tag per action; round boundaries; a DAG's inverted edges) and dropped, so 10^5
+ * ranks of recursive doubling are a few typed arrays of ~6 million entries, not 10^5 objects.
+ */
+import { DEFAULT_CONFIG, type CoreConfig } from '../config.js';
+import { NbcArgError } from '../errors.js';
+import { select, ALGORITHMS, interNodeSchedule, type Choice, type CollName } from '../coll/select.js';
+import { shape, topologyOf, type CollShape, type Topology } from '../coll/shape.js';
+import { A_COPY, A_REDUCE, type Schedule } from '../sched/schedule.js';
+import {
+  nodePairCounts, TL_AGG, TL_ALLGATHER, TL_ALLREDUCE, TL_ALLTOALL, TL_BARRIER, TL_BCAST, TL_REDUCE,
+  type InterNodeColl, type InterNodeShape,
+} from '../sched/two-level.js';
+import type { SimParams } from './params.js';
+
+/** Who runs the schedules: each rank (host), its node's engine (offload), or the engines among themselves (two-level, agg). */
+export type SimMode = 'host' | 'offload' | 'two-level' | 'agg';
+/** The executors `nbc sim` takes: the library's three, and `hier` (the host executor with the `hier` algorithm). */
+export type SimExecutor = 'host' | 'offload' | 'agg' | 'hier';
+export const SIM_EXECUTORS: readonly SimExecutor[] = ['host', 'offload', 'agg', 'hier'];
+
+/** Collectives the simulator builds (every one nbcbench measures except the neighbourhood ones). */
+export const SIM_COLLS: readonly CollName[] = [
+  'barrier', 'bcast', 'reduce', 'allreduce', 'gather', 'gatherv', 'scatter', 'scatterv', 'allgather', 'allgatherv',
+  'alltoall', 'alltoallv', 'reduceScatterBlock', 'reduceScatter', 'scan', 'exscan',
+];
+
+const FLOAT64 = 8;
+const OP_SUM = 0;
+
+export interface CallSpec {
+  coll: CollName;
+  ranks: number;
+  ppn: number;
+  /** One rank's block in bytes, as nbcbench passes it (rounded down to whole float64s, at least one). */
+  bytes: number;
+  algorithm?: string;
+  executor: SimExecutor;
+  /** Selection's configuration (cost model); default: the library's defaults on a host with a core per rank. */
+  config?: CoreConfig;
+}
+
+export interface Program {
+  coll: CollName;
+  /** The algorithm selection chose (with the leaders' one for hier), e.g. 'hier(recursive-doubling)'. */
+  algorithm: string;
+  mode: SimMode;
+  ranks: number;
+  nodes: number;
+  bytes: number;
+  nodeOfRank: Int32Array;
+  /** Ranks of each node: node k holds ranks nodeStart[k] .. nodeStart[k+1]-1. */
+  nodeStart: Int32Array;
+  /** Schedule runners: ranks (host, offload) or node engines (two-level, agg). */
+  procs: number;
+  procNode: Int32Array;
+  /** CPU of each proc: ranks are CPUs 0..ranks-1, node k's engine is CPU ranks + k. */
+  procCpu: Int32Array;
+  nActions: number;
+  kind: Int8Array;
+  /** Send/recv: the peer proc; reduce/copy: -1. */
+  peer: Int32Array;
+  bytesOf: Int32Array;
+  sub: Int8Array;
+  actProc: Int32Array;
+  /** Proc p's actions are procAct[p] .. procAct[p+1]-1. */
+  procAct: Int32Array;
+  /** Proc p's round boundaries (global action indices) are roundBound[procRound[p] .. procRound[p+1]]. */
+  procRound: Int32Array;
+  roundBound: Int32Array;
+  /** Procs whose schedule is a DAG. */
+  procDag: Uint8Array;
+  /** DAG actions: how many actions each waits for, and who waits for it (depList[depStart[i] .. depStart[i+1]]). */
+  depCount: Int32Array;
+  depStart: Int32Array;
+  depList: Int32Array;
+  /** Two-level and agg: the engine's own work per node before the exchange (fold, pack) and after (write back), us. */
+  foldUs: Float64Array;
+  writebackUs: Float64Array;
+  /** Agg: the fabric's fragment bytes, and for reduce only the root's node gets data back. */
+  aggBytes: number;
+}
+
+/** A growable Int32 column. */
+class Column {
+  data: Int32Array;
+  n = 0;
+  constructor(cap = 1024) {
+    this.data = new Int32Array(cap);
+  }
+  push(v: number): void {
+    if (this.n === this.data.length) {
+      const d = new Int32Array(this.data.length * 2);
+      d.set(this.data);
+      this.data = d;
+    }
+    this.data[this.n++] = v;
+  }
+  reserve(extra: number): void {
+    if (this.n + extra > this.data.length) {
+      const d = new Int32Array(Math.max(this.data.length * 2, this.n + extra));
+      d.set(this.data);
+      this.data = d;
+    }
+  }
+  done(): Int32Array {
+    return this.data.slice(0, this.n);
+  }
+}
+
+/** The bytes nbcbench's float64 buffers hold for a requested size. */
+export function benchBytes(bytes: number): number {
+  return Math.max(1, Math.floor(bytes / 8)) * 8;
+}
+
+/** The shape a rank of `coll` passes its planner (coll/plan-*.ts), for float64 sum. */
+function rankShape(coll: CollName, rank: number, size: number, B: number, vec: Int32Array | undefined, displs: Int32Array | undefined): CollShape {
+  const red = { dtype: FLOAT64, op: OP_SUM, commutative: true, esize: 8 };
+  switch (coll) {
+    case 'barrier': return shape({ rank, size });
+    case 'bcast': return shape({ rank, size, bytes: B, esize: 8 });
+    case 'reduce': case 'allreduce': case 'scan': case 'exscan': return shape({ rank, size, ...red, bytes: B });
+    case 'gather': case 'scatter': case 'allgather': case 'alltoall': return shape({ rank, size, bytes: B });
+    case 'gatherv': case 'scatterv': case 'allgatherv': return shape({ rank, size, bytes: B, counts: vec, displs });
+    case 'alltoallv': return shape({ rank, size, counts: vec, displs, rcounts: vec, rdispls: displs });
+    case 'reduceScatterBlock': case 'reduceScatter': return shape({ rank, size, ...red, bytes: B * size, counts: vec });
+    default: throw new NbcArgError(`Cannot simulate ${coll}: expected one of ${SIM_COLLS.join(', ')}`);
+  }
+}
+
+/** The library's choice for this call (select.ts, as Communicator.choose calls it), and the executor's mode. */
+export function chooseFor(spec: CallSpec, topo: Topology): Choice & { mode: SimMode } {
+  const config = spec.config ?? DEFAULT_CONFIG;
+  const executor = spec.executor === 'hier' ? 'host' : spec.executor;
+  const algorithm = spec.executor === 'hier' ? spec.algorithm ?? 'hier' : spec.algorithm;
+  if (spec.executor === 'hier' && ALGORITHMS[spec.coll].hier === undefined) {
+    throw new NbcArgError(`Cannot simulate ${spec.coll} on executor 'hier': ${spec.coll} has no hierarchical algorithm; expected one of barrier, bcast, reduce, allreduce, gather, scatter, allgather, alltoall`);
+  }
+  const c = select(spec.coll, {
+    size: spec.ranks, bytes: benchBytes(spec.bytes), commutative: true, executor, nodes: topo.nodes, ppn: topo.ppn, uniform: topo.uniform,
+    fabricFits: executor === 'agg' ? true : undefined,
+  }, algorithm, config);
+  // On agg, what the fabric does not take runs a host algorithm (sched/agg-executor.ts).
+  let mode: SimMode = executor === 'offload' ? 'offload' : 'host';
+  if (c.composite !== undefined) mode = (c.composite & TL_AGG) !== 0 || executor === 'agg' ? 'agg' : 'two-level';
+  return { ...c, mode };
+}
+
+/**
+ * Builds the program of one call: selection as the library does it, then every proc's
+ * schedule. Throws NbcArgError for a call the library would refuse (an unknown algorithm, one
+ * the executor cannot run).
+ */
+export function buildProgram(spec: CallSpec, params: SimParams): Program {
+  const { ranks: N, ppn } = spec;
+  if (!Number.isInteger(N) || N < 1 || !Number.isInteger(ppn) || ppn < 1) {
+    throw new NbcArgError(`Cannot simulate ${spec.coll} on ${N} ranks with ${ppn} per node: expected positive integers`);
+  }
+  if (!SIM_COLLS.includes(spec.coll)) throw new NbcArgError(`Cannot simulate ${spec.coll}: expected one of ${SIM_COLLS.join(', ')}`);
+  const topo = topologyOf(N, (r) => Math.floor(r / ppn));
+  const nodes = topo.nodes;
+  const nodeOfRank = topo.nodeOf;
+  const nodeStart = new Int32Array(nodes + 1);
+  for (let k = 0; k < nodes; k++) nodeStart[k + 1] = nodeStart[k]! + topo.members[k]!.length;
+  const B = benchBytes(spec.bytes);
+  const choice = chooseFor(spec, topo);
+  const leader = choice.leader;
+  const radixed = (name: string, radix: number): string => (ALGORITHMS[spec.coll][name]?.radix === undefined ? name : `${name}:${radix}`);
+  const algorithm = leader !== undefined ? `${choice.name}(leaders: ${leader.coll})` : radixed(choice.name, choice.radix);
+
+  const composite = choice.composite !== undefined;
+  const procs = composite ? nodes : N;
+  const out = new ProgramBuilder(procs);
+  const foldUs = new Float64Array(nodes);
+  const writebackUs = new Float64Array(nodes);
+
+  let aggBytes = 0;
+  if (!composite) {
+    const vec = new Int32Array(N).fill(B);
+    const displs = Int32Array.from({ length: N }, (_, i) => i * B);
+    for (let r = 0; r < N; r++) {
+      const s = choice.build({ ...rankShape(spec.coll, r, N, B, vec, displs), radix: choice.radix, topo, leader });
+      out.append(r, s, nodeOfRank[r]!, choice.mode === 'offload' ? N + nodeOfRank[r]! : r);
+    }
+  } else {
+    const kindWord = choice.composite! & ~TL_AGG;
+    const sizes = topo.members.map((m) => m.length);
+    const counts = new Int32Array(nodes);
+    const displs = new Int32Array(nodes);
+    for (let k = 0, at = 0; k < nodes; k++) {
+      counts[k] = sizes[k]! * B;
+      displs[k] = at;
+      at += counts[k]!;
+    }
+    const red = params.reduceUsPerByte * B;
+    const copy = params.copyUsPerByte;
+    for (let k = 0; k < nodes; k++) {
+      const m = sizes[k]!;
+      let coll: InterNodeColl;
+      let s: InterNodeShape = { rank: k, size: nodes, root: 0, bytes: 0, esize: 1, dtype: 0, op: 0 };
+      switch (kindWord) {
+        case TL_BARRIER: coll = 'barrier'; break;
+        case TL_ALLREDUCE: case TL_REDUCE:
+          coll = kindWord === TL_REDUCE ? 'reduce' : 'allreduce';
+          s = { ...s, bytes: B, esize: 8, dtype: FLOAT64, op: OP_SUM };
+          // The fold: acc = last member, then m-1 reductions (sched/two-level.ts fold()).
+          foldUs[k] = copy * B + (m - 1) * red;
+          writebackUs[k] = (kindWord === TL_REDUCE ? (k === 0 ? 1 : 0) : m) * copy * B;
+          aggBytes = B;
+          break;
+        case TL_BCAST: coll = 'bcast'; s = { ...s, bytes: B }; writebackUs[k] = (m - 1) * copy * B; break;
+        case TL_ALLGATHER:
+          coll = 'allgatherv';
+          s = { ...s, bytes: counts[k]!, counts, displs };
+          foldUs[k] = m * copy * B;
+          writebackUs[k] = m * N * copy * B;
+          break;
+        case TL_ALLTOALL: {
+          coll = 'alltoallv';
+          const c = nodePairCounts(sizes, k, B);
+          s = { ...s, counts: c.counts, displs: c.displs, rcounts: c.rcounts, rdispls: c.rdispls };
+          foldUs[k] = c.sendTotal * copy;
+          writebackUs[k] = (m * m * B + c.recvTotal) * copy;
+          break;
+        }
+        default: throw new NbcArgError(`Cannot simulate the composite algorithm '${choice.name}' of ${spec.coll}: kind ${kindWord} is not one of the two-level forms`);
+      }
+      // On agg the fabric's tree is the exchange (engine.ts models it); the engines' schedule
+      // is only its fallback.
+      const exchange = nodes > 1 && choice.mode !== 'agg';
+      out.append(k, exchange ? interNodeSchedule(coll, s, spec.config ?? DEFAULT_CONFIG) : EMPTY_SCHEDULE(), k, N + k);
+    }
+  }
+  return out.done({ coll: spec.coll, algorithm, mode: choice.mode, ranks: N, nodes, bytes: B, nodeOfRank, nodeStart, foldUs, writebackUs, aggBytes });
+}
+
+type ProgramHead = Pick<Program, 'coll' | 'algorithm' | 'mode' | 'ranks' | 'nodes' | 'bytes' | 'nodeOfRank' | 'nodeStart' | 'foldUs' | 'writebackUs' | 'aggBytes'>;
+
+/** Copies schedules into the program's columns, proc by proc (in proc order). */
+class ProgramBuilder {
+  private readonly kind = new Column();
+  private readonly peer = new Column();
+  private readonly bytes = new Column();
+  private readonly sub = new Column();
+  private readonly actProc = new Column();
+  private readonly roundBound = new Column();
+  private readonly depCount = new Column();
+  private readonly depStart = new Column();
+  private readonly depList = new Column();
+  private readonly procAct: Int32Array;
+  private readonly procRound: Int32Array;
+  private readonly procDag: Uint8Array;
+  private readonly procNode: Int32Array;
+  private readonly procCpu: Int32Array;
+
+  constructor(private readonly procs: number) {
+    this.procAct = new Int32Array(procs + 1);
+    this.procRound = new Int32Array(procs + 1);
+    this.procDag = new Uint8Array(procs);
+    this.procNode = new Int32Array(procs);
+    this.procCpu = new Int32Array(procs);
+  }
+
+  append(p: number, s: Schedule, node: number, cpu: number): void {
+    const { kind, peer, bytes, sub, actProc, depCount, depStart, depList, roundBound } = this;
+    const base = kind.n;
+    this.procAct[p] = base;
+    this.procRound[p] = roundBound.n;
+    this.procNode[p] = node;
+    this.procCpu[p] = cpu;
+    const n = s.nActions;
+    for (const c of [kind, peer, bytes, sub, actProc, depCount, depStart]) c.reserve(n);
+    const e = s.isDag ? s.dependents() : null;
+    for (let i = 0; i < n; i++) {
+      kind.push(s.kind[i]!);
+      peer.push(s.peer[i]!);
+      bytes.push(s.bytesA[i]!);
+      sub.push(s.sub[i]!);
+      actProc.push(p);
+      depStart.push(depList.n);
+      if (e !== null) {
+        depCount.push(e.count[i]!);
+        for (let j = e.start[i]!; j < e.start[i + 1]!; j++) depList.push(base + e.list[j]!);
+      } else {
+        depCount.push(0);
+      }
+    }
+    for (let r = 0; r <= s.nRounds; r++) roundBound.push(base + s.rounds[r]!);
+    this.procDag[p] = e !== null ? 1 : 0;
+  }
+
+  done(head: ProgramHead): Program {
+    this.procAct[this.procs] = this.kind.n;
+    this.procRound[this.procs] = this.roundBound.n;
+    this.depStart.push(this.depList.n);
+    return {
+      ...head, procs: this.procs, procNode: this.procNode, procCpu: this.procCpu, nActions: this.kind.n,
+      kind: Int8Array.from(this.kind.done()), peer: this.peer.done(), bytesOf: this.bytes.done(), sub: Int8Array.from(this.sub.done()),
+      actProc: this.actProc.done(), procAct: this.procAct, procRound: this.procRound, roundBound: this.roundBound.done(), procDag: this.procDag,
+      depCount: this.depCount.done(), depStart: this.depStart.done(), depList: this.depList.done(),
+    };
+  }
+}
+
+/**
+ * A host-mode program from schedules written by hand (tests, examples): proc r runs
+ * `schedules[r]`, ranks `ppn` to a node.
+ */
+export function programOf(schedules: readonly Schedule[], ppn = 1, coll: CollName = 'allreduce'): Program {
+  const N = schedules.length;
+  const nodes = Math.ceil(N / ppn);
+  const nodeOfRank = Int32Array.from({ length: N }, (_, r) => Math.floor(r / ppn));
+  const nodeStart = Int32Array.from({ length: nodes + 1 }, (_, k) => Math.min(N, k * ppn));
+  const b = new ProgramBuilder(N);
+  schedules.forEach((s, r) => b.append(r, s, nodeOfRank[r]!, r));
+  return b.done({ coll, algorithm: schedules[0]?.algorithm ?? 'empty', mode: 'host', ranks: N, nodes, bytes: 0, nodeOfRank, nodeStart,
+    foldUs: new Float64Array(nodes), writebackUs: new Float64Array(nodes), aggBytes: 0 });
+}
+
+/** An engine alone on its node exchanges nothing. */
+function EMPTY_SCHEDULE(): Schedule {
+  return interNodeEmpty ??= buildEmpty();
+}
+let interNodeEmpty: Schedule | undefined;
+function buildEmpty(): Schedule {
+  // A barrier among one participant is an empty schedule (every builder returns one for size 1).
+  return ALGORITHMS.barrier.dissemination!.build(shape({ rank: 0, size: 1, radix: 1 }));
+}
+
+/** Whether an action runs on the CPU alone (reduce, copy). */
+export const isLocal = (k: number): boolean => k === A_REDUCE || k === A_COPY;

@@ -1,0 +1,191 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ScheduleBuilder, RECV, SEND, type Schedule } from '../src/sched/schedule.ts';
+import { select } from '../src/coll/select.ts';
+import { DEFAULT_CONFIG } from '../src/config.ts';
+import { buildProgram, programOf, runProgram, simulate, toGoal, PRESETS, parseSimParams, DEFAULT_SIM_PARAMS, type SimParams } from '../src/sim/index.ts';
+import { parseSimOp } from '../src/cli/sim.ts';
+import { fitLogGOPS } from '../src/sim/calibrate.ts';
+
+/** Round numbers, so every expected time below can be checked by hand. */
+const P: SimParams = {
+  source: 'test',
+  net: { L: 5, o: 1, g: 2, G: 0.01, O: 0, S: 1000 },
+  shm: { L: 1, o: 0.5, g: 0.5, G: 0.001, O: 0.001, S: 1000 },
+  reduceUsPerByte: 0.002,
+  copyUsPerByte: 0.001,
+  postUs: 0.3,
+  agg: { radix: 2, levels: 1, payload: 256, slots: 4, linkUs: 0.5, hopUs: 0.7, hopPerByteUs: 0.01 },
+};
+
+const near = (actual: ArrayLike<number>, expected: number[], what: string): void => {
+  assert.equal(actual.length, expected.length, what);
+  for (let i = 0; i < expected.length; i++) {
+    assert.ok(Math.abs(actual[i]! - expected[i]!) < 1e-9, `${what}: rank ${i} done at ${actual[i]}, expected ${expected[i]}`);
+  }
+};
+
+function ping(bytes: number): Schedule[] {
+  const a = new ScheduleBuilder('ping');
+  a.send(1, { buf: SEND, offset: 0, bytes });
+  const b = new ScheduleBuilder('ping');
+  b.recv(0, { buf: RECV, offset: 0, bytes });
+  return [a.build(), b.build()];
+}
+
+test('a 2-rank eager ping takes o + (s-1)G + L + o + (s-1)O, LogGP by hand', { timeout: 5_000 }, () => {
+  // 101 B over the network: leaves at o = 1, arrives 100 x 0.01 + 5 later (7), received by 8.
+  near(runProgram(programOf(ping(101)), P).done, [1, 8], 'net');
+  // Same node (ppn 2): o 0.5, G = O = 0.001: arrives 0.5 + 0.1 + 1 = 1.6, received 1.6 + 0.5 + 0.1.
+  near(runProgram(programOf(ping(101), 2), P).done, [0.6, 2.2], 'shm');
+});
+
+test('a 2-rank rendezvous ping adds the request and clear-to-send round trip', { timeout: 5_000 }, () => {
+  // 2001 B > S: request leaves at 1, arrives 6; the receiver answers (o) at 7, CTS arrives 12;
+  // data leaves at 13, arrives 13 + 20 + 5 = 38, received at 39. The send completes at 13.
+  near(runProgram(programOf(ping(2001)), P).done, [13, 39], 'rendezvous');
+});
+
+test('a 4-rank recursive-doubling allreduce of 8 B matches the hand-computed LogGP time', { timeout: 5_000 }, () => {
+  const prog = buildProgram({ coll: 'allreduce', ranks: 4, ppn: 1, bytes: 8, executor: 'host', algorithm: 'recursive-doubling' }, P);
+  // copy in (0.008), two exchanges of o + 7G + L + o = 7.07 each, and the reduce (0.016) plus,
+  // on the lower rank of a pair, the copy back (0.008) after each. Rank 0 is the lower twice:
+  // 0.008 + 7.07 + 0.024 + 7.07 + 0.024 = 14.196; its send of step 2 waits for step 1's fold.
+  const r = runProgram(prog, P);
+  near(r.done, [14.196, 14.188, 14.188, 14.18], 'recursive doubling');
+  assert.ok(Math.abs(r.latencyUs - 14.196) < 1e-9);
+});
+
+test('a binomial bcast over two nodes of two ranks uses the network once and shared memory inside nodes', { timeout: 5_000 }, () => {
+  const prog = buildProgram({ coll: 'bcast', ranks: 4, ppn: 2, bytes: 8, executor: 'host', algorithm: 'binomial' }, P);
+  // Rank 0 sends to 2 (net: leaves 1, arrives 6.07) then to 1 (shm: starts at 1, leaves 1.5,
+  // arrives 2.507, received 3.014); rank 2 receives at 7.07 and forwards to 3 over shm
+  // (leaves 7.57, done 7.577; arrives 8.577, received 9.084).
+  near(runProgram(prog, P).done, [1.507, 3.014, 7.577, 9.084], 'binomial bcast');
+});
+
+test('the agg executor folds on the engine, reduces in the fabric and writes back, priced by hand', { timeout: 5_000 }, () => {
+  const prog = buildProgram({ coll: 'allreduce', ranks: 2, ppn: 1, bytes: 8, executor: 'agg' }, P);
+  assert.equal(prog.mode, 'agg');
+  // post 0.3, the engine sees it at 1.3, folds (a copy of 8 B) by 1.308; the fragment leaves at
+  // 2.308 and reaches the AN at 2.878; both there: reduced by 3.658; down at 4.228; the engine
+  // takes it by 5.228, writes back by 5.236, and the rank sees it L(shm) later.
+  near(runProgram(prog, P).done, [6.236, 6.236], 'agg');
+});
+
+test('the simulator picks what the library picks: same selection, same algorithm names', { timeout: 5_000 }, () => {
+  for (const bytes of [8, 1 << 20]) {
+    const c = select('allreduce', { size: 16, bytes, commutative: true, executor: 'host', nodes: 1, ppn: 16, uniform: true }, undefined, DEFAULT_CONFIG);
+    assert.equal(buildProgram({ coll: 'allreduce', ranks: 16, ppn: 16, bytes, executor: 'host' }, P).algorithm, c.name);
+  }
+  assert.equal(buildProgram({ coll: 'allreduce', ranks: 16, ppn: 4, bytes: 8, executor: 'offload', algorithm: 'two-level' }, P).mode, 'two-level');
+  assert.throws(() => buildProgram({ coll: 'allreduce', ranks: 4, ppn: 1, bytes: 8, executor: 'host', algorithm: 'two-level' }, P), { code: 'NBC_ERR_ARG' });
+  assert.throws(() => parseSimOp('allreducex'), { code: 'NBC_ERR_ARG', message: /^Cannot simulate 'allreducex': expected one of/ });
+  assert.deepEqual(parseSimOp('iallreduce'), { coll: 'allreduce', nonblocking: true });
+});
+
+test('every collective and executor simulates to completion on 12 ranks over 3 nodes', { timeout: 20_000 }, () => {
+  for (const coll of ['barrier', 'bcast', 'reduce', 'allreduce', 'gather', 'scatter', 'allgather', 'alltoall', 'reduceScatterBlock', 'scan', 'exscan', 'gatherv', 'allgatherv', 'alltoallv'] as const) {
+    for (const executor of ['host', 'offload', 'agg'] as const) {
+      for (const bytes of [8, 4096]) {
+        const rows = simulate({ coll, ranks: 12, ppn: 4, executor }, [bytes], PRESETS.switchib2!);
+        assert.ok(rows[0]!.latencyUs > 0 && Number.isFinite(rows[0]!.latencyUs), `${coll} on ${executor} at ${bytes} B: ${rows[0]!.latencyUs}`);
+      }
+    }
+  }
+  for (const algorithm of ['two-level']) {
+    for (const coll of ['barrier', 'bcast', 'reduce', 'allreduce', 'allgather', 'alltoall'] as const) {
+      const rows = simulate({ coll, ranks: 12, ppn: 4, executor: 'offload', algorithm }, [64], PRESETS['qdr-cx2']!);
+      assert.ok(rows[0]!.latencyUs > 0, `${coll} two-level`);
+    }
+  }
+});
+
+test('a run is deterministic for a seed, also with noise, and the seed moves the noise', { timeout: 10_000 }, () => {
+  const spec = { coll: 'allreduce', ranks: 64, ppn: 8, executor: 'host' } as const;
+  const noise = { durationUs: 50, periodUs: 100 };
+  const a = simulate(spec, [8, 65536], PRESETS['qdr-cx2']!, { noise, seed: 7, compute: true });
+  const b = simulate(spec, [8, 65536], PRESETS['qdr-cx2']!, { noise, seed: 7, compute: true });
+  const strip = (rows: typeof a) => rows.map(({ wallSeconds: _w, ...r }) => r);
+  assert.deepEqual(strip(a), strip(b));
+  const c = simulate(spec, [8, 65536], PRESETS['qdr-cx2']!, { noise, seed: 8, compute: true });
+  assert.notDeepEqual(strip(a), strip(c));
+  const quiet = simulate(spec, [8], PRESETS['qdr-cx2']!);
+  assert.ok(a[0]!.latencyUs > quiet[0]!.latencyUs, 'noise slows the call down');
+});
+
+test('non-blocking overlap follows nbcbench: the offload engine hides the call, the host executor without test() does not', { timeout: 10_000 }, () => {
+  const offload = simulate({ coll: 'allreduce', ranks: 64, ppn: 8, executor: 'offload', algorithm: 'two-level' }, [4096], PRESETS['qdr-cx2']!, { compute: true });
+  const host = simulate({ coll: 'allreduce', ranks: 64, ppn: 8, executor: 'host', algorithm: 'recursive-doubling' }, [4096], PRESETS['qdr-cx2']!, { compute: true });
+  assert.ok(offload[0]!.overlapPct! > 90, `offload overlap ${offload[0]!.overlapPct}`);
+  assert.ok(host[0]!.overlapPct! < 50, `host overlap ${host[0]!.overlapPct}`);
+});
+
+test('GOAL export writes every rank\'s schedule with the interpreter\'s dependencies', { timeout: 5_000 }, () => {
+  const prog = buildProgram({ coll: 'allreduce', ranks: 2, ppn: 1, bytes: 8, executor: 'host', algorithm: 'recursive-doubling' }, P);
+  assert.equal(toGoal(prog, P), [
+    'num_ranks 2',
+    '',
+    'rank 0 {',
+    'l0: calc 8',
+    'l1: send 8b to 1 tag 0',
+    'l2: recv 8b from 1 tag 0',
+    'l3: calc 16',
+    'l4: calc 8',
+    'l1 requires l0',
+    'l2 requires l0',
+    'l3 requires l1',
+    'l3 requires l2',
+    'l4 requires l1',
+    'l4 requires l2',
+    '}',
+    '',
+    'rank 1 {',
+    'l0: calc 8',
+    'l1: send 8b to 0 tag 0',
+    'l2: recv 8b from 0 tag 0',
+    'l3: calc 16',
+    'l1 requires l0',
+    'l2 requires l0',
+    'l3 requires l1',
+    'l3 requires l2',
+    '}',
+    '',
+  ].join('\n'));
+  assert.throws(() => toGoal(buildProgram({ coll: 'allreduce', ranks: 4, ppn: 1, bytes: 8, executor: 'agg' }, P), P), { code: 'NBC_ERR_ARG', message: /^Cannot export allreduce\/agg as GOAL/ });
+});
+
+test('parameters are validated field by field, and every preset is valid', { timeout: 5_000 }, () => {
+  for (const [name, p] of Object.entries(PRESETS)) assert.deepEqual(parseSimParams(p, name), p);
+  assert.deepEqual(parseSimParams(DEFAULT_SIM_PARAMS, 'defaults'), DEFAULT_SIM_PARAMS);
+  assert.throws(() => parseSimParams({ ...P, net: { ...P.net, L: -1 } }, 'x.json'), {
+    code: 'NBC_ERR_ARG', message: 'Cannot use the simulator parameters from x.json: net.L is -1; expected a finite number >= 0',
+  });
+});
+
+test('4096 ranks of recursive doubling simulate quickly (a generous events-per-second floor)', { timeout: 60_000 }, () => {
+  const t0 = performance.now();
+  const rows = simulate({ coll: 'allreduce', ranks: 4096, ppn: 1, executor: 'host', algorithm: 'recursive-doubling' }, [8], DEFAULT_SIM_PARAMS);
+  const s = (performance.now() - t0) / 1000;
+  const row = rows[0]!;
+  // 12 exchanges: 12 x (send done, arrival, receive done, reduce) per rank, plus the copies.
+  assert.ok(row.events > 4096 * 12 * 4, `${row.events} events`);
+  assert.ok(row.events / s > 2e4, `${(row.events / s).toFixed(0)} events/s`);
+  // 12 rounds of 2o + L (+ tiny per-byte and kernel costs) on the defaults' network.
+  const round = 2 * DEFAULT_SIM_PARAMS.net.o + DEFAULT_SIM_PARAMS.net.L;
+  assert.ok(row.latencyUs > 12 * round && row.latencyUs < 12 * round * 1.5, `${row.latencyUs} us`);
+});
+
+test('the LogGP fit takes G from the ping-pong slope, g from the trains, and keeps 2o + L at the one-way time', { timeout: 5_000 }, () => {
+  const job = {
+    rounds: 10,
+    pingPong: [{ bytes: 1, us: 10 }, { bytes: 1001, us: 11 }, { bytes: 2001, us: 12 }],
+    trains: [1, 2, 3, 4].map((k) => ({ messages: k, postUs: 2 * k, totalUs: 10 + 3 * k })),
+  };
+  const net = fitLogGOPS(job, false, 8192);
+  assert.deepEqual(net, { L: 6, o: 2, g: 3, G: 0.001, O: 0, S: 8192 });
+  const slow = fitLogGOPS({ ...job, trains: job.trains.map((t) => ({ ...t, postUs: 8 * t.messages })) }, true, 4096);
+  assert.ok(Math.abs(slow.o - 4.5) < 1e-12 && Math.abs(slow.L - 1) < 1e-12, 'o capped at 0.45 x one way');
+  assert.ok(Math.abs(slow.G - 0.0005) < 1e-12 && Math.abs(slow.O - 0.0005) < 1e-12, 'shm splits the slope between G and O');
+  assert.equal(slow.g, 4.5, 'g is never below o');
+});
