@@ -39,7 +39,7 @@ const compare = (op, nodes) => {
   }
   return rows;
 };
-const table = new Table({ head: ['op', 'nodes', 'bytes', 'agg us', 'best host', 'host us', 'host / agg'] });
+const table = new Table({ head: ['op', 'nodes', 'bytes', 'agg us', 'best host', 'host us', 'host / agg'], style: { head: [], border: [] } });
 const summary = [];
 for (const [op, nodes] of [['allreduce', 16], ['barrier', 16], ['allreduce', 8], ['allreduce', 4]]) {
   for (const row of compare(op, nodes)) {
