@@ -10,6 +10,7 @@ import {
 } from '../src/ops/index.js';
 import type { BuiltinOpName } from '../src/ops/index.js';
 import { referenceReduce } from '../src/ops/reference.js';
+import { mulberry32 } from './jobs/common.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -19,17 +20,6 @@ const BITWISE = new Set<string>(['band', 'bor', 'bxor']);
 const LOC = new Set<string>(['minloc', 'maxloc']);
 
 
-/** mulberry32: small, seedable, good enough to generate test data reproducibly. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function alloc(dt: DType, n: number): TypedArray {
   return new (ctorOf(dt) as unknown as new (n: number) => TypedArray)(n);
@@ -287,7 +277,7 @@ for (const name of BUILTIN_OP_NAMES) {
     for (const dt of ALL_DTYPES) {
       if (BITWISE.has(name) && isFloat(dt)) continue;
       const seed = 1000 * OpCode[name] + dt;
-      const rand = rng(seed);
+      const rand = mulberry32(seed);
       for (let trial = 0; trial < 25; trial++) {
         const ranks = 1 + Math.floor(rand() * 6);
         let n = Math.floor(rand() * 41);
@@ -301,7 +291,7 @@ for (const name of BUILTIN_OP_NAMES) {
 }
 
 test('reduceBytes() matches the reference for every op and datatype at aligned and unaligned byte offsets', () => {
-  const rand = rng(77);
+  const rand = mulberry32(77);
   for (const name of BUILTIN_OP_NAMES) {
     for (const dt of ALL_DTYPES) {
       if (BITWISE.has(name) && isFloat(dt)) continue;
@@ -445,7 +435,7 @@ test('a user op receives (inout, input) with input as the left operand', () => {
 });
 
 test('a non-commutative user op (2x2 matrix product) folds in rank order through reduceInto, reduceBytes and the reference', () => {
-  const rand = rng(4);
+  const rand = mulberry32(4);
   const ranks = 5, perRank = 3;
   const contributions = Array.from({ length: ranks }, () =>
     new Float64Array(Array.from({ length: 4 * perRank }, () => Math.floor(rand() * 7) - 3)));

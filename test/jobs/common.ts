@@ -29,3 +29,15 @@ export const matmul = Op.create((inout: Float64Array, input: Float64Array) => {
     inout[k + 3] = c * f + d * h;
   }
 }, { commutative: false, itemLength: 4, name: 'matmul' });
+
+/** mulberry32: a small seedable PRNG, the same on every rank, to generate test data reproducibly. */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

@@ -13,21 +13,10 @@
  */
 import assert from 'node:assert/strict';
 import { NbcError, dimsCreate, type Communicator } from 'nbcoll';
-import { errorCodes } from './common.ts';
+import { errorCodes, mulberry32 } from './common.ts';
 
 type Edge = [number, number];
 
-/** A small deterministic PRNG (mulberry32), the same on every rank. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function shuffle<T>(xs: T[], rnd: () => number): T[] {
   for (let i = xs.length - 1; i > 0; i--) {
@@ -47,7 +36,7 @@ function graphs(p: number): Array<[string, Edge[]]> {
   out.push(['ring +1 +2', ring]);
   // Random multigraph: up to 3 parallel edges per ordered pair, self edges included, shuffled.
   for (const seed of [1, 2]) {
-    const rnd = prng(seed * 1000 + p);
+    const rnd = mulberry32(seed * 1000 + p);
     const edges: Edge[] = [];
     for (let a = 0; a < p; a++) for (let b = 0; b < p; b++) for (let k = Math.floor(rnd() * 4) - 1; k > 0; k--) edges.push([a, b]);
     out.push([`random multigraph ${seed}`, shuffle(edges, rnd)]);
