@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
+import { setTimeout as pause } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import type { AggGroup } from '../src/agg/client.ts';
@@ -14,29 +15,42 @@ import { OpCode } from '../src/ops/loops.ts';
 import { closeJob, connectJob, floats, foldRight, joinAll, reduceAll, reference, within } from './agg-helpers.ts';
 
 const T = { timeout: 60_000 };
+const STATUS_POLL_MS = 100;
 const fixture = (name: string): string => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
 
-/** Issues `n` allreduces of `bytes` at every member; resolves with each call's error (or null) and when it came. */
-function issueMany(groups: AggGroup[], n: number, bytes: number): Promise<{ err: Error | null; at: number }[]> {
+/**
+ * Issues `n` allreduces of `bytes` at every member. `results`: each call's error (or null) and
+ * when it came; `moving`: resolves when the first call completes, i.e. data is flowing through
+ * the tree (the later calls, held back by the credit window, are still pending then).
+ */
+function issueMany(groups: AggGroup[], n: number, bytes: number): { results: Promise<{ err: Error | null; at: number }[]>; moving: Promise<void> } {
   const all: Promise<{ err: Error | null; at: number }>[] = [];
+  let flowing!: () => void;
+  const moving = new Promise<void>((resolve) => { flowing = resolve; });
   for (const g of groups) {
     for (let k = 0; k < n; k++) {
       all.push(new Promise((resolve) => {
         const out = new Uint8Array(bytes);
-        g.reduce(floats(bytes / 8), out, OpCode.sum, DType.Float64, -1, (err) => resolve({ err, at: performance.now() }));
+        g.reduce(floats(bytes / 8), out, OpCode.sum, DType.Float64, -1, (err) => {
+          flowing();
+          resolve({ err, at: performance.now() });
+        });
       }));
     }
   }
-  return Promise.all(all);
+  return { results: Promise.all(all), moving };
 }
 
-/** Resolves once the fabric status satisfies `ok` (bounded: the AM learns some counters by heartbeat). */
+/**
+ * Resolves once the fabric status satisfies `ok`, asking the AM every STATUS_POLL_MS (it has no
+ * way to push its state; some counters reach it only with heartbeats), up to a deadline.
+ */
 async function statusUntil(f: FabricHandle, ok: (s: Status) => boolean, ms = 5000): Promise<Status> {
   const end = performance.now() + ms;
   for (;;) {
     const s = await fabricStatus(f.manager, f.secret) as unknown as Status;
     if (ok(s) || performance.now() > end) return s;
-    await new Promise((r) => setTimeout(r, 100));
+    await pause(STATUS_POLL_MS);
   }
 }
 interface Status {
@@ -66,9 +80,10 @@ describe('aggregation fabric faults', () => {
     const job = await connectJob(f, [0, 1, 2, 3]);
     try {
       const groups = await joinAll(job, 'world');
-      const results = issueMany(groups, 30, 4096);
-      // Wait for the data to be moving, then kill leaf AN 2.
-      await new Promise((r) => setTimeout(r, 30));
+      const { results, moving } = issueMany(groups, 30, 4096);
+      // Once data is flowing through the tree (a first call completed; later ones are held by
+      // the credit window), kill.
+      await within(moving, 10_000, 'the first operation through the fabric');
       const killedAt = performance.now();
       process.kill(f.pids[1 + 2]!, 'SIGKILL');
       const rs = await within(results, 10_000, 'pending reduces after the kill');
@@ -115,8 +130,10 @@ describe('aggregation fabric faults', () => {
         Promise.all(job.clients.map((c, i) => c.join('world', i, 4))), joined]), 20_000, 'join with a member process');
       assert.ok(groups.every((g) => !('refused' in g)));
       // The member process loops; ours run a few operations with it, then it dies mid-stream.
-      const results = issueMany(groups as AggGroup[], 200, 4096);
-      await new Promise((r) => setTimeout(r, 50));
+      const { results, moving } = issueMany(groups as AggGroup[], 200, 4096);
+      // Once data is flowing through the tree (a first call completed; later ones are held by
+      // the credit window), kill.
+      await within(moving, 10_000, 'the first operation through the fabric');
       const killedAt = performance.now();
       child.kill('SIGKILL');
       const rs = await within(results, 10_000, 'pending reduces after the member died');
@@ -145,8 +162,10 @@ describe('aggregation fabric faults', () => {
     const job = await connectJob(f, [0, 1, 2, 3]);
     try {
       const groups = await joinAll(job, 'world');
-      const results = issueMany(groups, 30, 4096);
-      await new Promise((r) => setTimeout(r, 20));
+      const { results, moving } = issueMany(groups, 30, 4096);
+      // Once data is flowing through the tree (a first call completed; later ones are held by
+      // the credit window), kill.
+      await within(moving, 10_000, 'the first operation through the fabric');
       const killedAt = performance.now();
       process.kill(f.pids[0]!, 'SIGKILL');
       const rs = await within(results, 10_000, 'pending reduces after the AM died');

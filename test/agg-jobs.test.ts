@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
+import { setTimeout as pause } from 'node:timers/promises';
 import { launch, type LaunchResult } from 'nbcoll';
 import { fabricStatus, startFabric, type FabricHandle } from '../src/agg/fabric.ts';
 import { isRunning } from '../src/agg/manager.ts';
@@ -17,6 +18,7 @@ import { jobPath, processesMatching } from './helpers.ts';
 const TRIALS = Number(process.env.AGG_FAULT_TRIALS ?? 2);
 const T = { timeout: 60_000 + TRIALS * 30_000 };
 const SHAPE = { radix: 2, levels: 2 };
+const STATUS_POLL_MS = 20;
 
 type FaultResult = { code: string; errAt: number; calls: number; recovered: boolean };
 type Status = { ans: Array<{ id: number; pid: number; alive: boolean }>; groups: Array<{ job: string; ans: number[]; rootAn: number; rootFragments: number; state: string }> };
@@ -25,14 +27,17 @@ function fabricEnv(f: FabricHandle): Record<string, string> {
   return { NBC_AGG_MANAGER: `${f.manager.host}:${f.manager.port}`, NBC_AGG_SECRET: f.secret.toString('hex') };
 }
 
-/** Polls the manager until `pick` finds something (each poll is one status request), or fails at the deadline. */
+/**
+ * Asks the manager every STATUS_POLL_MS until `pick` finds something in its status (it has no
+ * way to push state), or fails at the deadline.
+ */
 async function until<T>(f: FabricHandle, pick: (s: Status) => T | undefined, ms: number, what: string): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
     const found = pick(await fabricStatus(f.manager, f.secret) as unknown as Status);
     if (found !== undefined) return found;
     if (Date.now() > end) assert.fail(`${what}: not seen within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 20));
+    await pause(STATUS_POLL_MS);
   }
 }
 
