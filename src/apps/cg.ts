@@ -22,7 +22,7 @@ import { axpy, axpyFromGhost, boundaryBoxes, dot, dotGhost, interiorBox, makeBox
 import { Halo } from './halo.js';
 import { matvecGBs } from './pcg.js';
 import {
-  collOptions, NoiseSource, P, Pacer, parseAppArgs, phaseSummary, Phases, placement, report, type AppOptions, type AppResult, type Verification,
+  collOptions, P, Pacer, parseAppArgs, phaseSummary, Phases, placement, report, solveContext, type AppOptions, type AppResult, type Verification,
 } from './run.js';
 
 /** The exact solution's factor along one dimension of N points, at 0-based global index g. */
@@ -154,14 +154,9 @@ export default async function cg(world: Communicator, args: string[]): Promise<A
     if (global[k]! < dims[k]!) throw new Error(`Cannot run on ${world.size} ranks: global grid ${global.join('x')} has fewer points than the process grid ${dims.join('x')} in dimension ${k}; expected at least one point per rank`);
   }
   const box = makeBox(global, dims, cart.coords());
-  const noise = o.noise === null ? null : new NoiseSource(o.noise, world.rank);
-  const phases = new Phases(noise);
-  const pacer = new Pacer(o.testInterval, noise);
+  const { noise, phases, pacer, progress } = solveContext(world, o);
   const where = placement(world);
-  const verbose = o.verbose && world.rank === 0;
-  const res = solveCg(cart, o, box, phases, pacer, (it, rel) => {
-    if (verbose) process.stdout.write(`iteration ${it}: relative residual ${rel.toExponential(6)}\n`);
-  });
+  const res = solveCg(cart, o, box, phases, pacer, progress);
   const summary = phaseSummary(world, phases);
   const red = new Float64Array(4);
   world.allreduce(Float64Array.of(res.err2, res.u2, 0, noise?.stolenMs ?? 0), red, 'sum');

@@ -31,7 +31,7 @@ import {
 } from './grid.js';
 import { Halo } from './halo.js';
 import {
-  collOptions, NoiseSource, P, Pacer, parseAppArgs, phaseSummary, Phases, placement, report, type AppOptions, type AppResult, type Verification,
+  collOptions, P, Pacer, parseAppArgs, phaseSummary, Phases, placement, report, solveContext, type AppOptions, type AppResult, type Verification,
 } from './run.js';
 
 /** Above this many unknowns `--verify auto` skips the sequential reference solve. */
@@ -361,14 +361,9 @@ export function matvecGBs(rows: number, iterations: number, matvecSeconds: numbe
 export default async function pcg(world: Communicator, args: string[]): Promise<AppResult | null> {
   const o = parseAppArgs('pcg', args);
   const box = layout(world, o);
-  const noise = o.noise === null ? null : new NoiseSource(o.noise, world.rank);
-  const phases = new Phases(noise);
-  const pacer = new Pacer(o.testInterval, noise);
+  const { noise, phases, pacer, progress } = solveContext(world, o);
   const where = placement(world);
-  const verbose = o.verbose && world.rank === 0;
-  const res = solvePcg(world, o, box, phases, pacer, (it, rel) => {
-    if (verbose) process.stdout.write(`iteration ${it}: relative residual ${rel.toExponential(6)}\n`);
-  });
+  const res = solvePcg(world, o, box, phases, pacer, progress);
   const summary = phaseSummary(world, phases);
   const secs = new Float64Array(1);
   world.allreduce(Float64Array.of(res.seconds), secs, 'max');

@@ -248,6 +248,28 @@ function sumAll(comm: Communicator, a: Float64Array): Float64Array {
   return out;
 }
 
+/** What both solvers run a solve with: the rank's noise, phase clock and test() pacing, and the residual printer. */
+export interface SolveContext {
+  noise: NoiseSource | null;
+  phases: Phases;
+  pacer: Pacer;
+  /** Called after every iteration; prints the residual history on rank 0 with --verbose. */
+  progress: (iteration: number, relResidual: number) => void;
+}
+
+export function solveContext(world: Communicator, o: AppOptions): SolveContext {
+  const noise = o.noise === null ? null : new NoiseSource(o.noise, world.rank);
+  const verbose = o.verbose && world.rank === 0;
+  return {
+    noise,
+    phases: new Phases(noise),
+    pacer: new Pacer(o.testInterval, noise),
+    progress: (it, rel) => {
+      if (verbose) process.stdout.write(`iteration ${it}: relative residual ${rel.toExponential(6)}\n`);
+    },
+  };
+}
+
 /** The ranks per node (largest node) and the number of nodes, agreed by all. */
 export function placement(world: Communicator): { ppn: number; nodes: number } {
   const local = world.splitShared();

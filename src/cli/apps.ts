@@ -9,22 +9,17 @@
  *   nbc cg --ranks 4 --ppn 1 --link gige --mode nonblocking --test-interval 2000
  */
 import { fileURLToPath } from 'node:url';
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { linkSpecOf, LINK_PRESETS } from '../apps/run.js';
 import { launch } from '../runtime/launcher.js';
 import { parseLinkSpec } from '../runtime/link-spec.js';
 import { parseTransport } from '../runtime/node-main.js';
+import { positiveInt } from './args.js';
 
 const JOBS = {
   cg: fileURLToPath(new URL('../apps/cg.js', import.meta.url)),
   pcg: fileURLToPath(new URL('../apps/pcg.js', import.meta.url)),
 };
-
-function positiveInt(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`expected a positive integer, got '${value}'`);
-  return n;
-}
 
 /** Flags forwarded to the job as given (the job validates them, so `nbc run` behaves the same). */
 const FORWARDED = ['n', 'global', 'tol', 'maxIter', 'variant', 'mode', 'executor', 'algorithm', 'testInterval', 'noise', 'json', 'chart', 'verify'] as const;

@@ -24,6 +24,7 @@ import { launch } from '../runtime/launcher.js';
 import { paramsFilePath, writeParamsFile } from '../runtime/params-file.js';
 import { machineInfo } from './bench.js';
 import { calibrateLogGP } from '../sim/calibrate.js';
+import { positiveInt } from './args.js';
 
 const CALIBRATE_JOB = fileURLToPath(new URL('../bench/calibrate-job.js', import.meta.url));
 
@@ -34,12 +35,6 @@ const MAX_MESSAGES = 16;
 /** Measuring time per path; at least MIN_ITERS rounds run whatever it takes. */
 const BUDGET_MS = 20_000;
 const MIN_ITERS = 10;
-
-function positiveInt(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`expected a positive integer, got '${value}'`);
-  return n;
-}
 
 function ranksArg(value: string): number {
   const n = positiveInt(value);

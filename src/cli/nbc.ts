@@ -16,12 +16,7 @@ import { registerBench } from './bench.js';
 import { registerInfo } from './info.js';
 import { registerCalibrate } from './calibrate.js';
 import { registerSim } from './sim.js';
-
-function positiveInt(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`expected a positive integer, got '${value}'`);
-  return n;
-}
+import { positiveInt } from './args.js';
 
 function envInt(name: string): number | undefined {
   const v = process.env[name];

@@ -14,7 +14,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Table from 'cli-table3';
-import { InvalidArgumentError, type Command } from 'commander';
+import { type Command } from 'commander';
 import { NbcArgError } from '../errors.js';
 import { renderChart } from '../bench/chart.js';
 import { parseNoise } from '../bench/metrics.js';
@@ -23,22 +23,11 @@ import type { CollName } from '../coll/select.js';
 import { buildProgram, PRESETS, simulate, SIM_COLLS, SIM_EXECUTORS, toGoal, type SimExecutor, type SimRow } from '../sim/index.js';
 import { loadSimParams } from '../sim/params-file.js';
 import { parseSizes } from './bench.js';
+import { positiveInt, nonNegativeInt } from './args.js';
 
 interface SimOptions {
   ranks: number; ppn: number; sizes: string; algorithm?: string; executor: string; params?: string; noise?: string;
   seed: number; compute?: boolean; json?: string; chart?: string; goal?: string;
-}
-
-function positiveInt(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`expected a positive integer, got '${value}'`);
-  return n;
-}
-
-function nonNegativeInt(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`expected a non-negative integer, got '${value}'`);
-  return n;
 }
 
 /** 'iallreduce' -> allreduce, non-blocking; 'allreduce' -> blocking. */

@@ -275,11 +275,7 @@ export class ScheduleBuilder {
 
   private grow(): void {
     this.cap *= 2;
-    const g = <T extends Int8Array | Int32Array>(a: T): T => {
-      const b = new (a.constructor as new (n: number) => T)(this.cap);
-      b.set(a);
-      return b;
-    };
+    const g = <T extends Int8Array | Int32Array>(a: T): T => grown(a, this.cap);
     this.kind = g(this.kind);
     this.peer = g(this.peer);
     this.bufA = g(this.bufA);
@@ -340,4 +336,11 @@ export class ScheduleBuilder {
       depStart, deps, this.tmp, this.algorithm,
     );
   }
+}
+
+/** A copy of `a` in a new array of the same type with room for `cap` elements. */
+export function grown<T extends Int8Array | Uint8Array | Int32Array>(a: T, cap: number): T {
+  const b = new (a.constructor as new (n: number) => T)(cap);
+  b.set(a);
+  return b;
 }

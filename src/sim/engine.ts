@@ -30,7 +30,7 @@
  * phases come from a seeded generator, so one seed gives one result.
  */
 import { NbcInternalError } from '../errors.js';
-import { A_COPY, A_RECV, A_REDUCE, A_SEND } from '../sched/schedule.js';
+import { A_COPY, A_RECV, A_REDUCE, A_SEND, grown } from '../sched/schedule.js';
 import { EventHeap } from './heap.js';
 import type { Program } from './program.js';
 import type { LogGOPS, SimParams } from './params.js';
@@ -363,11 +363,7 @@ class Simulation {
 
   private growQueues(): void {
     const cap = this.qVal.length * 2;
-    const g = <T extends Int32Array | Uint8Array>(x: T): T => {
-      const y = new (x.constructor as new (n: number) => T)(cap);
-      y.set(x);
-      return y;
-    };
+    const g = <T extends Int32Array | Uint8Array>(x: T): T => grown(x, cap);
     this.qVal = g(this.qVal);
     this.qNext = g(this.qNext);
     this.qTail = g(this.qTail);
