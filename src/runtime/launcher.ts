@@ -42,6 +42,11 @@ export interface LaunchOptions {
    * stopped after them. Without it, nodes join the fabric NBC_AGG_MANAGER names, if any.
    */
   agg?: string;
+  /**
+   * Called as each node process starts, with its node index and pid (the reliability tools
+   * sample the nodes' resident memory through /proc/<pid>).
+   */
+  onSpawn?: (node: number, pid: number) => void;
 }
 
 export interface RankResult {
@@ -206,6 +211,7 @@ function launchNodes(entry: string, opts: LaunchOptions, fabricEnv: Record<strin
       });
       children[node] = child;
       alive.add(child);
+      if (child.pid !== undefined) opts.onSpawn?.(node, child.pid);
       if (pipe) {
         child.stdout!.setEncoding('utf8').on('data', (d: string) => { stdout += d; });
         child.stderr!.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
