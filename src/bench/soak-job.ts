@@ -7,6 +7,7 @@
  * unexpected messages, arena slices) shows up as memory that grows. The launcher side
  * (cli/soak.ts) samples the node processes' resident memory meanwhile.
  */
+import { writeSync } from 'node:fs';
 import type { CollOptions, Communicator } from '../coll/communicator.js';
 import { NbcError } from '../errors.js';
 import { COLL_CASES, type CallMode } from './coll-cases.js';
@@ -21,6 +22,8 @@ export interface SoakJobArgs {
   reportSeconds: number;
   /** Every rank rests this long after each cycle (pacing on a shared machine), ms. */
   restMs?: number;
+  /** Rank 0 names every call before it starts (to find the one that hangs). */
+  trace?: boolean;
 }
 
 export interface SoakJobResult {
@@ -33,6 +36,14 @@ export interface SoakJobResult {
   p2pMessages: number;
   commsCreated: number;
 }
+
+/**
+ * A line on the node's stdout now: console.log in a rank thread waits for the thread's event
+ * loop, which a job that never awaits (this one) does not turn until it ends.
+ */
+const say = (line: string): void => {
+  writeSync(1, `${line}\n`);
+};
 
 const MODES: readonly CallMode[] = ['blocking', 'nonblocking', 'persistent'];
 
@@ -87,6 +98,7 @@ export default function main(world: Communicator, args: string[]): SoakJobResult
       for (const v of a.variants) {
         const key = `${cc.name}/${v}`;
         if (key in res.refused) continue;
+        if (a.trace === true && world.rank === 0) say(`soak: cycle ${k} ${key} ${mode} n=${n} on ${['world', 'dup', 'split'][kind]}`);
         let posted;
         try {
           posted = cc.start(comm, n, k, mode, variantOptions(v));
@@ -110,7 +122,7 @@ export default function main(world: Communicator, args: string[]): SoakJobResult
     if ((a.restMs ?? 0) > 0) Atomics.wait(rest, 0, 0, a.restMs); // pacing only: nothing wakes it
     if (world.rank === 0 && a.reportSeconds > 0 && performance.now() - lastReport > a.reportSeconds * 1000) {
       lastReport = performance.now();
-      console.log(`soak: ${Math.round((lastReport - started) / 1000)} s, ${res.cycles} cycles, ${res.calls} collective calls checked`);
+      say(`soak: ${Math.round((lastReport - started) / 1000)} s, ${res.cycles} cycles, ${res.calls} collective calls checked`);
     }
   }
   return res;
