@@ -33,6 +33,7 @@ import { Ring } from '../shm/ring.js';
 import { ANY_SOURCE, ANY_TAG } from './constants.js';
 import { Request, type Progressor, type Status } from './request.js';
 import type { UcxPath } from './ucx.js';
+import { UnexpectedQueue } from './unexpected.js';
 
 /** `route` of a rank on another node when the UCX path carries inter-node traffic. */
 export const UCX_ROUTE = -1;
@@ -148,7 +149,7 @@ export class Transport implements Progressor {
   private readonly outQueues: Outgoing[][] = [];
   private queuedEndpoints = 0;
   private readonly posted = new Map<number, RecvRequest[]>();
-  private readonly unexpected = new Map<number, Unexpected[]>();
+  private readonly unexpected = new Map<number, UnexpectedQueue<Unexpected>>();
   private readonly awaitingAck = new Map<number, SendRequest>();
   private readonly ownSlice: SharedArrayBuffer;
   private nextToken = 1;
@@ -600,30 +601,24 @@ export class Transport implements Progressor {
 
   /** Takes the earliest unexpected message (ctx, src, tag) as the early one; false when none. */
   private takeUnexpected(ctx: number, src: number, tag: number, bytes: number): boolean {
-    const list = this.unexpected.get(ctx);
-    if (list === undefined) return false;
-    for (let i = 0; i < list.length; i++) {
-      const m = list[i]!;
-      if (m.src !== src || m.tag !== tag) continue;
-      list.splice(i, 1);
-      this.stats.messagesReceived++;
-      this.stats.bytesReceived += m.bytes;
-      if (this.trace !== null) this.trace.recvs.push(src, ctx, tag, m.bytes);
-      if (m.kind === KIND_EAGER) {
-        this.early = m.data!;
-      } else if (m.kind === KIND_UCX_RTS) {
-        this.early = this.ucxFetch(m);
-      } else {
-        this.early = this.slices[m.slice]!.slice(m.offset, m.offset + m.bytes);
-        this.sendAck(m.from, m.token, m.slice);
-      }
-      if (m.bytes !== bytes) {
-        this.early = EMPTY_BYTES;
-        throw lengthMismatch(m.bytes, bytes, src, tag);
-      }
-      return true;
+    const m = this.unexpected.get(ctx)?.take(src, tag);
+    if (m === undefined || m === null) return false;
+    this.stats.messagesReceived++;
+    this.stats.bytesReceived += m.bytes;
+    if (this.trace !== null) this.trace.recvs.push(src, ctx, tag, m.bytes);
+    if (m.kind === KIND_EAGER) {
+      this.early = m.data!;
+    } else if (m.kind === KIND_UCX_RTS) {
+      this.early = this.ucxFetch(m);
+    } else {
+      this.early = this.slices[m.slice]!.slice(m.offset, m.offset + m.bytes);
+      this.sendAck(m.from, m.token, m.slice);
     }
-    return false;
+    if (m.bytes !== bytes) {
+      this.early = EMPTY_BYTES;
+      throw lengthMismatch(m.bytes, bytes, src, tag);
+    }
+    return true;
   }
 
   irecv(view: Uint8Array, elementBytes: number, src: number, ctx: number, tag: number, reuse?: RecvRequest): RecvRequest {
@@ -641,16 +636,10 @@ export class Transport implements Progressor {
     req.src = src;
     req.ctx = ctx;
     req.tag = tag;
-    const list = this.unexpected.get(ctx);
-    if (list !== undefined) {
-      for (let i = 0; i < list.length; i++) {
-        const m = list[i]!;
-        if ((src === ANY_SOURCE || src === m.src) && (tag === ANY_TAG || tag === m.tag)) {
-          list.splice(i, 1);
-          this.deliverUnexpected(req, m);
-          return req;
-        }
-      }
+    const m = this.unexpected.get(ctx)?.take(src, tag);
+    if (m !== undefined && m !== null) {
+      this.deliverUnexpected(req, m);
+      return req;
     }
     let q = this.posted.get(ctx);
     if (q === undefined) {
@@ -664,14 +653,8 @@ export class Transport implements Progressor {
   /** Non-blocking probe: the status of the first matching message not yet received, or null. */
   iprobe(ctx: number, src: number, tag: number): Status | null {
     this.progress();
-    const list = this.unexpected.get(ctx);
-    if (list === undefined) return null;
-    for (const m of list) {
-      if ((src === ANY_SOURCE || src === m.src) && (tag === ANY_TAG || tag === m.tag)) {
-        return { source: m.src, tag: m.tag, count: m.bytes, bytes: m.bytes };
-      }
-    }
-    return null;
+    const m = this.unexpected.get(ctx)?.peek(src, tag);
+    return m === undefined || m === null ? null : { source: m.src, tag: m.tag, count: m.bytes, bytes: m.bytes };
   }
 
   /** Blocking probe. */
@@ -837,12 +820,12 @@ export class Transport implements Progressor {
   }
 
   private pushUnexpected(ctx: number, m: Unexpected): void {
-    let list = this.unexpected.get(ctx);
-    if (list === undefined) {
-      list = [];
-      this.unexpected.set(ctx, list);
+    let q = this.unexpected.get(ctx);
+    if (q === undefined) {
+      q = new UnexpectedQueue();
+      this.unexpected.set(ctx, q);
     }
-    list.push(m);
+    q.push(m);
   }
 
   // ---- progress and waiting -----------------------------------------------------------
