@@ -1,0 +1,99 @@
+/**
+ * The load part of the reliability suite, short forms (docs/reliability.md, "Load"; the long
+ * forms run with `npm run load -- --long`). Every job runs under a deadline; every result is
+ * checked inside the job against an independent reference (src/bench/coll-cases.ts, the
+ * message stamps of src/bench/load-job.ts), and resident memory of every node process is
+ * sampled from here, through /proc.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+// The built runner: launch() starts nodes from the built CLI beside it (npm test builds first).
+import { runLoad, type LoadOutcome, type LoadRun } from '../dist/bench/load.js';
+import { ucxUnavailable } from '../src/runtime/node-main.ts';
+
+const T = { timeout: 120_000 };
+const hasUcx = ucxUnavailable() === null;
+
+async function loadOk(run: LoadRun): Promise<LoadOutcome> {
+  const o = await runLoad(run);
+  const r = o.result;
+  assert.equal(r.exitCode, 0, `load ${run.mode} ${JSON.stringify(run.params)} failed: ${r.failure}\n${r.stderr}\n${r.stdout}`);
+  assert.equal(r.ranks.length, run.ranks, `every rank reports a result\n${r.stderr}`);
+  return o;
+}
+
+interface OutstandingResult { posted: number; checked: number; completedBy: { wait: number; waitAny: number; testAny: number } }
+interface SlowResult { messages: number; bytes: number }
+interface FloodResult { sent: number; received: number }
+
+describe('load', () => {
+  for (const [transport, total, comms] of [['tcp', 1500, 20], ['ucx', 500, 10]] as const) {
+    test(`outstanding collectives: ${total} non-blocking collectives of every kind on ${comms} communicators, 4 ranks over 2 nodes (${transport}), all posted first, complete in a seeded scrambled order`,
+      { ...T, skip: transport === 'ucx' && !hasUcx ? 'no UCX in the native addon' : false }, async () => {
+        const o = await loadOk({
+          mode: 'outstanding', ranks: 4, ppn: 2, transport, timeoutMs: 90_000,
+          params: { total, comms, seed: 16, sizes: [1, 16, 300, 3000] },
+        });
+        for (const { result } of o.result.ranks) {
+          const x = result as OutstandingResult;
+          assert.equal(x.checked, total);
+          // every completion style was used
+          assert.ok(x.completedBy.wait > 0 && x.completedBy.waitAny > 0 && x.completedBy.testAny > 0, JSON.stringify(x.completedBy));
+        }
+      });
+  }
+
+  // Rank 0 computes for 4 s, calling nothing; ranks 1 (same node) and 2, 3 (the other node)
+  // send to it all the while. The intra-node sender must block once the ring is full, the
+  // inter-node ones once the receiving engine holds HIGH_WATER worth of records (it pauses
+  // reading, TCP holds the senders back). Before the fix the receiving engine counted only
+  // payload bytes and held ~400 MB of 64-byte messages before it paused.
+  test('slow receiver: a rank that computes while 3 others send 64-byte messages to it keeps every node bounded, then receives all in order (tcp)', T, async () => {
+    const o = await loadOk({
+      mode: 'slow', ranks: 4, ppn: 2, transport: 'tcp', timeoutMs: 90_000,
+      params: { seconds: 4, bytes: 64, receiver: 'compute', sender: 'send' },
+    });
+    const [recv, intra, ...inter] = o.result.ranks.map((r) => r.result as SlowResult);
+    assert.equal(recv!.messages, intra!.messages + inter.reduce((a, x) => a + x.messages, 0), 'every message sent arrived');
+    // a 64 KiB ring holds ~580 records of 112 bytes: the intra-node sender blocked
+    assert.ok(intra!.messages < 2000, `the intra-node sender sent ${intra!.messages} messages to a rank that received nothing`);
+    for (const [node, m] of Object.entries(o.memory)) assert.ok(m.peakMb < 300, `${node} peaked at ${m.peakMb} MB`);
+  });
+
+  test('slow receiver: windows of 20 KB isends (rendezvous) to a computing rank stay pending, not buffered (tcp)', T, async () => {
+    const o = await loadOk({
+      mode: 'slow', ranks: 4, ppn: 2, transport: 'tcp', timeoutMs: 90_000,
+      params: { seconds: 2, bytes: 20_000, receiver: 'compute', sender: 'isend', window: 64 },
+    });
+    const [recv, ...senders] = o.result.ranks.map((r) => r.result as SlowResult);
+    assert.equal(recv!.messages, senders.reduce((a, x) => a + x.messages, 0));
+    for (const [node, m] of Object.entries(o.memory)) assert.ok(m.peakMb < 300, `${node} peaked at ${m.peakMb} MB`);
+  });
+
+  // Known and open (docs/reliability.md, "Load"): a receiver that keeps progressing but posts
+  // no receive (blocked on another message) moves every eager message into its unexpected
+  // queue, ~70 MB/s here; bounding it needs the senders to fall back to rendezvous.
+  test('slow receiver: a rank blocked on another receive while 3 others send to it stays bounded (tcp)',
+    { ...T, todo: 'eager messages to a rank that progresses without receiving pile up in its unexpected queue' }, async () => {
+      const o = await loadOk({
+        mode: 'slow', ranks: 4, ppn: 2, transport: 'tcp', timeoutMs: 90_000,
+        params: { seconds: 4, bytes: 64, receiver: 'blocked', sender: 'send' },
+      });
+      for (const [node, m] of Object.entries(o.memory)) assert.ok(m.peakMb < 300, `${node} peaked at ${m.peakMb} MB`);
+    });
+
+  for (const [transport, count] of [['tcp', 10_000], ['ucx', 1_000]] as const) {
+    test(`message flood: ${count} 16-byte messages between every ordered pair of 4 ranks over 2 nodes (${transport}) arrive complete, intact and in order per sender`,
+      { ...T, skip: transport === 'ucx' && !hasUcx ? 'no UCX in the native addon' : false }, async () => {
+        const o = await loadOk({
+          mode: 'flood', ranks: 4, ppn: 2, transport, timeoutMs: 90_000,
+          params: { count, bytes: 16, window: 64 },
+        });
+        for (const { result } of o.result.ranks) {
+          const x = result as FloodResult;
+          assert.equal(x.sent, count * 3);
+          assert.equal(x.received, count * 3);
+        }
+      });
+  }
+});
