@@ -16,7 +16,7 @@ import { Request } from '../p2p/request.js';
 import type { Transport } from '../p2p/transport.js';
 import { KIND_COMM, KIND_POST, KIND_SCHED } from '../shm/layout.js';
 import type { CollTarget, Executor, Plan } from './executor.js';
-import { DONE_OK, DONE_PEER_FAILED } from './offload.js';
+import { DONE_OK, DONE_PEER_FAILED, REGISTERED_SCHEDULES } from './offload.js';
 import { A_REDUCE, type Schedule } from './schedule.js';
 import type { TwoLevelCall } from './two-level.js';
 import { encodeSchedule } from './wire.js';
@@ -39,7 +39,8 @@ type OffloadTarget = CollTarget;
 
 export class OffloadClient implements Executor {
   readonly name = 'offload';
-  private readonly ids = new WeakMap<Schedule, number>();
+  /** Schedules registered with the engine, oldest first: the engine's window, mirrored (offload.ts REGISTERED_SCHEDULES). */
+  private readonly ids = new Map<Schedule, number>();
   private nextId = 1;
   private readonly comms = new Set<number>();
   private pending: OffloadRequest[] = [];
@@ -93,6 +94,7 @@ export class OffloadClient implements Executor {
     if (id === undefined) {
       id = this.nextId++;
       this.ids.set(sched, id);
+      if (this.ids.size > REGISTERED_SCHEDULES) this.ids.delete(this.ids.keys().next().value!);
       t.toEngine(KIND_SCHED, target.collCtx, target.rank, 0, id, 0, 0, 0, encodeSchedule(sched));
     }
     const tmpOff = sched.tmpBytes > 0 ? this.alloc(sched.tmpBytes, 'scratch') : 0;

@@ -112,9 +112,20 @@ interface Waiting {
   view: Uint8Array;
 }
 
+/**
+ * How many schedules an engine keeps registered per rank, oldest registration out. Without a
+ * bound every schedule a rank ever offloaded stayed in its engine: each call with per-rank
+ * counts (gatherv, alltoallv, ...: not cached, a new schedule each time) and each cached
+ * schedule of every communicator since freed; the soak (`npm run soak`) measured ~425 MB an
+ * hour per node. The rank's client mirrors the window: both drop the oldest registration,
+ * and registrations reach the engine in the order the client made them (one FIFO ring).
+ */
+export const REGISTERED_SCHEDULES = 256;
+
 export class OffloadEngine implements Port<OffloadRun> {
   private readonly interp = new Interpreter<OffloadRun>(this);
-  private readonly schedules = new Map<string, Schedule>();
+  /** Per rank endpoint: its registered schedules by id, oldest registration first. */
+  private readonly schedules = new Map<number, Map<number, Schedule>>();
   private readonly comms = new Map<string, Int32Array>();
   private readonly posted = new Map<string, Waiting[]>();
   private readonly localSends = new Map<string, Waiting[]>();
@@ -127,8 +138,19 @@ export class OffloadEngine implements Port<OffloadRun> {
 
   constructor(private readonly host: OffloadHost) {}
 
+  /**
+   * Registers rank endpoint `ep`'s schedule `id`, forgetting its oldest registration beyond
+   * REGISTERED_SCHEDULES; the rank's client forgets the same one (offload-client.ts), so it
+   * registers that schedule again before posting it. A run already started keeps its schedule.
+   */
   registerSchedule(ep: number, id: number, sched: Schedule): void {
-    this.schedules.set(`${ep}:${id}`, sched);
+    let mine = this.schedules.get(ep);
+    if (mine === undefined) {
+      mine = new Map();
+      this.schedules.set(ep, mine);
+    }
+    mine.set(id, sched);
+    if (mine.size > REGISTERED_SCHEDULES) mine.delete(mine.keys().next().value!);
   }
 
   registerComm(ep: number, ctx: number, worldRanks: Int32Array): void {
@@ -138,7 +160,7 @@ export class OffloadEngine implements Port<OffloadRun> {
   /** Starts rank endpoint `ep`'s schedule `id` on its communicator `ctx`. */
   post(ep: number, id: number, ctx: number, rank: number, tag: number, send: RegionRef, recv: RegionRef, tmp: RegionRef,
     slotSlice: number, slotOffset: number): void {
-    const sched = this.schedules.get(`${ep}:${id}`);
+    const sched = this.schedules.get(ep)?.get(id);
     const worldRanks = this.comms.get(`${ep}:${ctx}`);
     if (sched === undefined || worldRanks === undefined) {
       this.host.complete(ep, slotSlice, slotOffset, DONE_ERROR);
