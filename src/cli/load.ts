@@ -6,7 +6,7 @@
  * the documented long forms (10^4 outstanding collectives on 100 communicators, 10^6 messages
  * between every pair). Writes bench/results/reliability/load.json.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Command } from 'commander';
 import Table from 'cli-table3';
@@ -66,7 +66,7 @@ const program = new Command('load')
   .option('--only <list>', 'scenario names or prefixes, comma-separated (outstanding, flood, slow, ...)')
   .option('--trials <n>', 'runs of each scenario', positiveInt, 1)
   .option('--transports <list>', 'tcp, ucx (default: both where UCX is available)')
-  .option('--json <file>', 'where to write the results', 'bench/results/reliability/load.json')
+  .option('--json <file>', 'where to write the results (runs of other scenarios already there are kept)', 'bench/results/reliability/load.json')
   .parse();
 const o = program.opts<{ long?: boolean; only?: string; trials: number; transports?: string; json: string }>();
 
@@ -74,7 +74,18 @@ const transports = (o.transports?.split(',') ?? (ucxUnavailable() === null ? ['t
 const only = o.only?.split(',').filter(Boolean);
 const chosen = scenarios(o.long === true, transports).filter((s) => only === undefined || only.some((p) => s.name.startsWith(p)));
 
-const rows: object[] = [];
+interface Row { scenario: string; trial: number }
+/** Runs of scenarios this invocation does not run stay in the file: long forms are run a few at a time. */
+const kept: Row[] = existsSync(o.json)
+  ? (JSON.parse(readFileSync(o.json, 'utf8')) as { runs: Row[] }).runs.filter((r) => !chosen.some((s) => s.name === r.scenario))
+  : [];
+const rows: Row[] = [];
+/** Written after every run, so a long series that is stopped keeps what it measured. */
+const save = (): void => {
+  mkdirSync(dirname(o.json), { recursive: true });
+  const all = [...kept, ...rows].sort((a, b) => a.scenario.localeCompare(b.scenario) || a.trial - b.trial);
+  writeFileSync(o.json, `${JSON.stringify({ updated: new Date().toISOString(), runs: all }, null, 1)}\n`);
+};
 const table = new Table({ style: { head: [], border: [] }, head: ['scenario', 'trial', 'ok', 'wall s', 'peak MB by node', 'notes'] });
 let failures = 0;
 for (const s of chosen) {
@@ -89,16 +100,13 @@ for (const s of chosen) {
     const peaks = Object.entries(out.memory).map(([n, m]) => `${n} ${m.peakMb}`).join(', ');
     table.push([s.name, trial, verdict === null ? 'yes' : 'NO', (out.wallMs / 1000).toFixed(1), peaks, verdict ?? '']);
     rows.push({
-      scenario: s.name, trial, ok: verdict === null, failure: verdict, mode: s.mode, params: s.params, ranks: s.ranks, ppn: s.ppn,
+      scenario: s.name, trial, command: `npm run load -- ${o.long === true ? '--long ' : ''}--only ${s.name}`, date: new Date().toISOString(), ok: verdict === null, failure: verdict, mode: s.mode, params: s.params, ranks: s.ranks, ppn: s.ppn,
       transport: s.transport, deadlineMs: s.timeoutMs, wallMs: out.wallMs, memory: out.memory, results,
       rss: out.samples.map((x) => ({ t: Math.round(x.t * 10) / 10, mb: Object.fromEntries(Object.entries(x.kb).map(([k, v]) => [k, Math.round(v / 102.4) / 10])) })),
-    });
+    } as Row);
+    save();
   }
 }
 console.log(table.toString());
-mkdirSync(dirname(o.json), { recursive: true });
-writeFileSync(o.json, `${JSON.stringify({
-  command: `npm run load -- ${process.argv.slice(2).join(' ')}`.trim(), date: new Date().toISOString(), long: o.long === true, runs: rows,
-}, null, 1)}\n`);
 console.log(`load: wrote ${o.json}; ${failures} failed run(s)`);
 process.exitCode = failures === 0 ? 0 : 1;
