@@ -140,6 +140,8 @@ export interface SlowResult {
   bytes: number;
   /** This rank's V8 heap, MiB (senders: the largest seen while sending). */
   heapMb: number;
+  /** Receiver: when it stopped and resumed receiving (Date.now()), to judge memory in between. */
+  stall?: [number, number];
 }
 
 const TAG_DATA = 1;
@@ -195,6 +197,7 @@ function slow(w: Communicator, a: SlowArgs): SlowResult {
     return { messages: seq, bytes: seq * words * 4, heapMb: Math.round(heapMb) };
   }
   // The receiver stands still: no library call at all, or blocked on the last sender's release.
+  const stallStart = Date.now();
   if (a.receiver === 'compute') {
     const t0 = performance.now();
     let x = 0;
@@ -203,6 +206,7 @@ function slow(w: Communicator, a: SlowArgs): SlowResult {
   }
   const release = new Int32Array(1);
   w.recv(release, last, TAG_RELEASE);
+  const stallEnd = Date.now();
   // Now receive everything, in order per sender (non-overtaking), checking each message.
   const m = new Int32Array(words);
   const end = new Int32Array(words);
@@ -219,7 +223,7 @@ function slow(w: Communicator, a: SlowArgs): SlowResult {
       verify(m, s, seq, 'slow receiver');
     }
   }
-  return { messages: total, bytes: total * words * 4, heapMb: Math.round(getHeapStatistics().total_heap_size / 1048576) };
+  return { messages: total, bytes: total * words * 4, heapMb: Math.round(getHeapStatistics().total_heap_size / 1048576), stall: [stallStart, stallEnd] };
 }
 
 // ---- flood ------------------------------------------------------------------------------

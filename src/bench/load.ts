@@ -25,6 +25,8 @@ export interface LoadOutcome {
   result: LaunchResult;
   wallMs: number;
   samples: RssSample[];
+  /** Date.now() at sample t = 0. */
+  epochMs: number;
   /** Per node: resident MiB at the first sample, at the peak, and peak minus first. */
   memory: Record<string, { firstMb: number; peakMb: number; growthMb: number }>;
 }
@@ -46,7 +48,7 @@ export async function runLoad(run: LoadRun): Promise<LoadOutcome> {
     const peak = Math.max(...v);
     memory[l] = { firstMb: round1(first), peakMb: round1(peak), growthMb: round1(peak - first) };
   }
-  return { run, result, wallMs: Math.round(performance.now() - t0), samples, memory };
+  return { run, result, wallMs: Math.round(performance.now() - t0), samples, epochMs: sampler.epochMs, memory };
 }
 
 const round1 = (x: number): number => Math.round(x * 10) / 10;

@@ -27,6 +27,8 @@ export class RssSampler {
   private readonly pids = new Map<number, string>();
   private timer: NodeJS.Timeout | undefined;
   private readonly t0 = performance.now();
+  /** Date.now() when sampling began: sample `t` is seconds after it. */
+  readonly epochMs = Date.now();
 
   constructor(private readonly intervalMs: number, private readonly read: (pid: number) => number | null = readRssKb) {}
 

@@ -11,6 +11,7 @@ import { dirname } from 'node:path';
 import { Command } from 'commander';
 import Table from 'cli-table3';
 import { runLoad, type LoadRun } from '../bench/load.js';
+import type { RssSample } from '../bench/rss.js';
 import { ucxUnavailable } from '../runtime/node-main.js';
 import { positiveInt } from './args.js';
 
@@ -21,10 +22,28 @@ interface Scenario extends LoadRun {
 }
 
 const boundedMb = 300;
-const bounded = (_: unknown[], memory: Record<string, { peakMb: number }>): string | null => {
-  const over = Object.entries(memory).filter(([, m]) => m.peakMb >= boundedMb);
-  return over.length === 0 ? null : `resident memory over ${boundedMb} MB: ${over.map(([n, m]) => `${n} ${m.peakMb} MB`).join(', ')}`;
+/**
+ * Every node under boundedMb while the receiver stood still (the stall it reports); the
+ * catch-up after it holds what was sent, in the receiver's own unexpected queue, and is
+ * reported apart (catchUpPeakMb).
+ */
+const bounded = (_: unknown[], memory: Record<string, { peakMb: number; stallPeakMb?: number }>): string | null => {
+  const over = Object.entries(memory).filter(([, m]) => (m.stallPeakMb ?? m.peakMb) >= boundedMb);
+  return over.length === 0 ? null : `resident memory over ${boundedMb} MB while the receiver stood still: ${over.map(([n, m]) => `${n} ${m.stallPeakMb ?? m.peakMb} MB`).join(', ')}`;
 };
+
+/** Adds, per node, the peak inside the receiver's stall and the peak after it. */
+function splitAtStall(out: { samples: RssSample[]; epochMs: number; memory: Record<string, object> }, results: unknown[]): void {
+  const stall = (results[0] as { stall?: [number, number] } | undefined)?.stall;
+  if (stall === undefined) return;
+  const from = (stall[0] - out.epochMs) / 1000;
+  const to = (stall[1] - out.epochMs) / 1000;
+  for (const [node, m] of Object.entries(out.memory)) {
+    const peak = (keep: (t: number) => boolean): number =>
+      Math.round(Math.max(0, ...out.samples.filter((s) => keep(s.t) && s.kb[node] !== undefined).map((s) => s.kb[node]! / 1024)) * 10) / 10;
+    Object.assign(m, { stallPeakMb: peak((t) => t >= from && t <= to), catchUpPeakMb: peak((t) => t > to) });
+  }
+}
 
 function scenarios(long: boolean, transports: Array<'tcp' | 'ucx'>): Scenario[] {
   const out: Scenario[] = [];
@@ -93,6 +112,7 @@ for (const s of chosen) {
     process.stdout.write(`load: ${s.name} trial ${trial}/${o.trials} ... `);
     const out = await runLoad(s);
     const results = out.result.ranks.map((r) => r.result);
+    splitAtStall(out, results);
     const verdict = out.result.exitCode !== 0 ? `exit ${out.result.exitCode}: ${out.result.failure}` : s.judge?.(results, out.memory) ?? null;
     if (verdict !== null) failures++;
     console.log(verdict === null ? `ok (${(out.wallMs / 1000).toFixed(1)} s)` : `FAILED: ${verdict}`);
