@@ -204,9 +204,10 @@ function slow(w: Communicator, a: SlowArgs): SlowResult {
     while ((performance.now() - t0) / 1000 < a.seconds) for (let i = 0; i < 1e5; i++) x = (x * 1664525 + 1013904223) | 0;
     if (x === 0.5) console.log('unreachable'); // keeps the loop from being optimised away
   }
+  let stallEnd = Date.now(); // computing: the stall ends here; blocked: once the release arrives
   const release = new Int32Array(1);
   w.recv(release, last, TAG_RELEASE);
-  const stallEnd = Date.now();
+  if (a.receiver === 'blocked') stallEnd = Date.now();
   // Now receive everything, in order per sender (non-overtaking), checking each message.
   const m = new Int32Array(words);
   const end = new Int32Array(words);
