@@ -1,0 +1,44 @@
+/**
+ * The short form of the chaos suite (issue 16; the long form is `npm run chaos -- --trials 200`,
+ * docs/reliability.md): one trial per fault, on fixed seeds drawn so that every executor and,
+ * where UCX is built, both transports appear. Each must end in time, stopped naming the culprit
+ * (or completed with every result checked), and leave nothing behind.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ucxUnavailable } from '../src/runtime/node-main.ts';
+import { cutUnavailable, planTrial, runTrial, TRIAL_DEADLINE_S, type FaultKind, type Mode, type Transport } from './chaos/harness.ts';
+
+const T = { timeout: (TRIAL_DEADLINE_S + 30) * 1000 };
+const transports: Transport[] = ucxUnavailable() === null ? ['tcp', 'ucx'] : ['tcp'];
+const cutWhy = cutUnavailable();
+
+/** The first seed from `from` whose plan has this fault, mode and transport. */
+function seedFor(fault: FaultKind, mode: Mode, transport: Transport, from = 1): number {
+  for (let s = from; s < from + 100_000; s++) {
+    const p = planTrial(s, { transports, faults: [fault], modes: [mode] });
+    if (p.transport === transport) return s;
+  }
+  throw new Error(`no seed gives ${fault} on ${mode}/${transport}`);
+}
+
+const CASES: Array<[FaultKind, Mode, Transport]> = [
+  ['throw', 'offload', transports.at(-1)!],
+  ['kill-node', 'hier', 'tcp'],
+  ['kill-daemon', 'agg', 'tcp'],
+  ['cut-link', 'host', transports.at(-1)!],
+];
+
+describe('chaos (short form)', () => {
+  for (const [fault, mode, transport] of CASES) {
+    const skip = fault === 'cut-link' && cutWhy !== null ? `cut-link needs ${cutWhy}` : false;
+    test(`${fault} under ${mode} over ${transport}: ends in time, named or completed and checked, nothing left`, { ...T, skip }, async () => {
+      const plan = planTrial(seedFor(fault, mode, transport), { transports, faults: [fault], modes: [mode] });
+      const r = await runTrial(plan);
+      assert.ok(r.verdict === 'stopped' || r.verdict === 'completed',
+        `trial ${JSON.stringify(r.plan)}: ${r.verdict} (exit ${r.exitCode}): ${r.detail}\n${r.log}`);
+      if (r.verdict === 'stopped') assert.notEqual(r.exitCode, 0);
+      if (!Number.isNaN(r.stopMs)) assert.ok(r.stopMs < 10_000, `stopped ${r.stopMs} ms after the fault`);
+    });
+  }
+});

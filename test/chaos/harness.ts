@@ -1,0 +1,375 @@
+/**
+ * Chaos trials (issue 16): a job of random collectives (test/jobs/chaos.ts) on a random shape,
+ * executor and transport, and one fault at a random moment: a rank throws, a node or an
+ * aggregation daemon is SIGKILLed, or a TCP connection between two of the job's processes is
+ * cut (reset with `ss -K`, as a failed switch port or a firewall would). The trial passes when
+ * the job ends within the deadline, either completed with every result checked or stopped with
+ * an exit code and a message naming the culprit; no result was wrong; and nothing is left
+ * behind: no process of the job, no new /dev/shm entry, no descriptor of the harness.
+ *
+ * A trial is a pure function of its seed (`planTrial`), so `npm run chaos -- --seed S --trials 1`
+ * replays it.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { randomBytes } from 'node:crypto';
+import { mulberry32 } from '../jobs/common.ts';
+
+export type Mode = 'host' | 'offload' | 'hier' | 'agg';
+export type Transport = 'tcp' | 'ucx';
+export type FaultKind = 'throw' | 'kill-node' | 'kill-daemon' | 'cut-link';
+
+export interface TrialPlan {
+  seed: number;
+  nodes: number;
+  ppn: number;
+  mode: Mode;
+  transport: Transport;
+  ops: number;
+  fault: FaultKind;
+  /** The fault lands once rank 0 has completed this op (the throw: before this op starts). */
+  at: number;
+  /** Which rank, node, daemon or connection (an index into the candidates, modulo their count). */
+  target: number;
+}
+
+export type Verdict =
+  | 'stopped' // the job stopped, naming the culprit
+  | 'completed' // every op completed and checked (the fault hit nothing the job still needed)
+  | 'wrong' // a result differed from the reference
+  | 'hang' // the job outlived the deadline
+  | 'unnamed' // it stopped, but the message did not name the culprit
+  | 'leftover' // a process, /dev/shm entry or descriptor was left behind
+  | 'no-fault'; // the fault could not be injected (e.g. no connection to cut): not counted
+
+export interface TrialResult {
+  plan: TrialPlan;
+  verdict: Verdict;
+  exitCode: number | null;
+  /** The launcher's failure line (the last `nbc:` line of stderr), if any. */
+  message: string;
+  /** What was hit: "rank 3", "node 1 (pid 123)", "daemon pid 456", "127.0.0.1:40000 <-> 127.0.0.1:40002". */
+  culprit: string;
+  /** Milliseconds from the fault to the job's exit (NaN when no fault landed). */
+  stopMs: number;
+  seconds: number;
+  detail: string;
+  /** The end of the job's stderr, for the record. */
+  log: string;
+}
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const CLI = fileURLToPath(new URL('../../dist/cli/nbc.js', import.meta.url));
+const JOB = fileURLToPath(new URL('../jobs/chaos.ts', import.meta.url));
+
+/** The job's own deadline (the launcher kills it and exits 124 after this). */
+export const TRIAL_DEADLINE_S = 45;
+/** After exit, how long the job's processes may take to disappear. */
+const LEFTOVER_GRACE_MS = 5000;
+/** Interval of the bounded liveness polls (a process's death has no event to wait on). */
+const POLL_MS = 25;
+
+export function planTrial(seed: number, opts: { transports: readonly Transport[]; faults?: readonly FaultKind[]; modes?: readonly Mode[] }): TrialPlan {
+  const r = mulberry32(seed ^ 0x5eed);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
+  const mode = pick(opts.modes ?? ['host', 'offload', 'hier', 'agg'] as const);
+  const faults = (opts.faults ?? ['throw', 'kill-node', 'kill-daemon', 'cut-link'] as const)
+    .filter((f) => f !== 'kill-daemon' || mode === 'agg');
+  const nodes = 2 + Math.floor(r() * 3); // 2..4 nodes
+  const ppn = mode === 'hier' ? 2 : 1 + Math.floor(r() * 2); // hier needs 2+ ranks per node
+  // Long enough that the fault lands mid-run: rank 0's progress lines reach the harness a few
+  // milliseconds late, and a fault in the last ops would only meet the orderly shutdown.
+  const ops = 200 + Math.floor(r() * 400);
+  return {
+    seed, nodes, ppn, mode, transport: pick(opts.transports), ops,
+    fault: pick(faults), at: Math.floor(r() * ops * 0.8), target: Math.floor(r() * 1e6),
+  };
+}
+
+/** Parent pid of `pid`, or -1 once it is gone. */
+function ppidOf(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return -1;
+  }
+}
+
+function cmdlineOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+  } catch {
+    return '';
+  }
+}
+
+/** Every live descendant of `root`. */
+export function descendants(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const name of readdirSync('/proc')) {
+    const pid = Number(name);
+    if (!Number.isInteger(pid)) continue;
+    const pp = ppidOf(pid);
+    if (pp > 0) (children.get(pp) ?? children.set(pp, []).get(pp)!).push(pid);
+  }
+  const out: number[] = [];
+  const stack = [...(children.get(root) ?? [])];
+  while (stack.length > 0) {
+    const p = stack.pop()!;
+    out.push(p);
+    stack.push(...(children.get(p) ?? []));
+  }
+  return out;
+}
+
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return ppidOf(pid) !== -1 && !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ');
+  } catch {
+    return false;
+  }
+}
+
+interface Conn { local: string; remote: string; pid: number }
+
+/** Established TCP connections owned by `pids` whose other end is also one of `pids`. */
+export function connectionsAmong(pids: number[]): Array<{ a: Conn; b: Conn }> {
+  const owner = new Map<string, number>();
+  for (const pid of pids) {
+    let fds: string[] = [];
+    try { fds = readdirSync(`/proc/${pid}/fd`); } catch { continue; }
+    for (const fd of fds) {
+      try {
+        const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+        if (m) owner.set(m[1]!, pid);
+      } catch { /* closed meanwhile */ }
+    }
+  }
+  const conns: Conn[] = [];
+  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try { text = readFileSync(file, 'utf8'); } catch { continue; }
+    for (const line of text.split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length < 10 || f[3] !== '01') continue; // 01: ESTABLISHED
+      const pid = owner.get(f[9]!);
+      if (pid !== undefined) conns.push({ local: hexAddr(f[1]!), remote: hexAddr(f[2]!), pid });
+    }
+  }
+  const byLocal = new Map(conns.map((c) => [c.local, c]));
+  const pairs: Array<{ a: Conn; b: Conn }> = [];
+  for (const a of conns) {
+    const b = byLocal.get(a.remote);
+    if (b !== undefined && b.remote === a.local && a.local < b.local) pairs.push({ a, b });
+  }
+  return pairs.sort((x, y) => (x.a.local < y.a.local ? -1 : 1));
+}
+
+/** "0100007F:9C40" -> "127.0.0.1:40000" (IPv4, and IPv4-mapped IPv6). */
+function hexAddr(text: string): string {
+  const [addr, port] = text.split(':') as [string, string];
+  const v4 = addr.length === 8 ? addr : addr.slice(24);
+  const bytes = [6, 4, 2, 0].map((i) => parseInt(v4.slice(i, i + 2), 16));
+  return `${bytes.join('.')}:${parseInt(port, 16)}`;
+}
+
+/** Resets one connection (both ends see ECONNRESET/ECONNABORTED), as a cut link would. */
+function cut(c: { a: Conn; b: Conn }): void {
+  const [la, pa] = c.a.local.split(':') as [string, string];
+  const [lb, pb] = c.b.local.split(':') as [string, string];
+  execFileSync('ss', ['-K', 'src', la, 'sport', '=', `:${pa}`, 'dst', lb, 'dport', '=', `:${pb}`], { stdio: 'ignore' });
+}
+
+/** Why links cannot be cut here (ss -K needs root and a kernel with INET_DIAG_DESTROY), or null. */
+export function cutUnavailable(): string | null {
+  if (process.getuid?.() !== 0) return 'cutting a connection needs root (ss -K)';
+  try {
+    execFileSync('ss', ['-V'], { stdio: 'ignore' });
+  } catch {
+    return 'ss (iproute2) is not installed';
+  }
+  return null;
+}
+
+function shmEntries(): Set<string> {
+  try { return new Set(readdirSync('/dev/shm')); } catch { return new Set(); }
+}
+
+function fdCount(): number {
+  return readdirSync('/proc/self/fd').length;
+}
+
+/** NBC_NODE_RANK of a node process (from its environment), or -1. */
+function nodeRankOf(pid: number): number {
+  try {
+    const m = /(?:^|\0)NBC_NODE_RANK=(\d+)\0/.exec(readFileSync(`/proc/${pid}/environ`, 'utf8'));
+    return m === null ? -1 : Number(m[1]);
+  } catch {
+    return -1;
+  }
+}
+
+/** The job's node processes (`nbc node`), indexed by node rank. */
+function nodePids(all: number[]): number[] {
+  const nodes: number[] = [];
+  for (const p of all) {
+    if (!/ node --ppn /.test(cmdlineOf(p))) continue;
+    const r = nodeRankOf(p);
+    if (r >= 0) nodes[r] = p;
+  }
+  return nodes.filter((p) => p !== undefined);
+}
+
+/** The aggregation daemons of the job's private fabric. */
+function daemonPids(all: number[]): number[] {
+  return all.filter((p) => /daemon-main/.test(cmdlineOf(p))).sort((a, b) => a - b);
+}
+
+/** Runs one trial to its end. Never throws for a job's failure: the verdict says what happened. */
+export async function runTrial(plan: TrialPlan): Promise<TrialResult> {
+  const began = Date.now();
+  const shmBefore = shmEntries();
+  const fdsBefore = fdCount();
+  const ranks = plan.nodes * plan.ppn;
+  const token = `chaos-${plan.seed}-${randomBytes(3).toString('hex')}`;
+  const throwAt = plan.fault === 'throw' ? plan.at : -1;
+  const throwRank = plan.target % ranks;
+  const args = [CLI, 'run', '-n', String(ranks), '--ppn', String(plan.ppn), '--transport', plan.transport,
+    '--timeout', String(TRIAL_DEADLINE_S)];
+  if (plan.mode === 'agg') args.push('--agg', 'radix=2,levels=2');
+  args.push(JOB, String(plan.seed), String(plan.ops), plan.mode, String(throwAt), String(throwRank), token);
+  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NBC_AGG_VERBOSE: '0' } });
+  let stdout = '';
+  let stderr = '';
+  let culprit = plan.fault === 'throw' ? `rank ${throwRank}` : '';
+  let faultAt = NaN;
+  let injected = plan.fault === 'throw';
+  let noFault = '';
+  const seen = new Set<number>();
+  const remember = (): void => { for (const p of descendants(child.pid!)) seen.add(p); };
+
+  const inject = (): void => {
+    const all = descendants(child.pid!);
+    for (const p of all) seen.add(p);
+    if (plan.fault === 'kill-node') {
+      const nodes = nodePids(all);
+      if (nodes.length === 0) { noFault = 'no node process found'; return; }
+      const i = plan.target % nodes.length;
+      culprit = `node ${nodeRankOf(nodes[i]!)} (pid ${nodes[i]})`;
+      faultAt = Date.now();
+      process.kill(nodes[i]!, 'SIGKILL');
+    } else if (plan.fault === 'kill-daemon') {
+      // A daemon of the job's group (connected to one of its nodes) where there is one.
+      const nodes = new Set(nodePids(all));
+      const inGroup = new Set(connectionsAmong(all).flatMap(({ a, b }) =>
+        (nodes.has(a.pid) ? [b.pid] : nodes.has(b.pid) ? [a.pid] : [])));
+      const every = daemonPids(all);
+      const daemons = every.some((p) => inGroup.has(p)) ? every.filter((p) => inGroup.has(p)) : every;
+      if (daemons.length === 0) { noFault = 'no aggregation daemon found'; return; }
+      const pid = daemons[plan.target % daemons.length]!;
+      culprit = `daemon pid ${pid}`;
+      faultAt = Date.now();
+      process.kill(pid, 'SIGKILL');
+    } else if (plan.fault === 'cut-link') {
+      const conns = connectionsAmong(all);
+      if (conns.length === 0) { noFault = 'no connection between the job\'s processes'; return; }
+      const c = conns[plan.target % conns.length]!;
+      culprit = `${c.a.local} (pid ${c.a.pid}) <-> ${c.b.local} (pid ${c.b.pid})`;
+      faultAt = Date.now();
+      cut(c);
+    }
+    injected = true;
+  };
+
+  const exit = new Promise<number | null>((resolve) => {
+    const deadline = setTimeout(() => {
+      stderr += `chaos: harness deadline: killing the job\n`;
+      for (const p of descendants(child.pid!)) { try { process.kill(p, 'SIGKILL'); } catch { /* gone */ } }
+      child.kill('SIGKILL');
+    }, (TRIAL_DEADLINE_S + 15) * 1000);
+    child.on('exit', (code, signal) => {
+      clearTimeout(deadline);
+      resolve(code ?? (signal !== null ? 128 : null));
+    });
+  });
+  let firstOp = true;
+  let lineBuf = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+    stdout += d;
+    lineBuf += d;
+    let nl: number;
+    while ((nl = lineBuf.indexOf('\n')) >= 0) {
+      const line = lineBuf.slice(0, nl);
+      lineBuf = lineBuf.slice(nl + 1);
+      const m = /^chaos-op (\d+)$/.exec(line);
+      if (m === null) continue;
+      if (firstOp) { firstOp = false; remember(); }
+      // The throw's own moment is inside the job: take rank 0's last op before it.
+      if (plan.fault === 'throw' && Number.isNaN(faultAt) && Number(m[1]) >= plan.at - 1) faultAt = Date.now();
+      if (!injected && noFault === '' && Number(m[1]) >= plan.at) inject();
+    }
+  });
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
+  const exitCode = await exit;
+  const ended = Date.now();
+  remember();
+
+  // Leftovers: every process the job ever had must be gone within the grace period.
+  const graceEnd = Date.now() + LEFTOVER_GRACE_MS;
+  let left = [...seen].filter(alive);
+  while (left.length > 0 && Date.now() < graceEnd) {
+    await new Promise((r) => setTimeout(r, POLL_MS));
+    left = left.filter(alive);
+  }
+  const shmNew = [...shmEntries()].filter((e) => !shmBefore.has(e));
+  const fdsAfter = fdCount();
+
+  const nbcLines = stderr.split('\n').filter((l) => l.startsWith('nbc: '));
+  const message = nbcLines.at(-1) ?? '';
+  const base = { plan, exitCode, message, culprit, log: stderr.slice(-1500), stopMs: Number.isNaN(faultAt) ? NaN : ended - faultAt, seconds: (ended - began) / 1000 };
+  const verdict = (v: Verdict, detail: string): TrialResult => ({ ...base, verdict: v, detail });
+
+  if (/CHAOS-WRONG/.test(stdout)) return verdict('wrong', stdout.split('\n').find((l) => l.includes('CHAOS-WRONG'))!);
+  if (exitCode === 124 || /harness deadline/.test(stderr)) return verdict('hang', `${stderr.slice(-2000)}`);
+  if (left.length > 0) return verdict('leftover', `processes left: ${left.map((p) => `${p} ${cmdlineOf(p).slice(0, 80)}`).join('; ')}`);
+  if (shmNew.length > 0) return verdict('leftover', `new /dev/shm entries: ${shmNew.join(', ')}`);
+  if (fdsAfter > fdsBefore) return verdict('leftover', `the harness holds ${fdsAfter - fdsBefore} more descriptors`);
+  if (!injected) {
+    if (exitCode === 0) return verdict('no-fault', noFault || 'the job ended before the fault');
+    return verdict('unnamed', `failed without a fault (${noFault}): ${stderr.slice(-2000)}`);
+  }
+  if (exitCode === 0) {
+    const done = /chaos-done (\d+)/.exec(stdout);
+    if (plan.fault === 'throw' || done === null || Number(done[1]) !== plan.ops) {
+      return verdict('wrong', `exit 0 after a ${plan.fault}, but ${done === null ? 'no' : done[1]} of ${plan.ops} ops reported`);
+    }
+    return verdict('completed', `every op checked; the fault hit nothing the job still needed`);
+  }
+  const named = namesCulprit(plan, stderr, culprit);
+  return named === null ? verdict('stopped', message) : verdict('unnamed', `${named}\n${stderr.slice(-3000)}`);
+}
+
+/** Null when stderr names what was hit; else why not. */
+function namesCulprit(plan: TrialPlan, stderr: string, culprit: string): string | null {
+  switch (plan.fault) {
+    case 'throw': {
+      const rank = culprit.split(' ')[1];
+      return new RegExp(`rank ${rank}\\b[^\\n]*throws at op`).test(stderr) ? null : `no line names rank ${rank} and its error`;
+    }
+    case 'kill-node': {
+      const node = /^node (\d+)/.exec(culprit)![1];
+      return new RegExp(`node ${node}\\b[^\\n]*(killed by SIGKILL|lost|died|gone)`, 'i').test(stderr) ? null : `no line names node ${node} as lost`;
+    }
+    case 'kill-daemon':
+      return /(AN|aggregation daemon|daemon)\s*\d*[^\n]*(lost|died|dead|killed|failed)|NBC_ERR_PEER_FAILED/i.test(stderr)
+        ? null : 'no line names the lost aggregation daemon';
+    case 'cut-link': {
+      // Either end may report it: the message must name a node (or the master) and the loss.
+      return /(node \d+|master|rendezvous|peer)[^\n]*(lost|reset|closed|failed|ECONNRESET|ECONNABORTED)|NBC_ERR_PEER_FAILED/i.test(stderr)
+        ? null : 'no line names the lost link';
+    }
+  }
+}
