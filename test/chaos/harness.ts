@@ -223,9 +223,34 @@ function nodePids(all: number[]): number[] {
   return nodes.filter((p) => p !== undefined);
 }
 
+/** The name of the script a process runs ("daemon-main" for dist/agg/daemon-main.js). */
+function scriptOf(pid: number): string {
+  const script = cmdlineOf(pid).split(' ')[1] ?? '';
+  return script.slice(script.lastIndexOf('/') + 1).replace(/\.[cm]?[jt]s$/, '');
+}
+
+/** The AN id of an aggregation daemon (from the JSON options on its command line), or -1. */
+function anIdOf(pid: number): number {
+  try {
+    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    const json = argv.find((a) => a.startsWith('{'));
+    return json === undefined ? -1 : Number((JSON.parse(json) as { id?: unknown }).id ?? -1);
+  } catch {
+    return -1;
+  }
+}
+
+/** How the job's logs name the process `pid`: "node N", "AN k" or "aggregation manager". */
+function roleOf(pid: number): string {
+  const script = scriptOf(pid);
+  if (script === 'daemon-main') return `AN ${anIdOf(pid)}`;
+  if (script === 'manager-main') return 'aggregation manager';
+  return `node ${nodeRankOf(pid)}`;
+}
+
 /** The aggregation daemons of the job's private fabric. */
 function daemonPids(all: number[]): number[] {
-  return all.filter((p) => /daemon-main/.test(cmdlineOf(p))).sort((a, b) => a - b);
+  return all.filter((p) => scriptOf(p) === 'daemon-main').sort((a, b) => a - b);
 }
 
 /** Runs one trial to its end. Never throws for a job's failure: the verdict says what happened. */
@@ -270,14 +295,14 @@ export async function runTrial(plan: TrialPlan): Promise<TrialResult> {
       const daemons = every.some((p) => inGroup.has(p)) ? every.filter((p) => inGroup.has(p)) : every;
       if (daemons.length === 0) { noFault = 'no aggregation daemon found'; return; }
       const pid = daemons[plan.target % daemons.length]!;
-      culprit = `daemon pid ${pid}`;
+      culprit = `AN ${anIdOf(pid)} (pid ${pid})`;
       faultAt = Date.now();
       process.kill(pid, 'SIGKILL');
     } else if (plan.fault === 'cut-link') {
       const conns = connectionsAmong(all);
       if (conns.length === 0) { noFault = 'no connection between the job\'s processes'; return; }
       const c = conns[plan.target % conns.length]!;
-      culprit = `${c.a.local} (pid ${c.a.pid}) <-> ${c.b.local} (pid ${c.b.pid})`;
+      culprit = `${roleOf(c.a.pid)} ${c.a.local} <-> ${roleOf(c.b.pid)} ${c.b.local}`;
       faultAt = Date.now();
       cut(c);
     }
@@ -329,7 +354,7 @@ export async function runTrial(plan: TrialPlan): Promise<TrialResult> {
 
   const nbcLines = stderr.split('\n').filter((l) => l.startsWith('nbc: '));
   const message = nbcLines.at(-1) ?? '';
-  const base = { plan, exitCode, message, culprit, log: stderr.slice(-1500), stopMs: Number.isNaN(faultAt) ? NaN : ended - faultAt, seconds: (ended - began) / 1000 };
+  const base = { plan, exitCode, message, culprit, log: stderr.slice(-4000), stopMs: Number.isNaN(faultAt) ? NaN : ended - faultAt, seconds: (ended - began) / 1000 };
   const verdict = (v: Verdict, detail: string): TrialResult => ({ ...base, verdict: v, detail });
 
   if (/CHAOS-WRONG/.test(stdout)) return verdict('wrong', stdout.split('\n').find((l) => l.includes('CHAOS-WRONG'))!);
@@ -363,13 +388,17 @@ function namesCulprit(plan: TrialPlan, stderr: string, culprit: string): string 
       const node = /^node (\d+)/.exec(culprit)![1];
       return new RegExp(`node ${node}\\b[^\\n]*(killed by SIGKILL|lost|died|gone)`, 'i').test(stderr) ? null : `no line names node ${node} as lost`;
     }
-    case 'kill-daemon':
-      return /(AN|aggregation daemon|daemon)\s*\d*[^\n]*(lost|died|dead|killed|failed)|NBC_ERR_PEER_FAILED/i.test(stderr)
-        ? null : 'no line names the lost aggregation daemon';
+    case 'kill-daemon': {
+      // the ranks' NBC_ERR_PEER_FAILED points to the node log, which must name the daemon
+      const an = /^AN (-?\d+)/.exec(culprit)![1];
+      return new RegExp(`AN ${an}\\b[^\\n]*(failed|dead|lost)|lost [^\\n]*AN ${an}\\b`).test(stderr) ? null : `no line names AN ${an} as lost`;
+    }
     case 'cut-link': {
-      // Either end may report it: the message must name a node (or the master) and the loss.
-      return /(node \d+|master|rendezvous|peer)[^\n]*(lost|reset|closed|failed|ECONNRESET|ECONNABORTED)|NBC_ERR_PEER_FAILED/i.test(stderr)
-        ? null : 'no line names the lost link';
+      // Either end may report it: some line must name one end (or the rendezvous) as lost.
+      const ends = [...culprit.matchAll(/(node \d+|AN \d+|aggregation manager) \S+/g)].map((m) => m[1]!);
+      const named = [...ends, 'rendezvous'].map((e) => e.replace(/ /g, '\\s'));
+      const re = new RegExp(`(lost|closed|reset|failed|dead)[^\\n]*(${named.join('|')})\\b|(${named.join('|')})\\b[^\\n]*(lost|closed|reset|failed|dead)`, 'i');
+      return re.test(stderr) ? null : `no line names ${ends.join(' or ')} as lost`;
     }
   }
 }

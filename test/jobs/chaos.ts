@@ -10,7 +10,11 @@
  *
  * Output the harness reads (rank 0 only, one line each): `chaos-op K` once op K completed on
  * rank 0, `chaos-done N` at the end. A wrong result prints `CHAOS-WRONG ...` and throws.
+ * These lines are written straight to file descriptor 1 (under `nbc run`, the launcher's own
+ * stdout), not through the worker's process.stdout, which the node relays when its event loop
+ * gets to it: the harness must see progress when it happens to land a fault mid-run.
  */
+import { writeSync } from 'node:fs';
 import { init, type Communicator, type Request } from 'nbcoll';
 import { mulberry32 } from './common.ts';
 
@@ -29,6 +33,8 @@ const nOps = Number(opsArg ?? 100);
 const mode = (modeArg ?? 'host') as Mode;
 const throwAt = Number(throwAtArg ?? -1);
 const throwRank = Number(throwRankArg ?? 0);
+
+const say = (line: string): void => { writeSync(1, `${line}\n`); };
 
 /** The same stream on every rank: every rank draws the same plan. */
 const plan = mulberry32(seed);
@@ -68,7 +74,7 @@ interface Pending {
 
 function wrong(k: number, what: string, got: number, want: number): never {
   const line = `CHAOS-WRONG op ${k} (${what}) on world rank ${world.rank}: got ${got}, expected ${want}`;
-  console.log(line);
+  say(line);
   throw new Error(line);
 }
 
@@ -147,7 +153,7 @@ let done = 0;
 const finish = (x: Pending): void => {
   x.req?.wait();
   x.check();
-  if (world.rank === 0) console.log(`chaos-op ${x.k}`);
+  if (world.rank === 0) say(`chaos-op ${x.k}`);
   done++;
 };
 
@@ -168,5 +174,5 @@ while (k < nOps) {
   const order = pending.map((_, i) => i).sort(() => plan() - 0.5);
   for (const i of order) finish(pending[i]!);
 }
-if (world.rank === 0) console.log(`chaos-done ${done}`);
+if (world.rank === 0) say(`chaos-done ${done}`);
 export default done;
