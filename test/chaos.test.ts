@@ -42,3 +42,14 @@ describe('chaos (short form)', () => {
     });
   }
 });
+
+describe('chaos regressions', () => {
+  test('chaos: a node SIGKILLed while its peers report the lost links first is named as the cause, exit 137', T, async () => {
+    // 4 nodes over TCP: the three survivors see their links to node 2 reset at once, and often
+    // tell the launcher before node 2's exit reaches it; the launcher must still name node 2.
+    const r = await runTrial({ seed: 7, nodes: 4, ppn: 1, mode: 'host', transport: 'tcp', ops: 400, fault: 'kill-node', at: 100, target: 2 });
+    assert.equal(r.verdict, 'stopped', `${r.detail}\n${r.log}`);
+    assert.equal(r.exitCode, 137, r.log);
+    assert.match(r.message, /^nbc: job failed \(exit code 137\): node 2 \(pid \d+, ranks 2\.\.2\) was killed by SIGKILL$/);
+  });
+});

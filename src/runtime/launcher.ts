@@ -185,6 +185,9 @@ function launchNodes(entry: string, opts: LaunchOptions, fabricEnv: Record<strin
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);
       }
+      // One closing line with the cause, as mpirun ends: after every node has exited, so that no
+      // node's own report of the consequences (lost links, aborted ranks) comes after it.
+      if (failure !== null) note(`job failed (exit code ${exitCode}): ${failure.split('\n')[0]}`);
       ranks.sort((a, b) => a.rank - b.rank);
       resolve({ exitCode, ranks, failure, stdout, stderr });
     };
@@ -238,10 +241,9 @@ function launchNodes(entry: string, opts: LaunchOptions, fabricEnv: Record<strin
           const last = firstRankOf(node) + ranksOf(node) - 1;
           const reason = `node ${node} (pid ${child.pid}, ranks ${firstRankOf(node)}..${last}) was killed by ${signal}`;
           if (failureReported) {
-            failure = reason;
+            failure = reason; // the closing line (finish) names it
             exitCode = 128 + (constants.signals[signal] ?? 0);
             failureReported = false;
-            note(reason);
           } else {
             failWith(reason, 128 + (constants.signals[signal] ?? 0), true);
           }
