@@ -9,7 +9,7 @@ import { dirname } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import Table from 'cli-table3';
 import { ucxUnavailable } from '../../src/runtime/node-main.ts';
-import { cutUnavailable, planTrial, runTrial, TRIAL_DEADLINE_S, type FaultKind, type Mode, type TrialResult, type Transport } from './harness.ts';
+import { cutUnavailable, planTrial, runTrial, STOP_DEADLINE_S, TRIAL_DEADLINE_S, type FaultKind, type Mode, type TrialResult, type Transport } from './harness.ts';
 
 const int = (what: string) => (v: string): number => {
   const n = Number(v);
@@ -72,7 +72,7 @@ for (const [k, rs] of [...groups].sort()) {
 }
 console.log(table.toString());
 const failures = results.filter((r) => bad.has(r.verdict));
-console.log(`chaos: ${results.length} trials, ${failures.length} failures (${[...bad].join(', ')}); deadline ${TRIAL_DEADLINE_S} s per trial`);
+console.log(`chaos: ${results.length} trials, ${failures.length} failures (${[...bad].join(', ')}); deadline ${STOP_DEADLINE_S} s after the fault, ${TRIAL_DEADLINE_S} s per trial`);
 mkdirSync(dirname(o.json), { recursive: true });
 writeFileSync(o.json, JSON.stringify({ command: `npm run chaos -- --trials ${o.trials} --seed ${o.seed}`, date: new Date().toISOString(), transports, faults, results }, null, 1));
 process.exit(failures.length > 0 ? 1 : 0);
