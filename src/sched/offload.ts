@@ -211,6 +211,16 @@ export class OffloadEngine implements Port<OffloadRun> {
     return null;
   }
 
+  /** Why `rank` cannot post on a communicator of `worldRanks`: out of range, or a rank of another node. */
+  private rankRefusal(ctx: number, worldRanks: Int32Array, rank: number): string | null {
+    if (!(rank >= 0 && rank < worldRanks.length)) return `rank ${rank} is out of range for communicator ${ctx} of ${worldRanks.length}`;
+    const world = worldRanks[rank]!;
+    if (this.host.nodeOfRank[world] !== this.host.nodeId) {
+      return `rank ${rank} of communicator ${ctx} is world rank ${world}, which is not on node ${this.host.nodeId}`;
+    }
+    return null;
+  }
+
   /**
    * Why this post cannot run, or null: the schedule or communicator was not registered (or was
    * refused), a region lies outside the arena, the schedule addresses more of a buffer than the
@@ -221,7 +231,8 @@ export class OffloadEngine implements Port<OffloadRun> {
     if (sched === undefined) return this.refused.get(`s${ep}:${id}`) ?? `schedule ${id} was never registered`;
     const worldRanks = this.comms.get(`${ep}:${ctx}`);
     if (worldRanks === undefined) return this.refused.get(`c${ep}:${ctx}`) ?? `communicator ${ctx} was never registered`;
-    if (!(rank >= 0 && rank < worldRanks.length)) return `rank ${rank} is out of range for communicator ${ctx} of ${worldRanks.length}`;
+    const why = this.rankRefusal(ctx, worldRanks, rank);
+    if (why !== null) return why;
     const names = ['send', 'recv', 'scratch'];
     for (let b = 0; b < regions.length; b++) {
       const why = this.badRegion(regions[b]!, names[b]!);
@@ -275,7 +286,7 @@ export class OffloadEngine implements Port<OffloadRun> {
     call: TwoLevelCall, slotSlice: number, slotOffset: number): string | null {
     const worldRanks = this.comms.get(`${ep}:${ctx}`);
     const why = worldRanks === undefined ? this.refused.get(`c${ep}:${ctx}`) ?? `communicator ${ctx} was never registered`
-      : this.twoLevelRefusal(ctx, worldRanks.length, rank, send, recv, call);
+      : this.twoLevelRefusal(ctx, worldRanks, rank, send, recv, call);
     if (why !== null || worldRanks === undefined) {
       this.host.complete(ep, slotSlice, slotOffset, DONE_ERROR);
       return why;
@@ -327,8 +338,10 @@ export class OffloadEngine implements Port<OffloadRun> {
   }
 
   /** Why a two-level post on a communicator of `size` ranks cannot run, or null. */
-  private twoLevelRefusal(ctx: number, size: number, rank: number, send: RegionRef, recv: RegionRef, call: TwoLevelCall): string | null {
-    if (!(rank >= 0 && rank < size)) return `rank ${rank} is out of range for communicator ${ctx} of ${size}`;
+  private twoLevelRefusal(ctx: number, worldRanks: Int32Array, rank: number, send: RegionRef, recv: RegionRef, call: TwoLevelCall): string | null {
+    const size = worldRanks.length;
+    const why = this.rankRefusal(ctx, worldRanks, rank);
+    if (why !== null) return why;
     if (!(call.root >= 0 && call.root < size)) return `root ${call.root} is out of range for communicator ${ctx} of ${size}`;
     if (!(call.op >= 0 && call.op < OP_COUNT)) return `op ${call.op} is not a predefined op (0..${OP_COUNT - 1})`;
     if (!(call.dtype >= 0 && call.dtype < DTYPE_COUNT)) return `dtype ${call.dtype} is not a datatype (0..${DTYPE_COUNT - 1})`;

@@ -179,7 +179,7 @@ const frameMutated: FuzzTarget = {
 // Handshake (net/auth.ts), over an in-memory socket.
 
 /** The part of a net.Socket the handshake uses, in memory: what it writes is kept. */
-class FakeSocket extends EventEmitter {
+export class FakeSocket extends EventEmitter {
   readonly written: Buffer[] = [];
   destroyed = false;
   paused = true;
@@ -527,7 +527,7 @@ const scheduleDecode: FuzzTarget = {
 };
 
 /** A node of two ranks (world ranks 0, 1) and world ranks 2, 3 on node 1; rank 0 writes records. */
-function offloadNode(): { engine: Engine; rank: Transport; shared: ReturnType<typeof createNodeShared>; fatal: Error[]; logs: string[] } {
+export function offloadNode(): { engine: Engine; rank: Transport; shared: ReturnType<typeof createNodeShared>; fatal: Error[]; logs: string[] } {
   const shared = createNodeShared({ ranks: 2, ringBytes: 64 * 1024, sliceBytes: 16 * 1024 });
   const placement = { worldSize: 4, nodeId: 0, nodeOfRank: Int32Array.of(0, 0, 1, 1), localOfRank: Int32Array.of(0, 1, 0, 1) };
   const fatal: Error[] = [];
