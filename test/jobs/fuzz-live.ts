@@ -5,9 +5,10 @@
  * aggregation fabric, against values computed here. Integers in float64: exact.
  *
  *   args: <stop file> [agg]
+ * After its first verified iteration, rank 0 creates `<stop file>.running`: the fuzzer starts then.
  * Result per rank: { iterations, mismatches, first } (first: the first mismatch, or null).
  */
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import type { Communicator } from 'nbcoll';
 
 export default function main(w: Communicator, args: string[]): unknown {
@@ -62,6 +63,7 @@ export default function main(w: Communicator, args: string[]): unknown {
       }
     }
     iterations++;
+    if (iterations === 1 && w.rank === 0) writeFileSync(`${stopFile}.running`, '');
   }
   return { iterations, mismatches, first };
 }
