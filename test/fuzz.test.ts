@@ -1,6 +1,6 @@
 /**
  * In-process fuzzing of every parser that reads bytes from outside a process (test/fuzz/targets.ts
- * says what each one is checked for). FUZZ_RUNS sets the runs per target (default 300: the whole
+ * says what each one is checked for). FUZZ_RUNS sets the runs per target (default 500: the whole
  * file in well under 40 s on two cores), FUZZ_SEED the seed (default: random, printed, and
  * printed again by fast-check with the counterexample's path when a property fails, so
  * `FUZZ_SEED=<seed> node --import tsx --test test/fuzz.test.ts` replays it).
@@ -22,7 +22,7 @@ import { decodeSchedule, encodeSchedule } from '../src/sched/wire.ts';
 import { KIND_COMM, KIND_POST, KIND_SCHED } from '../src/shm/layout.ts';
 import { offloadNode, TARGETS } from './fuzz/targets.ts';
 
-const runs = Number(process.env.FUZZ_RUNS ?? 300);
+const runs = Number(process.env.FUZZ_RUNS ?? 500);
 const seed = process.env.FUZZ_SEED !== undefined ? Number(process.env.FUZZ_SEED) : Math.floor(Math.random() * 0x7fff_ffff);
 console.log(`fuzz: ${runs} runs per target, FUZZ_SEED=${seed}`);
 
