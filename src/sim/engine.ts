@@ -94,39 +94,59 @@ function rng(seed: number): () => number {
 /**
  * Numbers the channels of `prog`'s sends and receives: messages match receives per (receiver,
  * sender, sub-tag), so every send and receive with one such triple gets one small integer,
- * and the engine keeps a FIFO per channel. Reduce and copy actions get NONE. A triple is found
- * in a hash table of the receiver and (sender x 16 + sub-tag), open addressing with linear
- * probing, used once here and dropped.
+ * and the engine keeps a FIFO per channel. Reduce and copy actions get NONE.
+ *
+ * Each receiver has a small hash region of its own (a power of two, at least twice its
+ * receives; open addressing, linear probing) keyed by sender x 16 + sub-tag: its receives are
+ * numbered walking its actions in order, then every send looks its triple up in its
+ * receiver's region. A send that no receive will ever match gets a dead-letter channel, which
+ * no receive reads (the message waits forever, as it did before). Used once and dropped.
  */
 function channelsOf(prog: Program): { chan: Int32Array; count: number } {
-  const n = prog.nActions;
-  const { kind, peer, sub, actProc } = prog;
-  if (prog.procs >= 1 << 27) throw new NbcInternalError(`simulator: ${prog.procs} procs; at most 2^27 - 1 are supported`);
-  let comm = 0;
-  for (let i = 0; i < n; i++) if (kind[i] === A_SEND || kind[i] === A_RECV) comm++;
-  let bits = 4;
-  while (1 << bits < 2 * comm) bits++; // at most half full
-  const mask = (1 << bits) - 1;
-  const keyDst = new Int32Array(mask + 1);
-  const keySrc = new Int32Array(mask + 1);
-  const val = new Int32Array(mask + 1).fill(NONE);
-  const chan = new Int32Array(n).fill(NONE);
+  const { kind, peer, sub, actProc, procAct, procs, nActions } = prog;
+  if (procs >= 1 << 27) throw new NbcInternalError(`simulator: ${procs} procs; at most 2^27 - 1 are supported`);
+  const regionStart = new Int32Array(procs + 1);
+  for (let q = 0; q < procs; q++) {
+    let recvs = 0;
+    for (let i = procAct[q]!; i < procAct[q + 1]!; i++) if (kind[i] === A_RECV) recvs++;
+    let size = 0;
+    if (recvs > 0) for (size = 2; size < 2 * recvs; size *= 2);
+    regionStart[q + 1] = regionStart[q]! + size;
+  }
+  const key = new Int32Array(regionStart[procs]!).fill(NONE); // sender x 16 + sub-tag >= 0
+  const val = new Int32Array(regionStart[procs]!);
+  const chan = new Int32Array(nActions).fill(NONE);
+  /** The slot of `srcSub` in receiver q's region: where it is, or the empty one where it goes. */
+  const slot = (q: number, srcSub: number): number => {
+    const base = regionStart[q]!;
+    const mask = regionStart[q + 1]! - base - 1;
+    let j = Math.imul(srcSub, 0x9e3779b1) >>> Math.clz32(mask); // the hash's top bits
+    while (key[base + j] !== NONE && key[base + j] !== srcSub) j = (j + 1) & mask;
+    return base + j;
+  };
   let count = 0;
-  for (let i = 0; i < n; i++) {
-    const k = kind[i];
-    if (k !== A_SEND && k !== A_RECV) continue;
-    // A receive on proc p from peer q matches what q sends to p with the same sub-tag.
-    const dst = k === A_RECV ? actProc[i]! : peer[i]!;
-    const srcSub = (k === A_RECV ? peer[i]! : actProc[i]!) * 16 + sub[i]!;
-    const h = Math.imul(dst, 0x9e3779b1) ^ Math.imul(srcSub, 0x85ebca6b);
-    let j = (h ^ (h >>> 16)) & mask;
-    while (val[j] !== NONE && (keyDst[j] !== dst || keySrc[j] !== srcSub)) j = (j + 1) & mask;
-    if (val[j] === NONE) {
-      keyDst[j] = dst;
-      keySrc[j] = srcSub;
-      val[j] = count++;
+  for (let q = 0; q < procs; q++) {
+    for (let i = procAct[q]!; i < procAct[q + 1]!; i++) {
+      if (kind[i] !== A_RECV) continue;
+      const srcSub = peer[i]! * 16 + sub[i]!;
+      const j = slot(q, srcSub);
+      if (key[j] === NONE) {
+        key[j] = srcSub;
+        val[j] = count++;
+      }
+      chan[i] = val[j]!;
     }
-    chan[i] = val[j]!;
+  }
+  const deadLetter = count++;
+  for (let i = 0; i < nActions; i++) {
+    if (kind[i] !== A_SEND) continue;
+    const q = peer[i]!;
+    if (regionStart[q + 1] === regionStart[q]) {
+      chan[i] = deadLetter;
+      continue;
+    }
+    const j = slot(q, actProc[i]! * 16 + sub[i]!);
+    chan[i] = key[j] === NONE ? deadLetter : val[j]!;
   }
   return { chan, count };
 }
