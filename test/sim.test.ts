@@ -6,6 +6,7 @@ import { DEFAULT_CONFIG } from '../src/config.ts';
 import { buildProgram, programOf, runProgram, simulate, toGoal, PRESETS, parseSimParams, DEFAULT_SIM_PARAMS, type CallSpec, type SimNoise, type SimParams } from '../src/sim/index.ts';
 import { parseSimOp } from '../src/cli/sim.ts';
 import { fitLogGOPS } from '../src/sim/calibrate.ts';
+import { EventQueue } from '../src/sim/heap.ts';
 
 /** Round numbers, so every expected time below can be checked by hand. */
 const P: SimParams = {
@@ -238,6 +239,48 @@ test('simulated latencies, event counts and every rank\'s times stay bit-identic
     assert.equal(pure.events + (c === pure ? 0 : c.events), p.events, `${p.name}: events`);
     assert.equal(fingerprint(pure.done, c.done, c.initEnd, c.computeEnd), p.fingerprint, `${p.name}: per-rank times`);
   }
+});
+
+test('the event queue pops by time, and events with equal times in the order they were pushed', { timeout: 10_000 }, () => {
+  // Against a reference: a (time, push number) order over the same pushes, with heavy ties
+  // (times drawn from a few values), pushes at the current time while a bucket drains, and
+  // enough distinct times to grow the heap and the time table.
+  let seed = 12345;
+  const rand = (): number => ((seed = (Math.imul(seed, 1103515245) + 12345) | 0) >>> 0) / 4294967296;
+  const q = new EventQueue();
+  const pending: { t: number; seq: number }[] = [];
+  let seq = 0;
+  let now = 0;
+  const push = (t: number): void => {
+    q.push(t, seq % 8, seq, 2 * seq + 1);
+    pending.push({ t, seq: seq++ });
+  };
+  for (let i = 0; i < 2000; i++) push(Math.floor(rand() * 5));
+  let popped = 0;
+  while (q.pop()) {
+    let best = 0;
+    for (let j = 1; j < pending.length; j++) {
+      const a = pending[j]!;
+      const b = pending[best]!;
+      if (a.t < b.t || (a.t === b.t && a.seq < b.seq)) best = j;
+    }
+    const want = pending.splice(best, 1)[0]!;
+    assert.equal(q.t, want.t);
+    assert.equal(q.x, want.seq);
+    assert.equal(q.y, 2 * want.seq + 1);
+    assert.equal(q.k, want.seq % 8);
+    assert.ok(q.t >= now);
+    now = q.t;
+    popped++;
+    if (seq < 20_000) {
+      const r = rand();
+      if (r < 0.3) push(now); // at the current time: after every pending event of this time
+      else if (r < 0.9) push(now + Math.floor(rand() * 4) * 0.25);
+      else push(now + rand() * 1000); // distinct times
+    }
+    assert.equal(q.size, pending.length);
+  }
+  assert.equal(popped, seq);
 });
 
 test('the LogGP fit takes G from the ping-pong slope, g from the trains, and keeps 2o + L at the one-way time', { timeout: 5_000 }, () => {
