@@ -15,7 +15,7 @@ import { promisify } from 'node:util';
 import { boundaryBoxes, interiorBox, makeBox, recvRegion, sendRegion, split1d } from '../src/apps/grid.ts';
 import type { CgRun, PcgRun } from './jobs/apps.ts';
 import { launch } from 'nbcoll';
-import { jobPath, runOk } from './helpers.ts';
+import { jobPath } from './helpers.ts';
 
 const NBC = fileURLToPath(new URL('../dist/cli/nbc.js', import.meta.url));
 const T = { timeout: 120_000 };

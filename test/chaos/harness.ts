@@ -11,10 +11,11 @@
  * replays it.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { mulberry32 } from '../jobs/common.ts';
+import { alive, cmdlineOf, descendants, environOf, socketOwners, tcpSockets, TCP_ESTABLISHED } from '../proc.ts';
 
 export type Mode = 'host' | 'offload' | 'hier' | 'agg';
 export type Transport = 'tcp' | 'ucx';
@@ -96,77 +97,15 @@ export function planTrial(seed: number, opts: { transports: readonly Transport[]
   };
 }
 
-/** Parent pid of `pid`, or -1 once it is gone. */
-function ppidOf(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-  } catch {
-    return -1;
-  }
-}
-
-function cmdlineOf(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
-  } catch {
-    return '';
-  }
-}
-
-/** Every live descendant of `root`. */
-export function descendants(root: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const name of readdirSync('/proc')) {
-    const pid = Number(name);
-    if (!Number.isInteger(pid)) continue;
-    const pp = ppidOf(pid);
-    if (pp > 0) (children.get(pp) ?? children.set(pp, []).get(pp)!).push(pid);
-  }
-  const out: number[] = [];
-  const stack = [...(children.get(root) ?? [])];
-  while (stack.length > 0) {
-    const p = stack.pop()!;
-    out.push(p);
-    stack.push(...(children.get(p) ?? []));
-  }
-  return out;
-}
-
-export function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return ppidOf(pid) !== -1 && !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ');
-  } catch {
-    return false;
-  }
-}
-
 interface Conn { local: string; remote: string; pid: number }
 
 /** Established TCP connections owned by `pids` whose other end is also one of `pids`. */
 export function connectionsAmong(pids: number[]): Array<{ a: Conn; b: Conn }> {
-  const owner = new Map<string, number>();
-  for (const pid of pids) {
-    let fds: string[] = [];
-    try { fds = readdirSync(`/proc/${pid}/fd`); } catch { continue; }
-    for (const fd of fds) {
-      try {
-        const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
-        if (m) owner.set(m[1]!, pid);
-      } catch { /* closed meanwhile */ }
-    }
-  }
+  const owner = socketOwners(pids);
   const conns: Conn[] = [];
-  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
-    let text = '';
-    try { text = readFileSync(file, 'utf8'); } catch { continue; }
-    for (const line of text.split('\n').slice(1)) {
-      const f = line.trim().split(/\s+/);
-      if (f.length < 10 || f[3] !== '01') continue; // 01: ESTABLISHED
-      const pid = owner.get(f[9]!);
-      if (pid !== undefined) conns.push({ local: hexAddr(f[1]!), remote: hexAddr(f[2]!), pid });
-    }
+  for (const t of tcpSockets(TCP_ESTABLISHED)) {
+    const pid = owner.get(t.inode);
+    if (pid !== undefined) conns.push({ local: t.local, remote: t.remote, pid });
   }
   const byLocal = new Map(conns.map((c) => [c.local, c]));
   const pairs: Array<{ a: Conn; b: Conn }> = [];
@@ -175,14 +114,6 @@ export function connectionsAmong(pids: number[]): Array<{ a: Conn; b: Conn }> {
     if (b !== undefined && b.remote === a.local && a.local < b.local) pairs.push({ a, b });
   }
   return pairs.sort((x, y) => (x.a.local < y.a.local ? -1 : 1));
-}
-
-/** "0100007F:9C40" -> "127.0.0.1:40000" (IPv4, and IPv4-mapped IPv6). */
-function hexAddr(text: string): string {
-  const [addr, port] = text.split(':') as [string, string];
-  const v4 = addr.length === 8 ? addr : addr.slice(24);
-  const bytes = [6, 4, 2, 0].map((i) => parseInt(v4.slice(i, i + 2), 16));
-  return `${bytes.join('.')}:${parseInt(port, 16)}`;
 }
 
 /** Resets one connection (both ends see ECONNRESET/ECONNABORTED), as a cut link would. */
@@ -213,12 +144,8 @@ function fdCount(): number {
 
 /** NBC_NODE_RANK of a node process (from its environment), or -1. */
 function nodeRankOf(pid: number): number {
-  try {
-    const m = /(?:^|\0)NBC_NODE_RANK=(\d+)\0/.exec(readFileSync(`/proc/${pid}/environ`, 'utf8'));
-    return m === null ? -1 : Number(m[1]);
-  } catch {
-    return -1;
-  }
+  const r = environOf(pid).NBC_NODE_RANK;
+  return r === undefined ? -1 : Number(r);
 }
 
 /** The job's node processes (`nbc node`), indexed by node rank. */

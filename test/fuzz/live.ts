@@ -27,7 +27,7 @@
  */
 import { Buffer } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,6 +36,8 @@ import { launch, type LaunchResult } from 'nbcoll';
 import { startFabric, type FabricHandle } from '../../src/agg/fabric.ts';
 import { AUTH_MAGIC } from '../../src/net/auth.ts';
 import { MAX_FRAME_BODY } from '../../src/net/frame.ts';
+import { mulberry32 } from '../jobs/common.ts';
+import { descendants, environOf, portOf, socketOwners, tcpSockets, TCP_LISTEN } from '../proc.ts';
 
 export interface LiveOptions {
   /** Fuzzed connections per listener. */
@@ -73,18 +75,6 @@ export interface LiveReport {
 
 const jobFile = fileURLToPath(new URL('../jobs/fuzz-live.ts', import.meta.url));
 
-/** mulberry32: seeded, so a run's sequence of connection kinds reproduces. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 // ---------------------------------------------------------------------------------------------
 // Finding the listeners.
 
@@ -94,77 +84,16 @@ interface Listener {
   port: number;
 }
 
-/** Pid -> parent pid for every process. */
-function parents(): Map<number, number> {
-  const m = new Map<number, number>();
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      m.set(Number(d), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return m;
-}
-
-function descendants(root: number): number[] {
-  const pp = parents();
-  const out: number[] = [];
-  for (const pid of pp.keys()) {
-    for (let p: number | undefined = pid; p !== undefined && p > 1; p = pp.get(p)) {
-      if (p === root && pid !== root) {
-        out.push(pid);
-        break;
-      }
-    }
-  }
-  return out;
-}
-
-/** Inode -> port of every IPv4 LISTEN socket. */
-function listeningInodes(): Map<string, number> {
-  const m = new Map<string, number>();
-  for (const line of readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1)) {
-    const f = line.trim().split(/\s+/);
-    if (f.length < 10 || f[3] !== '0A') continue;
-    m.set(f[9]!, parseInt(f[1]!.split(':')[1]!, 16));
-  }
-  return m;
-}
-
-function listeningPorts(pid: number, inodes: Map<string, number>): number[] {
-  const ports: number[] = [];
-  try {
-    for (const fd of readdirSync(`/proc/${pid}/fd`)) {
-      try {
-        const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
-        const port = m === null ? undefined : inodes.get(m[1]!);
-        if (port !== undefined) ports.push(port);
-      } catch {
-        // closed meanwhile
-      }
-    }
-  } catch {
-    // process gone
-  }
+/** The ports `pid` listens on (`listening`: inode -> port of every LISTEN socket). */
+function listeningPorts(pid: number, listening: Map<string, number>): number[] {
+  const ports = [...socketOwners([pid]).keys()].map((inode) => listening.get(inode)).filter((p) => p !== undefined);
   return [...new Set(ports)].sort((a, b) => a - b);
-}
-
-function environOf(pid: number): Record<string, string> {
-  try {
-    return Object.fromEntries(readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').filter(Boolean)
-      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
-  } catch {
-    return {};
-  }
 }
 
 /** The job's listeners, once all are up (polled: wire-up takes a moment); null if not by `deadline`. */
 async function findListeners(nodes: number, fabric: FabricHandle | null, deadline: number): Promise<Listener[] | null> {
   for (;;) {
-    const inodes = listeningInodes();
+    const inodes = new Map(tcpSockets(TCP_LISTEN).map((t) => [t.inode, portOf(t.local)]));
     const found: Listener[] = [];
     const nodePids = new Map<number, number>();
     let masterPort = 0;
@@ -397,7 +326,7 @@ function account(lines: readonly string[]): Map<string, Accounting> {
 
 export async function liveFuzz(o: LiveOptions): Promise<LiveReport> {
   const start = performance.now();
-  const random = rng(o.seed);
+  const random = mulberry32(o.seed);
   const agg = o.agg ?? true;
   const log = o.log ?? (() => {});
   const problems: string[] = [];
