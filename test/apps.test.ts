@@ -1,7 +1,7 @@
 /**
  * The proof applications verified (issue 14): the CG against its manufactured exact solution,
- * every PCG variant and executor against a sequential reference solve, on 1..8 ranks over 1..4
- * nodes with uneven grids; Overlap-PCG against Algorithm 2 iterate by iterate; the CLI and
+ * every PCG variant and executor (host, offload, agg) against a sequential reference solve, on
+ * 1..16 ranks over 1..4 nodes with uneven grids; Overlap-PCG against Algorithm 2 iterate by iterate; the CLI and
  * `nbc run` paths end to end. Small grids: the whole file takes well under a minute.
  */
 import assert from 'node:assert/strict';
@@ -14,7 +14,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { boundaryBoxes, interiorBox, makeBox, recvRegion, sendRegion, split1d } from '../src/apps/grid.ts';
 import type { CgRun, PcgRun } from './jobs/apps.ts';
-import { runOk } from './helpers.ts';
+import { launch } from 'nbcoll';
+import { jobPath } from './helpers.ts';
 
 const NBC = fileURLToPath(new URL('../dist/cli/nbc.js', import.meta.url));
 const T = { timeout: 120_000 };
@@ -34,12 +35,22 @@ describe('the proof applications (nbc cg, nbc pcg)', () => {
     }
   });
 
-  // Uneven: 10x9x7 over 2x1x1, 3x1x1, 5x1x1, 7x1x1 and 2x2x2 process grids; nodes of unequal size (5 = 2+2+1, 7 = 3+3+1).
-  for (const [n, ppn] of [[1, 1], [2, 1], [3, 3], [5, 2], [7, 3], [8, 2]] as Array<[number, number]>) {
-    test(`every PCG variant and executor matches the sequential reference and CG the exact solution on ${n} ranks over ${Math.ceil(n / ppn)} node(s), global 10x9x7`, T, async () => {
-      const r = await runOk('apps.ts', n, ppn, ['10,9,7'], 100_000);
+  // Uneven: 10x9x7 over 2x1x1, 3x1x1, 5x1x1, 7x1x1, 2x2x2 and 4x2x2 process grids; nodes of
+  // unequal size (5 = 2+2+1, 7 = 3+3+1). 16 ranks on 4 nodes run agg (a private fabric: PCG's
+  // inner products reduced by the daemons) against the same sequential reference as host and
+  // offload on the others.
+  const CASES: Array<[number, number, string[]]> = [
+    [1, 1, ['host', 'offload']], [2, 1, ['host', 'offload']], [3, 3, ['host', 'offload']], [5, 2, ['host', 'offload']],
+    [7, 3, ['host', 'offload']], [8, 2, ['host', 'offload']], [16, 4, ['agg']],
+  ];
+  for (const [n, ppn, executors] of CASES) {
+    test(`every PCG variant and executor (${executors.join(', ')}) matches the sequential reference and CG the exact solution on ${n} ranks over ${Math.ceil(n / ppn)} node(s), global 10x9x7`, T, async () => {
+      const agg = executors.includes('agg') ? { agg: 'radix=2,levels=2' } : {};
+      const r = await launch(jobPath('apps.ts'), { ranks: n, ppn, args: ['10,9,7', executors.join(',')], output: 'pipe', timeoutMs: 100_000, ...agg });
+      assert.equal(r.exitCode, 0, `${r.failure}\n${r.stderr}`);
+      if (executors.includes('agg')) assert.doesNotMatch(r.stderr, /uses host algorithms/, 'the fabric served the solvers');
       const out = r.ranks.find((x) => x.rank === 0)!.result as { pcg: PcgRun[]; cg: CgRun[] };
-      assert.equal(out.pcg.length, 6);
+      assert.equal(out.pcg.length, 3 * executors.length);
       for (const p of out.pcg) {
         assert.ok(Math.abs(p.iterations - p.refIterations) <= 1, `${p.variant}/${p.executor}: ${p.iterations} iterations, reference ${p.refIterations}`);
         assert.ok(p.diff <= 1e-6, `${p.variant}/${p.executor}: ||x - x_ref|| / ||x_ref|| = ${p.diff}`);
@@ -47,13 +58,13 @@ describe('the proof applications (nbc cg, nbc pcg)', () => {
       const iters = out.pcg.map((p) => p.iterations);
       assert.ok(Math.max(...iters) - Math.min(...iters) <= 1, `iteration counts ${iters.join(', ')}`);
       // Overlap-PCG performs Algorithm 2's operations on the same data: the same residuals up to rounding.
-      for (const executor of ['host', 'offload']) {
+      for (const executor of executors) {
         const a2 = out.pcg.find((p) => p.variant === 'alg2' && p.executor === executor)!;
         const ov = out.pcg.find((p) => p.variant === 'overlap' && p.executor === executor)!;
         assert.equal(ov.iterations, a2.iterations);
         a2.history.forEach((h, i) => assert.ok(Math.abs(ov.history[i]! - h) <= 1e-9 * h, `${executor} iteration ${i + 1}: ${ov.history[i]} vs ${h}`));
       }
-      assert.equal(out.cg.length, 4);
+      assert.equal(out.cg.length, 2 * executors.length);
       for (const c of out.cg) assert.ok(c.error <= c.bound && c.error < 1e-5, `cg ${c.mode}/${c.executor}: error ${c.error}, bound ${c.bound}`);
       const cgIters = out.cg.map((c) => c.iterations);
       assert.ok(Math.max(...cgIters) - Math.min(...cgIters) <= 1, `cg iteration counts ${cgIters.join(', ')}`);

@@ -333,7 +333,7 @@ test('connections without the secret, with a wrong secret or with garbage are re
     silent.destroy();
 
     assert.match(got.remote, /^127\.0\.0\.1:\d+$/);
-    const rejections = logs.filter((l) => l.startsWith('nbc: rejected connection from 127.0.0.1:'));
+    const rejections = logs.filter((l) => l.startsWith('nbc: node 1: rejected connection from 127.0.0.1:'));
     assert.equal(rejections.length, 5, logs.join('\n'));
     assert.ok(rejections.some((l) => /: bad HMAC$/.test(l)));
 

@@ -3,9 +3,10 @@ import { test } from 'node:test';
 import { ScheduleBuilder, RECV, SEND, type Schedule } from '../src/sched/schedule.ts';
 import { select } from '../src/coll/select.ts';
 import { DEFAULT_CONFIG } from '../src/config.ts';
-import { buildProgram, programOf, runProgram, simulate, toGoal, PRESETS, parseSimParams, DEFAULT_SIM_PARAMS, type SimParams } from '../src/sim/index.ts';
+import { buildProgram, programOf, runProgram, simulate, toGoal, PRESETS, parseSimParams, DEFAULT_SIM_PARAMS, type CallSpec, type SimNoise, type SimParams } from '../src/sim/index.ts';
 import { parseSimOp } from '../src/cli/sim.ts';
 import { fitLogGOPS } from '../src/sim/calibrate.ts';
+import { EventQueue } from '../src/sim/heap.ts';
 
 /** Round numbers, so every expected time below can be checked by hand. */
 const P: SimParams = {
@@ -174,6 +175,112 @@ test('4096 ranks of recursive doubling simulate quickly (a generous events-per-s
   // 12 rounds of 2o + L (+ tiny per-byte and kernel costs) on the defaults' network.
   const round = 2 * DEFAULT_SIM_PARAMS.net.o + DEFAULT_SIM_PARAMS.net.L;
   assert.ok(row.latencyUs > 12 * round && row.latencyUs < 12 * round * 1.5, `${row.latencyUs} us`);
+});
+
+/**
+ * Simulated results pinned bit for bit: latency, events, and a fingerprint of every rank's
+ * completion (and, with compute, initiation and compute-end) times, computed by the engine
+ * before its hot path was rewritten for speed (issue #15). A change to the engine that is
+ * meant to be a pure optimisation must leave every number here as it is; a change to the
+ * model must update them, and say why.
+ */
+const PINNED: { name: string; spec: CallSpec; params: string; noise?: SimNoise; seed?: number; compute?: boolean; latencyUs: number; events: number; fingerprint: string }[] = [
+  { name: 'allreduce recursive-doubling, 1000 ranks, 8 B', spec: { coll: 'allreduce', ranks: 1000, ppn: 1, bytes: 8, executor: 'host', algorithm: 'recursive-doubling' }, params: 'default',
+    latencyUs: 132.08570000000003, events: 26152, fingerprint: '3ea8ff25' },
+  { name: 'allreduce recursive-doubling, 96 ranks x 8 per node, 64 KiB (rendezvous), noise', spec: { coll: 'allreduce', ranks: 96, ppn: 8, bytes: 65536, executor: 'host', algorithm: 'recursive-doubling' }, params: 'qdr-cx2', noise: { durationUs: 50, periodUs: 100 }, seed: 7,
+    latencyUs: 1295.425215806797, events: 3040, fingerprint: 'b8b33283' },
+  { name: 'allreduce ring, 48 ranks x 8, 4 KiB', spec: { coll: 'allreduce', ranks: 48, ppn: 8, bytes: 4096, executor: 'host', algorithm: 'ring' }, params: 'switchib2',
+    latencyUs: 28.50187000000002, events: 15888, fingerprint: '61a1c385' },
+  { name: 'allreduce rabenseifner, 40 ranks x 4, 64 KiB', spec: { coll: 'allreduce', ranks: 40, ppn: 4, bytes: 65536, executor: 'host', algorithm: 'rabenseifner' }, params: 'default',
+    latencyUs: 448.9145912280705, events: 1544, fingerprint: 'f18f21a5' },
+  { name: 'iallreduce auto with compute, 64 ranks x 8', spec: { coll: 'allreduce', ranks: 64, ppn: 8, bytes: 1024, executor: 'host' }, params: 'qdr-cx2', compute: true,
+    latencyUs: 11.537599999999996, events: 1160, fingerprint: '30680585' },
+  { name: 'bcast binomial, 100 ranks x 4, 16 KiB', spec: { coll: 'bcast', ranks: 100, ppn: 4, bytes: 16384, executor: 'host', algorithm: 'binomial' }, params: 'clovertown-ddr',
+    latencyUs: 150.03452499999997, events: 595, fingerprint: '915c7691' },
+  { name: 'alltoall auto, 32 ranks x 4, 1 KiB', spec: { coll: 'alltoall', ranks: 32, ppn: 4, bytes: 1024, executor: 'host' }, params: 'default',
+    latencyUs: 230.91078596491076, events: 2688, fingerprint: 'c73a29e5' },
+  { name: 'allgather ring, 24 ranks x 6, 512 B', spec: { coll: 'allgather', ranks: 24, ppn: 6, bytes: 512, executor: 'host', algorithm: 'ring' }, params: 'default',
+    latencyUs: 63.314147368421146, events: 1704, fingerprint: 'c15f7135' },
+  { name: 'gatherv, 30 ranks x 3, 256 B, noise', spec: { coll: 'gatherv', ranks: 30, ppn: 3, bytes: 256, executor: 'host' }, params: 'default', noise: { durationUs: 20, periodUs: 1000 }, seed: 3,
+    latencyUs: 67.44249999999997, events: 118, fingerprint: 'c666bd04' },
+  { name: 'reduceScatter ring, 16 ranks x 4, 8 KiB', spec: { coll: 'reduceScatter', ranks: 16, ppn: 4, bytes: 8192, executor: 'host', algorithm: 'ring' }, params: 'default',
+    latencyUs: 149.79243508771927, events: 1008, fingerprint: '4c26ad25' },
+  { name: 'scan, 50 ranks x 5, 64 B', spec: { coll: 'scan', ranks: 50, ppn: 5, bytes: 64, executor: 'host' }, params: 'switchib2',
+    latencyUs: 6.702435000000007, events: 1480, fingerprint: 'dbd2a3c1' },
+  { name: 'allreduce hier, 64 ranks x 8, 8 B', spec: { coll: 'allreduce', ranks: 64, ppn: 8, bytes: 8, executor: 'hier' }, params: 'clovertown-ddr',
+    latencyUs: 12.096634999999996, events: 580, fingerprint: '94859d8d' },
+  { name: 'iallreduce offload two-level with compute, 64 ranks x 8, 4 KiB', spec: { coll: 'allreduce', ranks: 64, ppn: 8, bytes: 4096, executor: 'offload', algorithm: 'two-level' }, params: 'qdr-cx2', compute: true,
+    latencyUs: 28.4196, events: 248, fingerprint: '04a4e7c5' },
+  { name: 'allreduce offload flat, 32 ranks x 4, 8 B', spec: { coll: 'allreduce', ranks: 32, ppn: 4, bytes: 8, executor: 'offload' }, params: 'qdr-cx2',
+    latencyUs: 6.631666666666664, events: 324, fingerprint: 'b64ba2e9' },
+  { name: 'allreduce agg, 128 ranks, 4 KiB', spec: { coll: 'allreduce', ranks: 128, ppn: 1, bytes: 4096, executor: 'agg' }, params: 'switchib2',
+    latencyUs: 16.5412, events: 4352, fingerprint: '5599f8c5' },
+  { name: 'alltoall offload two-level, 24 ranks x 4, 256 B', spec: { coll: 'alltoall', ranks: 24, ppn: 4, bytes: 256, executor: 'offload', algorithm: 'two-level' }, params: 'default',
+    latencyUs: 41.4456, events: 96, fingerprint: '8d8709c5' },
+];
+
+/** FNV-1a over the arrays' bytes: any bit of any rank's time changes it. */
+function fingerprint(...arrays: Float64Array[]): string {
+  let h = 0x811c9dc5;
+  for (const a of arrays) {
+    const b = new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+    for (let i = 0; i < b.length; i++) h = Math.imul(h ^ b[i]!, 0x01000193);
+  }
+  return (h >>> 0).toString(16).padStart(8, '0');
+}
+
+test('simulated latencies, event counts and every rank\'s times stay bit-identical to the pinned ones', { timeout: 30_000 }, () => {
+  for (const p of PINNED) {
+    const params = p.params === 'default' ? DEFAULT_SIM_PARAMS : PRESETS[p.params]!;
+    const prog = buildProgram(p.spec, params);
+    const pure = runProgram(prog, params, { noise: p.noise ?? null, seed: p.seed });
+    const c = p.compute === true ? runProgram(prog, params, { noise: p.noise ?? null, seed: p.seed, computeUs: pure.latencyUs }) : pure;
+    assert.equal(pure.latencyUs, p.latencyUs, `${p.name}: latency`);
+    assert.equal(pure.events + (c === pure ? 0 : c.events), p.events, `${p.name}: events`);
+    assert.equal(fingerprint(pure.done, c.done, c.initEnd, c.computeEnd), p.fingerprint, `${p.name}: per-rank times`);
+  }
+});
+
+test('the event queue pops by time, and events with equal times in the order they were pushed', { timeout: 10_000 }, () => {
+  // Against a reference: a (time, push number) order over the same pushes, with heavy ties
+  // (times drawn from a few values), pushes at the current time while a bucket drains, and
+  // enough distinct times to grow the heap and the time table.
+  let seed = 12345;
+  const rand = (): number => ((seed = (Math.imul(seed, 1103515245) + 12345) | 0) >>> 0) / 4294967296;
+  const q = new EventQueue();
+  const pending: { t: number; seq: number }[] = [];
+  let seq = 0;
+  let now = 0;
+  const push = (t: number): void => {
+    q.push(t, seq % 8, seq, 2 * seq + 1);
+    pending.push({ t, seq: seq++ });
+  };
+  for (let i = 0; i < 2000; i++) push(Math.floor(rand() * 5));
+  let popped = 0;
+  while (q.pop()) {
+    let best = 0;
+    for (let j = 1; j < pending.length; j++) {
+      const a = pending[j]!;
+      const b = pending[best]!;
+      if (a.t < b.t || (a.t === b.t && a.seq < b.seq)) best = j;
+    }
+    const want = pending.splice(best, 1)[0]!;
+    assert.equal(q.t, want.t);
+    assert.equal(q.x, want.seq);
+    assert.equal(q.y, 2 * want.seq + 1);
+    assert.equal(q.k, want.seq % 8);
+    assert.ok(q.t >= now);
+    now = q.t;
+    popped++;
+    if (seq < 20_000) {
+      const r = rand();
+      if (r < 0.3) push(now); // at the current time: after every pending event of this time
+      else if (r < 0.9) push(now + Math.floor(rand() * 4) * 0.25);
+      else push(now + rand() * 1000); // distinct times
+    }
+    assert.equal(q.size, pending.length);
+  }
+  assert.equal(popped, seq);
 });
 
 test('the LogGP fit takes G from the ping-pong slope, g from the trains, and keeps 2o + L at the one-way time', { timeout: 5_000 }, () => {

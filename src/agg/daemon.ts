@@ -26,6 +26,7 @@ import { createServer, type AddressInfo, type Server, type Socket } from 'node:n
 import { authenticateAsAcceptor, NbcHandshakeError, remoteAddressOf } from '../net/auth.js';
 import type { LinkEmulation } from '../net/emulate.js';
 import { listenOn } from '../net/listen.js';
+import { RejectLog } from '../net/reject-log.js';
 import { reduceRegions } from '../ops/regions.js';
 import { AggConn, dial } from './conn.js';
 import {
@@ -111,13 +112,19 @@ export class Daemon {
     fragments: 0, bytes: 0, reduced: 0, authRejections: 0, badFrames: 0, stale: 0, groupErrors: 0,
   };
 
-  constructor(private readonly o: DaemonOptions) {}
+  /** One line per rejected connection, floods summarised (net/reject-log.ts). */
+  private readonly rejections: RejectLog;
+
+  constructor(private readonly o: DaemonOptions) {
+    this.rejections = new RejectLog(o.log, '');
+  }
 
   async start(): Promise<void> {
     this.server = createServer({ pauseOnConnect: true }, (s) => this.accept(s));
     this.server.on('error', (err) => this.o.log(`listener error: ${err.message}`));
     await listenOn(this.server, 0, this.o.listenHost);
     this.port = (this.server.address() as AddressInfo).port;
+    this.rejections.listener = `${this.o.listenHost}:${this.port}`;
     this.o.log(`listening on ${this.o.listenHost}:${this.port}`);
     void this.dialManager();
     this.timer = setInterval(() => this.tick(), REDIAL_MS);
@@ -126,6 +133,7 @@ export class Daemon {
   stop(code = 0): void {
     if (this.stopped) return;
     this.stopped = true;
+    this.rejections.close();
     if (this.timer !== null) clearInterval(this.timer);
     this.server?.close();
     this.am?.close('daemon stopping');
@@ -243,6 +251,7 @@ export class Daemon {
   }
 
   private addJob(m: Ctrl): void {
+    if (typeof m !== 'object' || m === null || Array.isArray(m)) throw new Error(`job entry ${JSON.stringify(m)} is not an object`);
     const index = num(m, 'index', 1, MAX_JOB_INDEX);
     const key = Buffer.from(str(m, 'key', 64), 'hex');
     if (key.length !== 32) throw new Error(`job ${index}: key is not 64 hex digits`);
@@ -368,9 +377,8 @@ export class Daemon {
       });
     }, (err: unknown) => {
       this.counters.authRejections++;
-      const reason = err instanceof NbcHandshakeError ? err.reason : (err as Error).message;
-      this.o.log(`rejected connection from ${remote}: ${reason}`);
-      this.am?.sendCtrl({ t: 'rejected', remote, reason });
+      // Logged here only (the AM sees the count in every heartbeat answer): one line per connection.
+      this.rejections.reject(remote, err instanceof NbcHandshakeError ? err.reason : (err as Error).message);
     });
   }
 

@@ -25,6 +25,7 @@ import { createServer, type AddressInfo, type Server, type Socket } from 'node:n
 import { authenticateAsAcceptor, NbcHandshakeError, remoteAddressOf } from '../net/auth.js';
 import type { LinkEmulation } from '../net/emulate.js';
 import { listenOn } from '../net/listen.js';
+import { RejectLog } from '../net/reject-log.js';
 import { AggConn } from './conn.js';
 import {
   anCount, decodeCtrl, defaultLeaf, FrameType, leafCount, levelOf, levelStart, MAX_JOB_INDEX, MAX_NODE_ID, num,
@@ -143,8 +144,11 @@ export class Manager {
   private readyResolve: (() => void) | null = null;
   private readonly counters = { authRejections: 0, badFrames: 0, groupsCreated: 0, refusals: 0, revocations: 0 };
   port = 0;
+  /** One line per rejected connection, floods summarised (net/reject-log.ts). */
+  private readonly rejections: RejectLog;
 
   constructor(private readonly o: ManagerOptions, private readonly secret: Buffer, private readonly log: (line: string) => void) {
+    this.rejections = new RejectLog(log, '');
     // Group ids start at a random point, so that an id of a previous AM's group (a fragment
     // still in flight when it died) does not match a group of this one.
     this.nextGroupId = 1 + Math.floor(Math.random() * 0x3fff_ffff);
@@ -163,6 +167,7 @@ export class Manager {
     this.server.on('error', (err) => this.log(`listener error: ${err.message}`));
     await listenOn(this.server, this.o.port, this.o.listenHost);
     this.port = (this.server.address() as AddressInfo).port;
+    this.rejections.listener = `${this.o.listenHost}:${this.port}`;
     this.heartbeat = setInterval(() => this.beat(), HEARTBEAT_MS);
     const ready = new Promise<void>((resolve) => {
       this.readyResolve = resolve;
@@ -253,8 +258,7 @@ export class Manager {
       });
     }, (err: unknown) => {
       this.counters.authRejections++;
-      const reason = err instanceof NbcHandshakeError ? err.reason : (err as Error).message;
-      this.log(`rejected connection from ${remote}: ${reason}`);
+      this.rejections.reject(remote, err instanceof NbcHandshakeError ? err.reason : (err as Error).message);
     });
   }
 
@@ -326,8 +330,9 @@ export class Manager {
         return;
       }
       case 'rejected':
-        // Counted by the AN itself (its counters come with every heartbeat answer).
-        this.log(`AN ${an.id} rejected a connection from ${str(m, 'remote', 300)}: ${str(m, 'reason')}`);
+        // Sent by daemons of earlier versions: the AN logs its rejections itself and its
+        // counters come with every heartbeat answer, so a second line here would log each
+        // rejected connection twice.
         return;
       default:
         throw new Error(`unknown control message '${m.t}' from AN ${an.id} at ${conn.remote}`);
@@ -694,6 +699,7 @@ export class Manager {
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
+    this.rejections.close();
     if (this.heartbeat !== null) clearInterval(this.heartbeat);
     for (const an of this.ans) an.conn?.sendCtrl({ t: 'shutdown' });
     const pids = this.ans.map((a) => a.pid).filter((p) => p > 0);

@@ -40,6 +40,7 @@ import {
 import { checkEmulation, EmulatedWire, type LinkEmulation } from './emulate.js';
 import { encodeFrame, encodeFrameHeader, FRAME_HEADER_BYTES, FrameDecoder, MAX_FRAME_BODY } from './frame.js';
 import { listenOn } from './listen.js';
+import { RejectLog } from './reject-log.js';
 
 /** Frame type reserved for link control (ACCEPT, DECLINE, BYE); user frames use 1..255. */
 export const LINK_CONTROL_TYPE = 0;
@@ -198,6 +199,8 @@ export class LinkManager extends EventEmitter<LinkEvents> {
   private readonly conns = new Set<Conn>();
   private closed = false;
   private closing: Promise<void> | null = null;
+  /** One line per rejected connection, floods summarised (reject-log.ts). */
+  private readonly rejections: RejectLog;
 
   constructor(opts: LinkManagerOptions) {
     super();
@@ -217,6 +220,7 @@ export class LinkManager extends EventEmitter<LinkEvents> {
     this.emulation = e !== undefined && ((e.latencyUs ?? 0) > 0 || e.bandwidthBytesPerSec !== undefined) ? e : null;
     this.handshakeTimeoutMs = opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
     this.connectTimeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+    this.rejections = new RejectLog(this.log, `nbc: node ${this.nodeId}: `);
   }
 
   /** Starts accepting links. Resolves with the bound address (the actual port when port is 0). */
@@ -233,7 +237,9 @@ export class LinkManager extends EventEmitter<LinkEvents> {
         `Cannot listen for links on ${this.host}:${this.port}: ${reasonOf(err)}`, { cause: err });
     }
     server.on('error', (err) => this.log(`nbc: link listener of node ${this.nodeId}: ${err.message}`));
-    return { host: this.host, port: (server.address() as AddressInfo).port };
+    const port = (server.address() as AddressInfo).port;
+    this.rejections.listener = `${this.host}:${port}`;
+    return { host: this.host, port };
   }
 
   /** Where to dial each node. Entries may be updated; this node's own entry is ignored. */
@@ -352,6 +358,7 @@ export class LinkManager extends EventEmitter<LinkEvents> {
   close(): Promise<void> {
     if (this.closing !== null) return this.closing;
     this.closed = true;
+    this.rejections.close();
     const dropped = new NbcPeerFailedError(`Link manager of node ${this.nodeId} closed`);
     const waits: Promise<void>[] = [];
     for (const peer of this.peers.values()) {
@@ -384,6 +391,7 @@ export class LinkManager extends EventEmitter<LinkEvents> {
    */
   destroy(): void {
     this.closed = true;
+    this.rejections.close();
     for (const peer of this.peers.values()) this.clearTimer(peer);
     for (const conn of this.conns) conn.socket.destroy();
     this.server?.close();
@@ -429,7 +437,7 @@ export class LinkManager extends EventEmitter<LinkEvents> {
 
   private reject(remote: string, reason: string): void {
     if (this.closed) return;
-    this.log(`nbc: rejected connection from ${remote}: ${reason}`);
+    this.rejections.reject(remote, reason);
     this.emit('rejected', remote, reason);
   }
 

@@ -13,12 +13,12 @@
  * that a post or a frame in a busy stretch costs no wake-up on either side.
  */
 import { Buffer } from 'node:buffer';
-import { NbcInternalError, NbcNoMemError } from '../errors.js';
+import { NbcError, NbcInternalError, NbcNoMemError } from '../errors.js';
 import {
   align8, endpointWord, H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_OFFSET, H_SLICE, H_SRC, H_TAG, H_TOKEN, HEADER_BYTES,
   HEADER_WORDS, kDoorbell, KIND_ACK, KIND_COMM, KIND_EAGER, KIND_FRAG, KIND_POST, KIND_RTS, KIND_SCHED, kSleeping,
 } from '../shm/layout.js';
-import { OF_BYTES, OF_WORDS, OffloadEngine } from '../sched/offload.js';
+import { DONE_ERROR, OF_BYTES, OF_WORDS, OffloadEngine } from '../sched/offload.js';
 import type { UcxPath } from '../p2p/ucx.js';
 import { AggNode } from './agg-node.js';
 import { decodeSchedule } from '../sched/wire.js';
@@ -112,6 +112,8 @@ export class Engine {
   private lastWork = 0;
   private readonly sleepIdx: number;
   private readonly doorbellIdx: number;
+  /** Int32 views of the arena slices, for completion words. */
+  private readonly sliceWords: Int32Array[];
   /** Runs the schedules ranks offload to this engine. */
   readonly offload: OffloadEngine;
   /** The node's side of the aggregation fabric (`agg` calls; node-main sets it with useAgg). */
@@ -128,6 +130,8 @@ export class Engine {
     config: CoreConfig,
     /** How long to keep polling after the last work before parking (us); 0 parks at once. */
     private readonly spinUs = 0,
+    /** Where refused offload records are reported (default: a line on stderr). */
+    private readonly log: (msg: string) => void = (msg) => process.stderr.write(`${msg}\n`),
   ) {
     const { ranks, ringBytes } = shared.layout;
     this.ep = ranks;
@@ -150,7 +154,7 @@ export class Engine {
       if (this.blocked.includes(1)) this.guard(() => this.poll());
     });
     const u8 = shared.slices.map((sl) => new Uint8Array(sl));
-    const i32 = shared.slices.map((sl) => new Int32Array(sl));
+    this.sliceWords = shared.slices.map((sl) => new Int32Array(sl));
     this.offload = new OffloadEngine({
       nodeId: placement.nodeId,
       nodeOfRank: placement.nodeOfRank,
@@ -165,10 +169,7 @@ export class Engine {
         this.count(OF_BYTES + payload.byteLength);
       },
       interNode: (coll, s) => interNodeSchedule(coll, s, config),
-      complete: (ep, slice, offset, value) => {
-        Atomics.store(i32[slice]!, offset >> 2, value);
-        wake(this.control, ep);
-      },
+      complete: (ep, slice, offset, value) => this.completeSlot(ep, slice, offset, value),
       aggregate: (key, layout, x, fallback, done) => this.agg.aggregate(key, layout, x, fallback, done),
     });
   }
@@ -280,24 +281,8 @@ export class Engine {
     const i32 = ring.i32;
     const w = at >> 2;
     const kind = i32[w + H_KIND]!;
-    if (kind === KIND_POST) {
-      const d = w + HEADER_WORDS;
-      const ref = (k: number) => ({ slice: i32[d + k]!, offset: i32[d + k + 1]!, bytes: i32[d + k + 2]! });
-      if (i32[w + H_DST] === 0) {
-        // schedule id 0: a two-level collective (op, dtype, item size, kind and root follow the regions)
-        const call = { op: i32[d + 9]!, dtype: i32[d + 10]!, esize: i32[d + 11]!, kind: i32[d + 12]!, root: i32[d + 13]! };
-        this.offload.postTwoLevel(rank, i32[w + H_CTX]!, i32[w + H_SRC]!, i32[w + H_TAG]!, ref(0), ref(3),
-          call, i32[w + H_SLICE]!, i32[w + H_OFFSET]!);
-        return;
-      }
-      this.offload.post(rank, i32[w + H_DST]!, i32[w + H_CTX]!, i32[w + H_SRC]!, i32[w + H_TAG]!,
-        ref(0), ref(3), ref(6), i32[w + H_SLICE]!, i32[w + H_OFFSET]!);
-      return;
-    }
-    if (kind === KIND_SCHED || kind === KIND_COMM) {
-      const words = i32.slice(w + HEADER_WORDS, w + HEADER_WORDS + (i32[w + H_BYTES]! >> 2));
-      if (kind === KIND_SCHED) this.offload.registerSchedule(rank, i32[w + H_DST]!, decodeSchedule(words));
-      else this.offload.registerComm(rank, i32[w + H_CTX]!, words);
+    if (kind === KIND_POST || kind === KIND_SCHED || kind === KIND_COMM) {
+      this.offloadRecord(rank, i32, w);
       return;
     }
     if (kind === KIND_ACK) {
@@ -349,6 +334,86 @@ export class Engine {
       return;
     }
     throw new NbcInternalError(`engine got record kind ${kind} from rank ${rank}`);
+  }
+
+  /**
+   * A rank's offload record (KIND_POST, KIND_SCHED, KIND_COMM; sched/offload-client.ts writes
+   * them). Nothing in it is trusted: a schedule that does not decode, a communicator naming
+   * ranks that do not exist, a post whose regions lie outside the arena or that the schedule
+   * overruns, all complete the post with DONE_ERROR (the rank's collective fails with an
+   * NbcError) and log one line naming the reason; the engine goes on. Only a completion word
+   * outside the rank's arena slice, which leaves no way to answer, fails the node.
+   */
+  private offloadRecord(rank: number, i32: Int32Array, w: number): void {
+    const kind = i32[w + H_KIND]!;
+    if (kind === KIND_POST) {
+      const slot = i32[w + H_SLICE]!;
+      const slotOffset = i32[w + H_OFFSET]!;
+      const slotBytes = this.slices[slot]?.byteLength ?? 0;
+      if (slot !== rank || slotOffset < 0 || slotOffset % 4 !== 0 || slotOffset + 4 > slotBytes) {
+        throw new NbcInternalError(`rank ${rank} posted an offloaded collective whose completion word (slice ${slot}, ` +
+          `offset ${slotOffset}) is not in its own arena slice of ${this.slices[rank]!.byteLength} bytes`);
+      }
+      // Three regions of three words for a schedule; two regions and five call words for a two-level post.
+      const need = (i32[w + H_DST] === 0 ? 14 : 9) * 4;
+      if (i32[w + H_BYTES]! < need || HEADER_BYTES + i32[w + H_BYTES]! > i32[w + H_LEN]!) {
+        this.completeSlot(rank, slot, slotOffset, DONE_ERROR);
+        this.refused(rank, `its post record declares ${i32[w + H_BYTES]} bytes of arguments in a ${
+          i32[w + H_LEN]}-byte record; expected ${need}`);
+        return;
+      }
+      const d = w + HEADER_WORDS;
+      const ref = (k: number) => ({ slice: i32[d + k]!, offset: i32[d + k + 1]!, bytes: i32[d + k + 2]! });
+      let why: string | null;
+      if (i32[w + H_DST] === 0) {
+        // schedule id 0: a two-level collective (op, dtype, item size, kind and root follow the regions)
+        const call = { op: i32[d + 9]!, dtype: i32[d + 10]!, esize: i32[d + 11]!, kind: i32[d + 12]!, root: i32[d + 13]! };
+        why = this.offload.postTwoLevel(rank, i32[w + H_CTX]!, i32[w + H_SRC]!, i32[w + H_TAG]!, ref(0), ref(3),
+          call, slot, slotOffset);
+      } else {
+        why = this.offload.post(rank, i32[w + H_DST]!, i32[w + H_CTX]!, i32[w + H_SRC]!, i32[w + H_TAG]!,
+          ref(0), ref(3), ref(6), slot, slotOffset);
+      }
+      if (why !== null) this.refused(rank, why);
+      return;
+    }
+    const bytes = i32[w + H_BYTES]!;
+    if (bytes < 0 || bytes % 4 !== 0 || HEADER_BYTES + bytes > i32[w + H_LEN]!) {
+      const what = kind === KIND_SCHED ? `schedule ${i32[w + H_DST]}` : `communicator ${i32[w + H_CTX]}`;
+      const why = `its ${what} record declares ${bytes} bytes in a ${i32[w + H_LEN]}-byte record`;
+      if (kind === KIND_SCHED) this.offload.refuseSchedule(rank, i32[w + H_DST]!, why);
+      else this.offload.refuseComm(rank, i32[w + H_CTX]!, why);
+      this.refused(rank, why);
+      return;
+    }
+    const words = i32.slice(w + HEADER_WORDS, w + HEADER_WORDS + (bytes >> 2));
+    try {
+      if (kind === KIND_SCHED) {
+        const id = i32[w + H_DST]!;
+        try {
+          this.offload.registerSchedule(rank, id, decodeSchedule(words));
+        } catch (err) {
+          this.offload.refuseSchedule(rank, id, (err as Error).message);
+          throw err;
+        }
+      } else {
+        this.offload.registerComm(rank, i32[w + H_CTX]!, words);
+      }
+    } catch (err) {
+      if (!(err instanceof NbcError)) throw err;
+      this.refused(rank, err.message);
+    }
+  }
+
+  /** Stores `value` into a completion word (checked by the caller to lie in `slice`) and wakes endpoint `ep`. */
+  private completeSlot(ep: number, slice: number, offset: number, value: number): void {
+    Atomics.store(this.sliceWords[slice]!, offset >> 2, value);
+    wake(this.control, ep);
+  }
+
+  /** One line per refused offload record; the rank's post completes with DONE_ERROR. */
+  private refused(rank: number, why: string): void {
+    this.log(`nbc: node ${this.placement.nodeId}: refused an offload record of rank ${rank}: ${why}`);
   }
 
   /**

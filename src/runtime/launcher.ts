@@ -134,7 +134,11 @@ function launchNodes(entry: string, opts: LaunchOptions, fabricEnv: Record<strin
     let stderr = '';
     let failure: string | null = null;
     let exitCode = 0;
+    /** The failure so far is a node's report, possibly only a consequence (a lost link). */
+    let failureReported = false;
     let stopping = false;
+    /** Nodes this launcher signalled itself: their signal deaths are not news. */
+    const signalled = new Set<ChildProcess>();
     let timer: NodeJS.Timeout | undefined;
     const timers: NodeJS.Timeout[] = [];
 
@@ -161,13 +165,18 @@ function launchNodes(entry: string, opts: LaunchOptions, fabricEnv: Record<strin
       stopping = true;
       // Nodes normally stop themselves at once (the master relays the abort); these are the
       // backstops for a node that cannot, all well inside the 5 s the contract allows.
-      timers.push(setTimeout(() => { for (const c of alive) c.kill('SIGTERM'); }, 1500));
-      timers.push(setTimeout(() => { for (const c of alive) c.kill('SIGKILL'); }, 3000));
+      timers.push(setTimeout(() => { for (const c of alive) kill(c, 'SIGTERM'); }, 1500));
+      timers.push(setTimeout(() => { for (const c of alive) kill(c, 'SIGKILL'); }, 3000));
+    };
+
+    const kill = (c: ChildProcess, sig: NodeJS.Signals): void => {
+      signalled.add(c);
+      c.kill(sig);
     };
 
     const onSignal = (sig: NodeJS.Signals): void => {
       failWith(`interrupted by ${sig}; stopping ${alive.size} node(s)`, 128 + (constants.signals[sig] ?? 15), true);
-      for (const c of alive) c.kill('SIGTERM');
+      for (const c of alive) kill(c, 'SIGTERM');
     };
     if (opts.handleSignals) {
       process.on('SIGINT', onSignal);
@@ -181,6 +190,9 @@ function launchNodes(entry: string, opts: LaunchOptions, fabricEnv: Record<strin
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);
       }
+      // One closing line with the cause, as mpirun ends: after every node has exited, so that no
+      // node's own report of the consequences (lost links, aborted ranks) comes after it.
+      if (failure !== null) note(`job failed (exit code ${exitCode}): ${failure.split('\n')[0]}`);
       ranks.sort((a, b) => a.rank - b.rank);
       resolve({ exitCode, ranks, failure, stdout, stderr });
     };
@@ -222,16 +234,25 @@ function launchNodes(entry: string, opts: LaunchOptions, fabricEnv: Record<strin
         } else if (m.type === 'results') {
           for (const r of m.ranks) ranks.push({ rank: r.rank, node: m.node, result: r.result });
         } else if (m.type === 'failure') {
+          if (failure === null) failureReported = true;
           failWith(m.reason, m.exitCode, false); // the node printed it already
         }
       });
       child.on('error', (err) => failWith(`node ${node} could not start: ${err.message}`, 1, true));
       child.on('exit', (code, signal) => {
         alive.delete(child);
-        if (signal !== null && !stopping) {
+        if (signal !== null && !signalled.has(child) && (!stopping || failureReported)) {
+          // Killed from outside. When other nodes reported first (they lost their links to it a
+          // moment before its exit reached us), this is the cause and theirs the consequence.
           const last = firstRankOf(node) + ranksOf(node) - 1;
-          failWith(`node ${node} (pid ${child.pid}, ranks ${firstRankOf(node)}..${last}) was killed by ${signal}`,
-            128 + (constants.signals[signal] ?? 0), true);
+          const reason = `node ${node} (pid ${child.pid}, ranks ${firstRankOf(node)}..${last}) was killed by ${signal}`;
+          if (failureReported) {
+            failure = reason; // the closing line (finish) names it
+            exitCode = 128 + (constants.signals[signal] ?? 0);
+            failureReported = false;
+          } else {
+            failWith(reason, 128 + (constants.signals[signal] ?? 0), true);
+          }
         } else if (code !== 0 && code !== null && failure === null) {
           failWith(`node ${node} (pid ${child.pid}) exited with code ${code}`, code, true);
         } else if (failure === null && code === 0 && stopping) {
@@ -244,7 +265,7 @@ function launchNodes(entry: string, opts: LaunchOptions, fabricEnv: Record<strin
     if (opts.timeoutMs !== undefined) {
       timer = setTimeout(() => {
         failWith(`job timed out after ${opts.timeoutMs} ms; killing ${alive.size} node(s)`, 124, true);
-        for (const c of alive) c.kill('SIGKILL');
+        for (const c of alive) kill(c, 'SIGKILL');
       }, opts.timeoutMs);
     }
     start(0, 0);

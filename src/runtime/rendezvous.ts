@@ -30,6 +30,7 @@ import {
 } from '../net/auth.js';
 import { encodeFrame, FrameDecoder, MAX_FRAME_BODY } from '../net/frame.js';
 import { listenOn } from '../net/listen.js';
+import { RejectLog } from '../net/reject-log.js';
 
 /** Frame types of the control channel. */
 export const RendezvousMsg = {
@@ -106,8 +107,21 @@ function isUint(v: unknown, max = 0xffff_ffff): v is number {
   return typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= max;
 }
 
+/**
+ * A control frame's body as JSON. Throws NbcArgError when it is not UTF-8 JSON (the channel
+ * then drops the connection); what the value must look like is each message's parser's to say.
+ */
+export function decodeControlBody(type: number, body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch (err) {
+    throw new NbcArgError(`Cannot accept control message of type ${type}: its ${body.length}-byte body is not JSON (${
+      (err as Error).message})`, { cause: err });
+  }
+}
+
 /** Validates a HELLO (from the wire or from the caller); throws NbcArgError naming the field. */
-function parseHello(v: unknown, what: string): NodeHello {
+export function parseHello(v: unknown, what: string): NodeHello {
   const bad = (field: string): never => {
     throw new NbcArgError(`Cannot accept ${what}: ${field}`);
   };
@@ -126,11 +140,27 @@ function parseHello(v: unknown, what: string): NodeHello {
   return hello;
 }
 
-function parseAbort(v: unknown, origin: number): AbortMessage {
-  if (!isObject(v) || typeof v.reason !== 'string' || !Number.isInteger(v.exitCode)) {
-    throw new NbcArgError('Cannot accept ABORT: it needs a string reason and an integer exitCode');
+/** Validates an ABORT; `origin` stands in for a missing or bad origin. Throws NbcArgError. */
+export function parseAbort(v: unknown, origin: number): AbortMessage {
+  // Exit codes are 1..255: a process exit code is taken mod 256 (256 would read as success), and
+  // process.exitCode throws beyond 2^53; an abort is never a success.
+  if (!isObject(v) || typeof v.reason !== 'string' || !isUint(v.exitCode, 255) || v.exitCode === 0) {
+    throw new NbcArgError(`Cannot accept ABORT: it needs a string reason and an integer exitCode in 1..255; got ${
+      JSON.stringify(isObject(v) ? v.exitCode : v)?.slice(0, 40)}`);
   }
   return { reason: v.reason, exitCode: v.exitCode as number, origin: isUint(v.origin) ? v.origin : origin };
+}
+
+/** Validates a TABLE: a nodes array of HELLOs, entry i for node i. Throws NbcArgError. */
+export function parseTable(value: unknown): RendezvousTable {
+  if (!isObject(value) || !Array.isArray(value.nodes)) {
+    throw new NbcArgError('Cannot accept TABLE: it has no nodes array');
+  }
+  const nodes = value.nodes.map((n, i) => parseHello(n, `TABLE entry ${i}`));
+  nodes.forEach((n, i) => {
+    if (n.nodeId !== i) throw new NbcArgError(`Cannot accept TABLE: entry ${i} is node ${n.nodeId}`);
+  });
+  return { nodes };
 }
 
 /**
@@ -160,7 +190,7 @@ class Channel {
   start(leftover: Buffer, onMessage: (type: number, value: unknown) => void, onClose: () => void): void {
     this.started = true;
     this.onClose = onClose;
-    this.decoder = new FrameDecoder((type, body) => onMessage(type, JSON.parse(body.toString('utf8'))));
+    this.decoder = new FrameDecoder((type, body) => onMessage(type, decodeControlBody(type, body)));
     this.socket.on('data', (chunk: Buffer) => this.feed(chunk));
     if (this.socket.destroyed) {
       // Closed between the handshake and now: report it, once, from a clean stack.
@@ -257,6 +287,8 @@ export class RendezvousServer extends EventEmitter<RendezvousServerEvents> {
   private aborted = false;
   private shutdownSent = false;
   private closed = false;
+  /** One line per rejected connection, floods summarised (net/reject-log.ts). */
+  private readonly rejections: RejectLog;
 
   constructor(opts: RendezvousServerOptions) {
     super();
@@ -270,6 +302,7 @@ export class RendezvousServer extends EventEmitter<RendezvousServerEvents> {
     this.port = opts.port ?? 0;
     this.log = opts.log ?? defaultLog;
     this.handshakeTimeoutMs = opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
+    this.rejections = new RejectLog(this.log, 'nbc: rendezvous: ');
   }
 
   /** Starts accepting nodes; resolves with the actual port. */
@@ -287,13 +320,16 @@ export class RendezvousServer extends EventEmitter<RendezvousServerEvents> {
         { cause: err });
     }
     server.on('error', (err) => this.log(`nbc: rendezvous listener: ${err.message}`));
-    return (server.address() as AddressInfo).port;
+    const port = (server.address() as AddressInfo).port;
+    this.rejections.listener = `${this.host}:${port}`;
+    return port;
   }
 
   /** Stops listening and ends every connection (after what was already sent). */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.rejections.close();
     const server = this.server;
     const waits: Promise<void>[] = [];
     if (server !== null) waits.push(new Promise<void>((resolve) => server.close(() => resolve())));
@@ -317,7 +353,7 @@ export class RendezvousServer extends EventEmitter<RendezvousServerEvents> {
 
   private reject(remote: string, reason: string): void {
     if (this.closed) return;
-    this.log(`nbc: rendezvous: rejected connection from ${remote}: ${reason}`);
+    this.rejections.reject(remote, reason);
     this.emit('rejected', remote, reason);
   }
 
@@ -624,13 +660,7 @@ export class RendezvousClient extends EventEmitter<RendezvousClientEvents> {
   private onMessage(type: number, value: unknown): void {
     switch (type) {
       case RendezvousMsg.Table: {
-        if (!isObject(value) || !Array.isArray(value.nodes)) {
-          throw new NbcArgError('Cannot accept TABLE: it has no nodes array');
-        }
-        const nodes = value.nodes.map((n, i) => parseHello(n, `TABLE entry ${i}`));
-        nodes.forEach((n, i) => {
-          if (n.nodeId !== i) throw new NbcArgError(`Cannot accept TABLE: entry ${i} is node ${n.nodeId}`);
-        });
+        const { nodes } = parseTable(value);
         if (this.pending === null) return;
         this.connected = true;
         this.settle({ nodes });

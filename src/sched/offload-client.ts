@@ -170,7 +170,7 @@ export class OffloadClient implements Executor {
       req.complete(v === DONE_OK ? null : v === DONE_PEER_FAILED ? new NbcPeerFailedError(
         'An aggregated collective failed: a daemon, link or member node of the aggregation fabric failed under it (the node log names it); the communicator joins a fresh group, or falls back to host algorithms, on its next call')
         : new NbcArgError(
-          'An offloaded collective failed: its ranks disagree on message sizes (or a schedule was not registered); expected matching calls on every rank'));
+          'An offloaded collective failed: its ranks disagree on message sizes, or the node engine refused the post (the node log says why: a schedule, communicator or buffer region it cannot run); expected matching calls on every rank'));
     }
     if (w !== this.pending.length) this.pending.length = w;
     return any;

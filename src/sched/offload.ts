@@ -15,11 +15,12 @@
  * Completion: the engine stores 1 (or 2 on error) into the request's completion word in the
  * rank's arena slice and rings the rank's doorbell. Core code: no node:* imports.
  */
-import { NbcTruncateError } from '../errors.js';
-import type { DType } from '../ops/dtype.js';
+import { NbcArgError, NbcTruncateError } from '../errors.js';
+import { DTYPE_COUNT, type DType } from '../ops/dtype.js';
+import { OpCode } from '../ops/loops.js';
 import { reduceRegions } from '../ops/regions.js';
 import { Interpreter, Run, type Port } from './interpreter.js';
-import { RECV, SEND, type Schedule } from './schedule.js';
+import { A_RECV, A_REDUCE, A_SEND, RECV, SEND, TMP, type Schedule } from './schedule.js';
 import { nodeLayout, planTwoLevel, TL_AGG, type InterNodeColl, type InterNodeShape, type Member, type NodeLayout, type TwoLevelCall } from './two-level.js';
 
 /** Header of an offload frame between engines (Int32 words). */
@@ -71,6 +72,29 @@ export interface AggExchange {
   dtype: number;
   send: Uint8Array;
   recv: Uint8Array;
+}
+
+/** Predefined op ids are 0 .. OP_COUNT - 1; the engine runs no other (user ops stay in their thread). */
+const OP_COUNT = Object.keys(OpCode).length;
+
+/**
+ * What a post needs of its communicator, per schedule, computed once: the highest peer its
+ * sends and receives name and the highest op id its reductions use (-1 when none).
+ */
+interface ScheduleNeeds {
+  maxPeer: number;
+  maxOp: number;
+}
+
+function needsOf(s: Schedule): ScheduleNeeds {
+  let maxPeer = -1;
+  let maxOp = -1;
+  for (let i = 0; i < s.nActions; i++) {
+    const k = s.kind[i]!;
+    if (k === A_SEND || k === A_RECV) maxPeer = Math.max(maxPeer, s.peer[i]!);
+    else if (k === A_REDUCE) maxOp = Math.max(maxOp, s.peer[i]!);
+  }
+  return { maxPeer, maxOp };
 }
 
 /** A region descriptor: arena slice, byte offset, bytes. */
@@ -126,6 +150,9 @@ export class OffloadEngine implements Port<OffloadRun> {
   private readonly interp = new Interpreter<OffloadRun>(this);
   /** Per rank endpoint: its registered schedules by id, oldest registration first. */
   private readonly schedules = new Map<number, Map<number, Schedule>>();
+  /** Schedules and communicators whose registration was refused: why, for the post that names them. */
+  private readonly refused = new Map<string, string>();
+  private readonly needs = new WeakMap<Schedule, ScheduleNeeds>();
   private readonly comms = new Map<string, Int32Array>();
   private readonly posted = new Map<string, Waiting[]>();
   private readonly localSends = new Map<string, Waiting[]>();
@@ -151,23 +178,123 @@ export class OffloadEngine implements Port<OffloadRun> {
     }
     mine.set(id, sched);
     if (mine.size > REGISTERED_SCHEDULES) mine.delete(mine.keys().next().value!);
+    this.refused.delete(`s${ep}:${id}`);
   }
 
+  /**
+   * A schedule record that did not decode (sched/wire.ts): the posts that name `id` complete
+   * with DONE_ERROR, and `why` is what the engine logs for each.
+   */
+  refuseSchedule(ep: number, id: number, why: string): void {
+    this.schedules.get(ep)?.delete(id);
+    this.refused.set(`s${ep}:${id}`, why);
+  }
+
+  /**
+   * Registers a communicator's members (world ranks). Throws NbcArgError, registering nothing,
+   * when a member is not a world rank; the posts on `ctx` then complete with DONE_ERROR.
+   */
   registerComm(ep: number, ctx: number, worldRanks: Int32Array): void {
+    const world = this.host.nodeOfRank.length;
+    let why: string | null = worldRanks.length === 0 ? 'it has no members' : null;
+    for (let i = 0; i < worldRanks.length && why === null; i++) {
+      const w = worldRanks[i]!;
+      if (!(w >= 0 && w < world)) why = `member ${i} is world rank ${w}; expected 0..${world - 1}`;
+    }
+    if (why !== null) {
+      why = `Cannot register communicator ${ctx} of endpoint ${ep}: ${why}`;
+      this.refuseComm(ep, ctx, why);
+      throw new NbcArgError(why);
+    }
     this.comms.set(`${ep}:${ctx}`, worldRanks);
+    this.refused.delete(`c${ep}:${ctx}`);
   }
 
-  /** Starts rank endpoint `ep`'s schedule `id` on its communicator `ctx`. */
-  post(ep: number, id: number, ctx: number, rank: number, tag: number, send: RegionRef, recv: RegionRef, tmp: RegionRef,
-    slotSlice: number, slotOffset: number): void {
-    const sched = this.schedules.get(ep)?.get(id);
-    const worldRanks = this.comms.get(`${ep}:${ctx}`);
-    if (sched === undefined || worldRanks === undefined) {
-      this.host.complete(ep, slotSlice, slotOffset, DONE_ERROR);
-      return;
+  /** A communicator record that was refused: the posts on `ctx` complete with DONE_ERROR. */
+  refuseComm(ep: number, ctx: number, why: string): void {
+    this.comms.delete(`${ep}:${ctx}`);
+    this.refused.set(`c${ep}:${ctx}`, why);
+  }
+
+  /**
+   * Why a region descriptor from a rank is unusable, or null: it must lie inside one of this
+   * node's arena slices (a view past it would be silently clamped, and a reduction over it
+   * would run past the region into other ranks' memory).
+   */
+  private badRegion(r: RegionRef, what: string): string | null {
+    const slices = this.host.slices;
+    if (!Number.isInteger(r.slice) || r.slice < 0 || r.slice >= slices.length) {
+      return `its ${what} region names arena slice ${r.slice}; expected 0..${slices.length - 1}`;
     }
+    const size = slices[r.slice]!.byteLength;
+    if (r.offset < 0 || r.bytes < 0 || r.offset + r.bytes > size) {
+      return `its ${what} region [${r.offset}, +${r.bytes}) lies outside arena slice ${r.slice} (${size} bytes)`;
+    }
+    return null;
+  }
+
+  /** Why `rank` cannot post on a communicator of `worldRanks`: out of range, or a rank of another node. */
+  private rankRefusal(ctx: number, worldRanks: Int32Array, rank: number): string | null {
+    if (!(rank >= 0 && rank < worldRanks.length)) return `rank ${rank} is out of range for communicator ${ctx} of ${worldRanks.length}`;
+    const world = worldRanks[rank]!;
+    if (this.host.nodeOfRank[world] !== this.host.nodeId) {
+      return `rank ${rank} of communicator ${ctx} is world rank ${world}, which is not on node ${this.host.nodeId}`;
+    }
+    return null;
+  }
+
+  /**
+   * Why this post cannot run, or null: the schedule or communicator was not registered (or was
+   * refused), a region lies outside the arena, the schedule addresses more of a buffer than the
+   * post gave it, names a peer outside the communicator or an op the engine does not run.
+   */
+  private refusal(ep: number, id: number, ctx: number, rank: number, regions: readonly RegionRef[]): string | null {
+    const sched = this.schedules.get(ep)?.get(id);
+    if (sched === undefined) return this.refused.get(`s${ep}:${id}`) ?? `schedule ${id} was never registered`;
+    const worldRanks = this.comms.get(`${ep}:${ctx}`);
+    if (worldRanks === undefined) return this.refused.get(`c${ep}:${ctx}`) ?? `communicator ${ctx} was never registered`;
+    const why = this.rankRefusal(ctx, worldRanks, rank);
+    if (why !== null) return why;
+    const names = ['send', 'recv', 'scratch'];
+    for (let b = 0; b < regions.length; b++) {
+      const why = this.badRegion(regions[b]!, names[b]!);
+      if (why !== null) return why;
+    }
+    const ext = sched.extents();
+    for (let b = SEND; b <= TMP; b++) {
+      if (ext[b]! > regions[b]!.bytes) {
+        return `schedule ${sched.algorithm} addresses ${ext[b]} bytes of its ${names[b]} buffer; the post gave ${regions[b]!.bytes}`;
+      }
+    }
+    let needs = this.needs.get(sched);
+    if (needs === undefined) {
+      needs = needsOf(sched);
+      this.needs.set(sched, needs);
+    }
+    if (needs.maxPeer >= worldRanks.length) {
+      return `schedule ${sched.algorithm} names peer ${needs.maxPeer}; communicator ${ctx} has ${worldRanks.length} ranks`;
+    }
+    if (needs.maxOp >= OP_COUNT) return `schedule ${sched.algorithm} reduces with op ${needs.maxOp}; expected a predefined op (0..${OP_COUNT - 1})`;
+    return null;
+  }
+
+  /**
+   * Starts rank endpoint `ep`'s schedule `id` on its communicator `ctx`. A post that cannot run
+   * (see `refusal`) completes with DONE_ERROR at once; the reason is returned (null when it
+   * started) so the engine can log it.
+   */
+  post(ep: number, id: number, ctx: number, rank: number, tag: number, send: RegionRef, recv: RegionRef, tmp: RegionRef,
+    slotSlice: number, slotOffset: number): string | null {
+    const why = this.refusal(ep, id, ctx, rank, [send, recv, tmp]);
+    if (why !== null) {
+      this.host.complete(ep, slotSlice, slotOffset, DONE_ERROR);
+      return why;
+    }
+    const sched = this.schedules.get(ep)!.get(id)!;
+    const worldRanks = this.comms.get(`${ep}:${ctx}`)!;
     const view = (r: RegionRef): Uint8Array => this.host.slices[r.slice]!.subarray(r.offset, r.offset + r.bytes);
     this.interp.start(new OffloadRun(sched, ep, worldRanks, rank, ctx, tag, [view(send), view(recv), view(tmp)], slotSlice, slotOffset));
+    return null;
   }
 
   /**
@@ -178,11 +305,13 @@ export class OffloadEngine implements Port<OffloadRun> {
    * work.
    */
   postTwoLevel(ep: number, ctx: number, rank: number, tag: number, send: RegionRef, recv: RegionRef,
-    call: TwoLevelCall, slotSlice: number, slotOffset: number): void {
+    call: TwoLevelCall, slotSlice: number, slotOffset: number): string | null {
     const worldRanks = this.comms.get(`${ep}:${ctx}`);
-    if (worldRanks === undefined) {
+    const why = worldRanks === undefined ? this.refused.get(`c${ep}:${ctx}`) ?? `communicator ${ctx} was never registered`
+      : this.twoLevelRefusal(ctx, worldRanks, rank, send, recv, call);
+    if (why !== null || worldRanks === undefined) {
       this.host.complete(ep, slotSlice, slotOffset, DONE_ERROR);
-      return;
+      return why;
     }
     let layout = this.layouts.get(worldRanks);
     if (layout === undefined) {
@@ -199,7 +328,7 @@ export class OffloadEngine implements Port<OffloadRun> {
     const view = (r: RegionRef): Uint8Array => this.host.slices[r.slice]!.subarray(r.offset, r.offset + r.bytes);
     const agg = (call.kind & TL_AGG) !== 0;
     g.push({ ep, rank, call: agg ? { ...call, kind: call.kind & ~TL_AGG } : call, send: view(send), recv: view(recv), slotSlice, slotOffset });
-    if (g.length < layout.members[layout.me]!.length) return;
+    if (g.length < layout.members[layout.me]!.length) return null;
     this.groups.delete(key);
     const posts = g.sort((a, b) => a.rank - b.rank);
     const plan = planTwoLevel(layout, posts);
@@ -212,7 +341,7 @@ export class OffloadEngine implements Port<OffloadRun> {
     const inter = plan.inter;
     if (inter === null) {
       finish(true);
-      return;
+      return null;
     }
     const engines = (): void => {
       const sched = this.host.interNode(inter.coll, inter.shape);
@@ -224,9 +353,21 @@ export class OffloadEngine implements Port<OffloadRun> {
       this.host.aggregate(`${ctx}:${worldRanks[0]}`, layout,
         { coll, rootNode: inter.shape.root, op: inter.shape.op, dtype: inter.shape.dtype, send: inter.send, recv: inter.recv },
         engines, complete);
-      return;
+      return null;
     }
     engines();
+    return null;
+  }
+
+  /** Why a two-level post on a communicator of `size` ranks cannot run, or null. */
+  private twoLevelRefusal(ctx: number, worldRanks: Int32Array, rank: number, send: RegionRef, recv: RegionRef, call: TwoLevelCall): string | null {
+    const size = worldRanks.length;
+    const why = this.rankRefusal(ctx, worldRanks, rank);
+    if (why !== null) return why;
+    if (!(call.root >= 0 && call.root < size)) return `root ${call.root} is out of range for communicator ${ctx} of ${size}`;
+    if (!(call.op >= 0 && call.op < OP_COUNT)) return `op ${call.op} is not a predefined op (0..${OP_COUNT - 1})`;
+    if (!(call.dtype >= 0 && call.dtype < DTYPE_COUNT)) return `dtype ${call.dtype} is not a datatype (0..${DTYPE_COUNT - 1})`;
+    return this.badRegion(send, 'send') ?? this.badRegion(recv, 'recv');
   }
 
   /** A frame of an offloaded message from another node's engine. */

@@ -28,10 +28,15 @@
  *
  * Determinism: events with equal times run in the order they were scheduled (heap.ts), noise
  * phases come from a seeded generator, so one seed gives one result.
+ *
+ * Speed (issue #15: 10^5 ranks, millions of events): the hot path allocates nothing per
+ * event. Events are integers in typed arrays (heap.ts); every send and receive is given its
+ * matching channel, a small integer, once before the run (channelsOf), so matching is two
+ * array reads instead of a map lookup; the program's columns are held in fields.
  */
 import { NbcInternalError } from '../errors.js';
 import { A_COPY, A_RECV, A_REDUCE, A_SEND, grown } from '../sched/schedule.js';
-import { EventHeap } from './heap.js';
+import { EventQueue } from './heap.js';
 import type { Program } from './program.js';
 import type { LogGOPS, SimParams } from './params.js';
 
@@ -46,6 +51,8 @@ const EV_AGG_DOWN = 7;
 
 /** match(): nothing of the other kind was waiting (the entry was queued). */
 const NO_MATCH = -2147483648;
+/** An empty channel, the end of a FIFO. */
+const NONE = -1;
 
 /** OS noise: a burst of `durationUs` every `periodUs` per rank, phases unsynchronised. */
 export interface SimNoise {
@@ -84,14 +91,83 @@ function rng(seed: number): () => number {
   };
 }
 
+/**
+ * Numbers the channels of `prog`'s sends and receives: messages match receives per (receiver,
+ * sender, sub-tag), so every send and receive with one such triple gets one small integer,
+ * and the engine keeps a FIFO per channel. Reduce and copy actions get NONE.
+ *
+ * Each receiver has a small hash region of its own (a power of two, at least twice its
+ * receives; open addressing, linear probing) keyed by sender x 16 + sub-tag: its receives are
+ * numbered walking its actions in order, then every send looks its triple up in its
+ * receiver's region. A send that no receive will ever match gets a dead-letter channel, which
+ * no receive reads (the message waits forever, as it did before). Used once and dropped.
+ */
+function channelsOf(prog: Program): { chan: Int32Array; count: number } {
+  const { kind, peer, sub, actProc, procAct, procs, nActions } = prog;
+  if (procs >= 1 << 27) throw new NbcInternalError(`simulator: ${procs} procs; at most 2^27 - 1 are supported`);
+  const regionStart = new Int32Array(procs + 1);
+  for (let q = 0; q < procs; q++) {
+    let recvs = 0;
+    for (let i = procAct[q]!; i < procAct[q + 1]!; i++) if (kind[i] === A_RECV) recvs++;
+    let size = 0;
+    if (recvs > 0) for (size = 2; size < 2 * recvs; size *= 2);
+    regionStart[q + 1] = regionStart[q]! + size;
+  }
+  const key = new Int32Array(regionStart[procs]!).fill(NONE); // sender x 16 + sub-tag >= 0
+  const val = new Int32Array(regionStart[procs]!);
+  const chan = new Int32Array(nActions).fill(NONE);
+  /** The slot of `srcSub` in receiver q's region: where it is, or the empty one where it goes. */
+  const slot = (q: number, srcSub: number): number => {
+    const base = regionStart[q]!;
+    const mask = regionStart[q + 1]! - base - 1;
+    let j = Math.imul(srcSub, 0x9e3779b1) >>> Math.clz32(mask); // the hash's top bits
+    while (key[base + j] !== NONE && key[base + j] !== srcSub) j = (j + 1) & mask;
+    return base + j;
+  };
+  let count = 0;
+  for (let q = 0; q < procs; q++) {
+    for (let i = procAct[q]!; i < procAct[q + 1]!; i++) {
+      if (kind[i] !== A_RECV) continue;
+      const srcSub = peer[i]! * 16 + sub[i]!;
+      const j = slot(q, srcSub);
+      if (key[j] === NONE) {
+        key[j] = srcSub;
+        val[j] = count++;
+      }
+      chan[i] = val[j]!;
+    }
+  }
+  const deadLetter = count++;
+  for (let i = 0; i < nActions; i++) {
+    if (kind[i] !== A_SEND) continue;
+    const q = peer[i]!;
+    if (regionStart[q + 1] === regionStart[q]) {
+      chan[i] = deadLetter;
+      continue;
+    }
+    const j = slot(q, actProc[i]! * 16 + sub[i]!);
+    chan[i] = key[j] === NONE ? deadLetter : val[j]!;
+  }
+  return { chan, count };
+}
+
 /** Runs `prog` once. */
 export function runProgram(prog: Program, params: SimParams, opts: RunOptions = {}): RunResult {
   return new Simulation(prog, params, opts).run();
 }
 
 class Simulation {
-  private readonly heap = new EventHeap();
+  private readonly heap = new EventQueue();
   private readonly ranks: number;
+  // The program's columns (program.ts), held here so the hot path reads them directly.
+  private readonly kind: Int8Array;
+  private readonly peer: Int32Array;
+  private readonly bytesOf: Int32Array;
+  private readonly actProc: Int32Array;
+  private readonly procCpu: Int32Array;
+  private readonly procNode: Int32Array;
+  private readonly net: LogGOPS;
+  private readonly shm: LogGOPS;
   private readonly cpuFree: Float64Array;
   /** Injector busy-until, per node on the network (its NIC) and per CPU on shared memory. */
   private readonly netSend: Float64Array;
@@ -106,11 +182,15 @@ class Simulation {
   private readonly roundLeft: Int32Array;
   private readonly remaining: Int32Array;
   private readonly waiting: Int32Array;
-  /** Matching: per (dst, src, sub) key, a FIFO of posted receives or of arrived messages. */
-  private readonly queues = new Map<number, number>();
+  /**
+   * Matching: every send and receive's channel (channelsOf), and per channel a FIFO of posted
+   * receives or of arrived messages: its first and last entry (NONE when empty).
+   */
+  private readonly chan: Int32Array;
+  private readonly chanHead: Int32Array;
+  private readonly chanTail: Int32Array;
   private qVal: Int32Array = new Int32Array(1024);
   private qNext: Int32Array = new Int32Array(1024);
-  private qTail: Int32Array = new Int32Array(1024);
   private qIsRecv: Uint8Array = new Uint8Array(1024);
   private qFree = -1;
   private qUsed = 0;
@@ -119,12 +199,27 @@ class Simulation {
   private readonly computeEnd: Float64Array;
   private events = 0;
   private now = 0;
+  /** inject()'s results: when the message left the CPU (after o), and when the CPU is free again. */
+  private leave = 0;
+  private busyEnd = 0;
   // agg
   private aggState: AggState | null = null;
 
   constructor(private readonly prog: Program, private readonly params: SimParams, private readonly opts: RunOptions) {
     const N = prog.ranks;
     this.ranks = N;
+    this.kind = prog.kind;
+    this.peer = prog.peer;
+    this.bytesOf = prog.bytesOf;
+    this.actProc = prog.actProc;
+    this.procCpu = prog.procCpu;
+    this.procNode = prog.procNode;
+    this.net = params.net;
+    this.shm = params.shm;
+    const ch = channelsOf(prog);
+    this.chan = ch.chan;
+    this.chanHead = new Int32Array(ch.count).fill(NONE);
+    this.chanTail = new Int32Array(ch.count);
     const cpus = N + prog.nodes;
     this.cpuFree = new Float64Array(cpus);
     this.netSend = new Float64Array(prog.nodes);
@@ -272,33 +367,31 @@ class Simulation {
   }
 
   private issue(i: number): void {
-    const prog = this.prog;
-    const k = prog.kind[i]!;
-    const p = prog.actProc[i]!;
-    const c = prog.procCpu[p]!;
+    const k = this.kind[i]!;
+    const p = this.actProc[i]!;
+    const c = this.procCpu[p]!;
     const now = this.now;
     if (k === A_SEND) {
-      const dst = prog.peer[i]!;
-      const s = prog.bytesOf[i]!;
-      const net = prog.procNode[p] !== prog.procNode[dst];
-      const m = net ? this.params.net : this.params.shm;
+      const dst = this.peer[i]!;
+      const s = this.bytesOf[i]!;
+      const net = this.procNode[p] !== this.procNode[dst];
+      const m = net ? this.net : this.shm;
       const inj = net ? this.netSend : this.shmSend;
-      const slot = net ? prog.procNode[p]! : c;
+      const slot = net ? this.procNode[p]! : c;
       if (s <= m.S) {
-        const { leave, busyEnd } = this.inject(c, inj, slot, m, s, now);
-        this.heap.push(leave + Math.max(0, s - 1) * m.G + m.L, EV_ARRIVE, i, 0);
-        this.heap.push(busyEnd, EV_DONE, i, 0);
+        this.inject(c, inj, slot, m, s, now);
+        this.heap.push(this.leave + Math.max(0, s - 1) * m.G + m.L, EV_ARRIVE, i, 0);
+        this.heap.push(this.busyEnd, EV_DONE, i, 0);
       } else {
-        const { leave } = this.inject(c, inj, slot, m, 0, now);
-        this.heap.push(leave + m.L, EV_ARRIVE, i, 1);
+        this.inject(c, inj, slot, m, 0, now);
+        this.heap.push(this.leave + m.L, EV_ARRIVE, i, 1);
       }
     } else if (k === A_RECV) {
-      const key = this.key(p, prog.peer[i]!, prog.sub[i]!);
-      const msg = this.match(key, true, i);
+      const msg = this.match(this.chan[i]!, true, i);
       if (msg !== NO_MATCH) this.matched(i, msg >= 0 ? msg : -msg - 1, msg < 0);
     } else if (k === A_REDUCE || k === A_COPY) {
       const per = k === A_REDUCE ? this.params.reduceUsPerByte : this.params.copyUsPerByte;
-      this.heap.push(this.cpu(c, now, prog.bytesOf[i]! * per), EV_DONE, i, 0);
+      this.heap.push(this.cpu(c, now, this.bytesOf[i]! * per), EV_DONE, i, 0);
     } else {
       throw new NbcInternalError(`simulator: unknown action kind ${k}`);
     }
@@ -306,31 +399,29 @@ class Simulation {
 
   /**
    * A message of `s` bytes leaves `cpu` through injector `inj[slot]`: start when both are free,
-   * the CPU pays o (the message leaves then) and (s-1)O, the injector g + (s-1)G.
+   * the CPU pays o (the message leaves then: this.leave) and (s-1)O (free again: this.busyEnd),
+   * the injector g + (s-1)G.
    */
-  private inject(cpu: number, inj: Float64Array, slot: number, m: LogGOPS, s: number, t: number): { leave: number; busyEnd: number } {
+  private inject(cpu: number, inj: Float64Array, slot: number, m: LogGOPS, s: number, t: number): void {
     const start = Math.max(t, this.cpuFree[cpu]!, inj[slot]!);
     const leave = this.advance(cpu, start, m.o);
     const busyEnd = this.advance(cpu, leave, Math.max(0, s - 1) * m.O);
     this.cpuFree[cpu] = busyEnd;
     inj[slot] = start + m.g + Math.max(0, s - 1) * m.G;
-    return { leave, busyEnd };
-  }
-
-  private key(dst: number, src: number, sub: number): number {
-    return (dst * this.prog.procs + src) * 16 + sub;
+    this.leave = leave;
+    this.busyEnd = busyEnd;
   }
 
   /**
    * Matching: a posted receive (isRecv, value = its action) or an arrived message (value = the
    * send action, or -(send + 1) for a rendezvous request) meets the oldest entry of the other
-   * kind under `key`, whose value it returns; else it joins the key's FIFO and NO_MATCH is returned.
-   * Entries live in a pool of typed arrays (value, next, tail at the head), recycled.
+   * kind on channel `ch`, whose value it returns; else it joins the channel's FIFO and NO_MATCH
+   * is returned. Entries live in a pool of typed arrays (value, next, kind), recycled.
    */
-  private match(key: number, isRecv: boolean, value: number): number {
+  private match(ch: number, isRecv: boolean, value: number): number {
     const flag = isRecv ? 1 : 0;
-    const h = this.queues.get(key);
-    if (h === undefined || this.qIsRecv[h] === flag) {
+    const h = this.chanHead[ch]!;
+    if (h === NONE || this.qIsRecv[h] === flag) {
       let n = this.qFree;
       if (n >= 0) this.qFree = this.qNext[n]!;
       else {
@@ -338,24 +429,15 @@ class Simulation {
         n = this.qUsed++;
       }
       this.qVal[n] = value;
-      this.qNext[n] = -1;
+      this.qNext[n] = NONE;
       this.qIsRecv[n] = flag;
-      if (h === undefined) {
-        this.queues.set(key, n);
-        this.qTail[n] = n;
-      } else {
-        this.qNext[this.qTail[h]!] = n;
-        this.qTail[h] = n;
-      }
+      if (h === NONE) this.chanHead[ch] = n;
+      else this.qNext[this.chanTail[ch]!] = n;
+      this.chanTail[ch] = n;
       return NO_MATCH;
     }
     const v = this.qVal[h]!;
-    const next = this.qNext[h]!;
-    if (next < 0) this.queues.delete(key);
-    else {
-      this.qTail[next] = this.qTail[h]!;
-      this.queues.set(key, next);
-    }
+    this.chanHead[ch] = this.qNext[h]!; // NONE when it was the last
     this.qNext[h] = this.qFree;
     this.qFree = h;
     return v;
@@ -363,28 +445,23 @@ class Simulation {
 
   private growQueues(): void {
     const cap = this.qVal.length * 2;
-    const g = <T extends Int32Array | Uint8Array>(x: T): T => grown(x, cap);
-    this.qVal = g(this.qVal);
-    this.qNext = g(this.qNext);
-    this.qTail = g(this.qTail);
-    this.qIsRecv = g(this.qIsRecv);
+    this.qVal = grown(this.qVal, cap);
+    this.qNext = grown(this.qNext, cap);
+    this.qIsRecv = grown(this.qIsRecv, cap);
   }
 
   /** A message (eager or a rendezvous request) from send action `i` reached its destination. */
   private arrive(i: number, rts: number): void {
-    const prog = this.prog;
-    const key = this.key(prog.peer[i]!, prog.actProc[i]!, prog.sub[i]!);
-    const r = this.match(key, false, rts === 1 ? -i - 1 : i);
+    const r = this.match(this.chan[i]!, false, rts === 1 ? -i - 1 : i);
     if (r !== NO_MATCH) this.matched(r, i, rts === 1);
   }
 
   /** Receive `r` meets send `i`'s message, now: eager data is taken in; a rendezvous request is answered. */
   private matched(r: number, i: number, rts: boolean): void {
-    const prog = this.prog;
-    const p = prog.actProc[r]!;
-    const c = prog.procCpu[p]!;
-    const net = prog.procNode[p] !== prog.procNode[prog.actProc[i]!];
-    const m = net ? this.params.net : this.params.shm;
+    const p = this.actProc[r]!;
+    const c = this.procCpu[p]!;
+    const net = this.procNode[p] !== this.procNode[this.actProc[i]!];
+    const m = net ? this.net : this.shm;
     if (rts) {
       const t = this.cpu(c, this.now, m.o);
       this.heap.push(t + m.L, EV_CTS, i, r);
@@ -394,15 +471,15 @@ class Simulation {
   }
 
   private takeIn(r: number, i: number, m: LogGOPS, net: boolean): void {
-    const prog = this.prog;
-    const p = prog.actProc[r]!;
-    const c = prog.procCpu[p]!;
-    const s = prog.bytesOf[i]!;
-    if (s > prog.bytesOf[r]!) {
+    const p = this.actProc[r]!;
+    const c = this.procCpu[p]!;
+    const s = this.bytesOf[i]!;
+    if (s > this.bytesOf[r]!) {
+      const prog = this.prog;
       throw new NbcInternalError(`simulator: ${prog.coll}/${prog.algorithm}: a ${s}-byte message matched a ${prog.bytesOf[r]}-byte receive on proc ${p}`);
     }
     const inj = net ? this.netRecv : this.shmRecv;
-    const slot = net ? prog.procNode[p]! : c;
+    const slot = net ? this.procNode[p]! : c;
     const start = Math.max(this.now, this.cpuFree[c]!, inj[slot]!);
     const end = this.advance(c, start, m.o + Math.max(0, s - 1) * m.O);
     this.cpuFree[c] = end;
@@ -412,28 +489,26 @@ class Simulation {
 
   /** Rendezvous: the sender got clear-to-send; the data goes, and the send completes once it left the CPU. */
   private cts(i: number, r: number): void {
-    const prog = this.prog;
-    const p = prog.actProc[i]!;
-    const c = prog.procCpu[p]!;
-    const dst = prog.peer[i]!;
-    const net = prog.procNode[p] !== prog.procNode[dst];
-    const m = net ? this.params.net : this.params.shm;
-    const s = prog.bytesOf[i]!;
-    const { leave, busyEnd } = this.inject(c, net ? this.netSend : this.shmSend, net ? prog.procNode[p]! : c, m, s, this.now);
-    this.heap.push(leave + Math.max(0, s - 1) * m.G + m.L, EV_DATA, i, r);
-    this.heap.push(busyEnd, EV_DONE, i, 0);
+    const p = this.actProc[i]!;
+    const c = this.procCpu[p]!;
+    const dst = this.peer[i]!;
+    const net = this.procNode[p] !== this.procNode[dst];
+    const m = net ? this.net : this.shm;
+    const s = this.bytesOf[i]!;
+    this.inject(c, net ? this.netSend : this.shmSend, net ? this.procNode[p]! : c, m, s, this.now);
+    this.heap.push(this.leave + Math.max(0, s - 1) * m.G + m.L, EV_DATA, i, r);
+    this.heap.push(this.busyEnd, EV_DONE, i, 0);
   }
 
   private data(i: number, r: number): void {
-    const prog = this.prog;
-    const net = prog.procNode[prog.actProc[r]!] !== prog.procNode[prog.actProc[i]!];
-    this.takeIn(r, i, net ? this.params.net : this.params.shm, net);
+    const net = this.procNode[this.actProc[r]!] !== this.procNode[this.actProc[i]!];
+    this.takeIn(r, i, net ? this.net : this.shm, net);
   }
 
   /** Action i completed: release what waited for it (interpreter.ts release()). */
   private complete(i: number): void {
     const prog = this.prog;
-    const p = prog.actProc[i]!;
+    const p = this.actProc[i]!;
     this.remaining[p]!--;
     if (prog.procDag[p] === 1) {
       for (let e = prog.depStart[i]!; e < prog.depStart[i + 1]!; e++) {
@@ -486,8 +561,8 @@ class Simulation {
     if (f >= st.frags) return;
     const net = this.params.net;
     const fb = st.fragBytes(f);
-    const { leave } = this.inject(this.ranks + k, this.netSend, k, net, fb, this.now);
-    this.heap.push(leave + Math.max(0, fb - 1) * net.G + this.params.agg.linkUs, EV_AGG_UP, st.leafOf[k]!, f);
+    this.inject(this.ranks + k, this.netSend, k, net, fb, this.now);
+    this.heap.push(this.leave + Math.max(0, fb - 1) * net.G + this.params.agg.linkUs, EV_AGG_UP, st.leafOf[k]!, f);
   }
 
   private aggUp(an: number, f: number): void {

@@ -18,7 +18,7 @@ import { DEFAULT_CONFIG, type CoreConfig } from '../config.js';
 import { NbcArgError } from '../errors.js';
 import { select, ALGORITHMS, interNodeSchedule, type Choice, type CollName } from '../coll/select.js';
 import { shape, topologyOf, type CollShape, type Topology } from '../coll/shape.js';
-import { A_COPY, A_REDUCE, type Schedule } from '../sched/schedule.js';
+import { A_COPY, A_REDUCE, grown, type Schedule } from '../sched/schedule.js';
 import {
   nodePairCounts, TL_AGG, TL_ALLGATHER, TL_ALLREDUCE, TL_ALLTOALL, TL_BARRIER, TL_BCAST, TL_REDUCE,
   type InterNodeColl, type InterNodeShape,
@@ -93,30 +93,37 @@ export interface Program {
   aggBytes: number;
 }
 
-/** A growable Int32 column. */
-class Column {
-  data: Int32Array;
+/**
+ * A growable column (Int32, or Int8 for kinds and sub-tags), doubled as it fills. Rows are
+ * appended in bulk (a schedule's column at a time) where they can be; done() hands out the
+ * filled part as a view, without a copy (the unfilled rest of a doubled buffer was never
+ * touched, so it costs address space, not memory).
+ */
+class Column<T extends Int32Array | Int8Array> {
   n = 0;
-  constructor(cap = 1024) {
-    this.data = new Int32Array(cap);
+  constructor(public data: T) {}
+  /** Room for `extra` more rows. */
+  reserve(extra: number): void {
+    if (this.n + extra > this.data.length) this.data = grown(this.data, Math.max(this.data.length * 2, this.n + extra));
   }
   push(v: number): void {
-    if (this.n === this.data.length) {
-      const d = new Int32Array(this.data.length * 2);
-      d.set(this.data);
-      this.data = d;
-    }
+    if (this.n === this.data.length) this.reserve(1);
     this.data[this.n++] = v;
   }
-  reserve(extra: number): void {
-    if (this.n + extra > this.data.length) {
-      const d = new Int32Array(Math.max(this.data.length * 2, this.n + extra));
-      d.set(this.data);
-      this.data = d;
-    }
+  /** Appends the first `count` rows of `src`. */
+  append(src: ArrayLike<number>, count: number): void {
+    this.reserve(count);
+    this.data.set(src.length === count ? src : (src as T).subarray(0, count), this.n);
+    this.n += count;
   }
-  done(): Int32Array {
-    return this.data.slice(0, this.n);
+  /** Appends `count` rows of `v`. */
+  fill(v: number, count: number): void {
+    this.reserve(count);
+    this.data.fill(v, this.n, this.n + count);
+    this.n += count;
+  }
+  done(): T {
+    return this.data.subarray(0, this.n) as T;
   }
 }
 
@@ -190,8 +197,10 @@ export function buildProgram(spec: CallSpec, params: SimParams): Program {
   if (!composite) {
     const vec = new Int32Array(N).fill(B);
     const displs = Int32Array.from({ length: N }, (_, i) => i * B);
+    // Every rank's shape is rank 0's with its own rank: built once, copied per rank.
+    const shared = { ...rankShape(spec.coll, 0, N, B, vec, displs), radix: choice.radix, topo, leader };
     for (let r = 0; r < N; r++) {
-      const s = choice.build({ ...rankShape(spec.coll, r, N, B, vec, displs), radix: choice.radix, topo, leader });
+      const s = choice.build({ ...shared, rank: r });
       out.append(r, s, nodeOfRank[r]!, choice.mode === 'offload' ? N + nodeOfRank[r]! : r);
     }
   } else {
@@ -250,15 +259,15 @@ type ProgramHead = Pick<Program, 'coll' | 'algorithm' | 'mode' | 'ranks' | 'node
 
 /** Copies schedules into the program's columns, proc by proc (in proc order). */
 class ProgramBuilder {
-  private readonly kind = new Column();
-  private readonly peer = new Column();
-  private readonly bytes = new Column();
-  private readonly sub = new Column();
-  private readonly actProc = new Column();
-  private readonly roundBound = new Column();
-  private readonly depCount = new Column();
-  private readonly depStart = new Column();
-  private readonly depList = new Column();
+  private readonly kind = new Column(new Int8Array(1024));
+  private readonly peer = new Column(new Int32Array(1024));
+  private readonly bytes = new Column(new Int32Array(1024));
+  private readonly sub = new Column(new Int8Array(1024));
+  private readonly actProc = new Column(new Int32Array(1024));
+  private readonly roundBound = new Column(new Int32Array(1024));
+  private readonly depCount = new Column(new Int32Array(1024));
+  private readonly depStart = new Column(new Int32Array(1024));
+  private readonly depList = new Column(new Int32Array(1024));
   private readonly procAct: Int32Array;
   private readonly procRound: Int32Array;
   private readonly procDag: Uint8Array;
@@ -274,29 +283,31 @@ class ProgramBuilder {
   }
 
   append(p: number, s: Schedule, node: number, cpu: number): void {
-    const { kind, peer, bytes, sub, actProc, depCount, depStart, depList, roundBound } = this;
-    const base = kind.n;
+    const { depCount, depStart, depList, roundBound } = this;
+    const base = this.kind.n;
     this.procAct[p] = base;
     this.procRound[p] = roundBound.n;
     this.procNode[p] = node;
     this.procCpu[p] = cpu;
     const n = s.nActions;
-    for (const c of [kind, peer, bytes, sub, actProc, depCount, depStart]) c.reserve(n);
+    this.kind.append(s.kind, n);
+    this.peer.append(s.peer, n);
+    this.bytes.append(s.bytesA, n);
+    this.sub.append(s.sub, n);
+    this.actProc.fill(p, n);
     const e = s.isDag ? s.dependents() : null;
-    for (let i = 0; i < n; i++) {
-      kind.push(s.kind[i]!);
-      peer.push(s.peer[i]!);
-      bytes.push(s.bytesA[i]!);
-      sub.push(s.sub[i]!);
-      actProc.push(p);
-      depStart.push(depList.n);
-      if (e !== null) {
-        depCount.push(e.count[i]!);
+    if (e === null) {
+      depStart.fill(depList.n, n);
+      depCount.fill(0, n);
+    } else {
+      depStart.reserve(n);
+      for (let i = 0; i < n; i++) {
+        depStart.push(depList.n);
         for (let j = e.start[i]!; j < e.start[i + 1]!; j++) depList.push(base + e.list[j]!);
-      } else {
-        depCount.push(0);
       }
+      depCount.append(e.count, n);
     }
+    roundBound.reserve(s.nRounds + 1);
     for (let r = 0; r <= s.nRounds; r++) roundBound.push(base + s.rounds[r]!);
     this.procDag[p] = e !== null ? 1 : 0;
   }
@@ -307,7 +318,7 @@ class ProgramBuilder {
     this.depStart.push(this.depList.n);
     return {
       ...head, procs: this.procs, procNode: this.procNode, procCpu: this.procCpu, nActions: this.kind.n,
-      kind: Int8Array.from(this.kind.done()), peer: this.peer.done(), bytesOf: this.bytes.done(), sub: Int8Array.from(this.sub.done()),
+      kind: this.kind.done(), peer: this.peer.done(), bytesOf: this.bytes.done(), sub: this.sub.done(),
       actProc: this.actProc.done(), procAct: this.procAct, procRound: this.procRound, roundBound: this.roundBound.done(), procDag: this.procDag,
       depCount: this.depCount.done(), depStart: this.depStart.done(), depList: this.depList.done(),
     };

@@ -5,7 +5,7 @@
  * both executors, checked against its manufactured exact solution. Imports the built solvers
  * (dist/), the same module instance as 'nbcoll'.
  *
- * args: NX,NY,NZ (the global grid)
+ * args: NX,NY,NZ (the global grid) [executors, comma-separated; default host,offload]
  */
 import { dimsCreate, type Communicator } from 'nbcoll';
 import { solveCg, laplacianCondition } from '../../dist/apps/cg.js';
@@ -21,7 +21,7 @@ export default function main(w: Communicator, args: string[]): { pcg: PcgRun[]; 
   const pcg: PcgRun[] = [];
   const cg: CgRun[] = [];
   let ref: { x: Float64Array; iterations: number } | null = null;
-  for (const executor of ['host', 'offload']) {
+  for (const executor of (args[1] ?? 'host,offload').split(',')) {
     for (const variant of ['alg1', 'alg2', 'overlap']) {
       const o = parseAppArgs('pcg', ['--global', global, '--variant', variant, '--executor', executor, '--tol', '1e-9']);
       const box = layout(w, o);
