@@ -85,17 +85,11 @@ describe('load', () => {
     for (const [node, mb] of Object.entries(stallPeaks(o))) assert.ok(mb < 300, `${node} peaked at ${mb.toFixed(1)} MB while rank 0 stood still`);
   });
 
-  // Known and open (docs/reliability.md, "Load"): a receiver that keeps progressing but posts
-  // no receive (blocked on another message) moves every eager message into its unexpected
-  // queue, ~70 MB/s here; bounding it needs the senders to fall back to rendezvous.
-  test('slow receiver: a rank blocked on another receive while 3 others send to it stays bounded (tcp)',
-    { ...T, todo: 'eager messages to a rank that progresses without receiving pile up in its unexpected queue' }, async () => {
-      const o = await loadOk({
-        mode: 'slow', ranks: 4, ppn: 2, transport: 'tcp', timeoutMs: 90_000,
-        params: { seconds: 4, bytes: 64, receiver: 'blocked', sender: 'send' },
-      });
-      for (const [node, mb] of Object.entries(stallPeaks(o))) assert.ok(mb < 300, `${node} peaked at ${mb.toFixed(1)} MB while rank 0 stood still`);
-    });
+  // Not in the suite until it holds (no known-failing test is kept here): a receiver that keeps
+  // progressing but posts no receive (blocked on another message) moves every eager message
+  // into its unexpected queue, ~70 MB/s; bounding it needs senders to fall back to rendezvous
+  // when the receiver is full. `npm run load -- --long --only slow-blocked` measures it
+  // (docs/reliability.md, "Load"; issue 16's note).
 
   for (const [transport, count] of [['tcp', 10_000], ['ucx', 1_000]] as const) {
     test(`message flood: ${count} 16-byte messages between every ordered pair of 4 ranks over 2 nodes (${transport}) arrive complete, intact and in order per sender`,
