@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events';
 import { test } from 'node:test';
 import { DEFAULT_CONFIG } from '../src/config.ts';
 import { Transport } from '../src/p2p/transport.ts';
-import { Engine, FRAME_MSG, HIGH_WATER } from '../src/runtime/engine.ts';
+import { Engine, FRAME_MSG, HIGH_WATER, PENDING_RECORD_COST } from '../src/runtime/engine.ts';
 import { H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_SRC, H_TAG, HEADER_BYTES, KIND_EAGER } from '../src/shm/layout.ts';
 import { createNodeShared } from '../src/shm/node-shared.ts';
 
@@ -70,7 +70,8 @@ test('deliveries waiting for a full rank ring pause reading from the links, and 
     frames++;
     assert.ok(frames < 10_000, 'reading must pause long before this');
   }
-  assert.ok(frames * payload > HIGH_WATER, `paused after ${frames} frames of ${payload} bytes`);
+  // each waiting record counts its payload plus PENDING_RECORD_COST (the record itself) against HIGH_WATER
+  assert.ok(frames * (payload + PENDING_RECORD_COST) > HIGH_WATER, `paused after ${frames} frames of ${payload} bytes`);
   assert.equal(links.pauses, 1);
   // The rank now receives: its ring drains (unmatched records into its unexpected queue), the
   // engine refills it, the backlog shrinks, reading resumes; every message arrives intact.
