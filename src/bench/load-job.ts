@@ -20,18 +20,7 @@ import type { Communicator } from '../coll/communicator.js';
 import { ANY_SOURCE, ANY_TAG } from '../p2p/constants.js';
 import { testAll, testAny, waitAll, waitAny, type Request } from '../p2p/request.js';
 import { COLL_CASES, type Posted } from './coll-cases.js';
-
-/** mulberry32: a seedable PRNG, the same on every rank. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 as prng } from './prng.js';
 
 function shuffle<T>(xs: T[], rnd: () => number): T[] {
   for (let i = xs.length - 1; i > 0; i--) {

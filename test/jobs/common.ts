@@ -30,14 +30,5 @@ export const matmul = Op.create((inout: Float64Array, input: Float64Array) => {
   }
 }, { commutative: false, itemLength: 4, name: 'matmul' });
 
-/** mulberry32: a small seedable PRNG, the same on every rank, to generate test data reproducibly. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** mulberry32 (src/bench/prng.ts): the same stream on every rank, to generate test data reproducibly. */
+export { mulberry32 } from '../../src/bench/prng.ts';
