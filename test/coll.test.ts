@@ -146,6 +146,20 @@ describe('collectives against a sequential reference', () => {
     }
   });
 
+  test('check and continue never passes on data that did not arrive: what a failed rank forwards fails its receivers with NBC_ERR_PEER_FAILED (host and offload, 1 and 4 nodes)', T, async () => {
+    for (const executor of ['host', 'offload']) {
+      for (const ppn of [4, 1]) {
+        const r = await runOk('coll.ts', 4, ppn, ['invalid', executor]);
+        const got = r.ranks.map((x) => x.result);
+        // The engine reports a rank's own failed receive as NBC_ERR_ARG (ranks disagree on sizes).
+        assert.equal(got[2], executor === 'host' ? 'NBC_ERR_TRUNCATE' : 'NBC_ERR_ARG', `${executor}, ppn ${ppn}: ${got.join(', ')}`);
+        assert.equal(got[3], 'NBC_ERR_PEER_FAILED (not valid)', `${executor}, ppn ${ppn}: ${got.join(', ')}`);
+        assert.equal(got[0], 'NBC_ERR_PEER_FAILED (not valid)', `${executor}, ppn ${ppn}: ${got.join(', ')}`);
+        assert.equal(got[1], executor === 'host' ? 'ok' : 'NBC_ERR_ARG', `${executor}, ppn ${ppn}: ${got.join(', ')}`);
+      }
+    }
+  });
+
   test('a remembered plan started again before its earlier starts finish gives each start its own buffers', T, async () => {
     for (const [n, ppn] of [[5, 5], [5, 2]] as const) {
       const r = await runOk('coll.ts', n, ppn, ['reuse']);

@@ -12,3 +12,14 @@ export const TAG_UB = 0x7fffffff;
  */
 export const IN_PLACE: unique symbol = Symbol.for('nbcoll.IN_PLACE');
 export type InPlace = typeof IN_PLACE;
+
+/**
+ * Internal: the sign bit of a message's tag marks data sent by a collective that had already
+ * failed on its sender (MPICH's error bit in the tag). Schedules "check and continue": a rank
+ * whose receive failed still sends what its peers wait for, so nobody hangs, but the data is
+ * not valid, and the receive that takes it fails with NBC_ERR_PEER_FAILED instead of
+ * completing with it. User tags are 0..TAG_UB, so the bit is never theirs; matching ignores it.
+ */
+export const TAG_INVALID = -0x80000000;
+/** The tag bits that matching compares. */
+export const TAG_BITS = 0x7fffffff;

@@ -30,7 +30,7 @@ import {
 import { SliceAllocator } from '../shm/arena.js';
 import { ringOffset, wake, type NodeShared } from '../shm/node-shared.js';
 import { Ring } from '../shm/ring.js';
-import { ANY_SOURCE, ANY_TAG } from './constants.js';
+import { ANY_SOURCE, ANY_TAG, TAG_BITS } from './constants.js';
 import { Request, type Progressor, type Status } from './request.js';
 import type { UcxPath } from './ucx.js';
 import { UnexpectedQueue } from './unexpected.js';
@@ -102,6 +102,8 @@ interface Unexpected {
   offset: number;
   token: number;
   from: number;
+  /** Sent by a collective that had already failed on its sender (constants.ts TAG_INVALID). */
+  invalid: boolean;
 }
 
 /** Queued for a full ring: a send, an ACK, or a control record for the engine (whole record words). */
@@ -614,6 +616,10 @@ export class Transport implements Progressor {
       this.early = this.slices[m.slice]!.slice(m.offset, m.offset + m.bytes);
       this.sendAck(m.from, m.token, m.slice);
     }
+    if (m.invalid) {
+      this.early = EMPTY_BYTES;
+      throw invalidData(this.placement.worldRank, src, tag);
+    }
     if (m.bytes !== bytes) {
       this.early = EMPTY_BYTES;
       throw lengthMismatch(m.bytes, bytes, src, tag);
@@ -682,7 +688,12 @@ export class Transport implements Progressor {
     return null;
   }
 
-  private finishRecv(req: RecvRequest, src: number, tag: number, bytes: number): boolean {
+  /**
+   * Fills a matched receive's status. False when the payload must not land in its buffer (the
+   * message is too long, or not valid: its sender's collective had failed); the request has
+   * then failed, and the caller still consumes the message so the sender completes.
+   */
+  private finishRecv(req: RecvRequest, src: number, tag: number, bytes: number, invalid: boolean): boolean {
     req.status.source = src;
     req.status.tag = tag;
     req.status.bytes = bytes;
@@ -690,6 +701,10 @@ export class Transport implements Progressor {
     this.stats.messagesReceived++;
     this.stats.bytesReceived += bytes;
     if (this.trace !== null) this.trace.recvs.push(src, req.ctx, tag, bytes);
+    if (invalid) {
+      req.complete(invalidData(this.placement.worldRank, src, tag));
+      return false;
+    }
     if (bytes > req.view.byteLength) {
       req.complete(new NbcTruncateError(
         `Cannot receive a ${bytes}-byte message from rank ${src} (tag ${tag}) into a ` +
@@ -702,15 +717,15 @@ export class Transport implements Progressor {
 
   private deliverUnexpected(req: RecvRequest, m: Unexpected): void {
     if (m.kind === KIND_UCX_RTS) {
-      this.ucxReceive(req, m.from, m.src, m.tag, m.bytes, m.token);
+      this.ucxReceive(req, m.from, m.src, m.tag, m.bytes, m.token, m.invalid);
       return;
     }
     if (m.kind === KIND_EAGER) {
-      if (this.finishRecv(req, m.src, m.tag, m.bytes)) req.view.set(m.data!);
+      if (this.finishRecv(req, m.src, m.tag, m.bytes, m.invalid)) req.view.set(m.data!);
       if (!req.done) req.complete();
       return;
     }
-    if (this.finishRecv(req, m.src, m.tag, m.bytes)) {
+    if (this.finishRecv(req, m.src, m.tag, m.bytes, m.invalid)) {
       req.view.set(this.slices[m.slice]!.subarray(m.offset, m.offset + m.bytes));
     }
     this.sendAck(m.from, m.token, m.slice);
@@ -733,17 +748,19 @@ export class Transport implements Progressor {
     }
     const ctx = i32[w + H_CTX]!;
     const src = i32[w + H_SRC]!;
-    const tag = i32[w + H_TAG]!;
+    const rawTag = i32[w + H_TAG]!;
+    const tag = rawTag & TAG_BITS;
+    const invalid = rawTag < 0;
     const bytes = i32[w + H_BYTES]!;
     const req = this.takePosted(ctx, src, tag);
     if (kind === KIND_EAGER) {
       if (req !== null) {
-        if (this.finishRecv(req, src, tag, bytes)) copyAt(ring.u8, at + HEADER_BYTES, req.view, 0, bytes);
+        if (this.finishRecv(req, src, tag, bytes, invalid)) copyAt(ring.u8, at + HEADER_BYTES, req.view, 0, bytes);
         if (!req.done) req.complete();
         return;
       }
       const data = ring.u8.slice(at + HEADER_BYTES, at + HEADER_BYTES + bytes);
-      this.pushUnexpected(ctx, { kind, src, tag, bytes, data, slice: -1, offset: 0, token: 0, from: ring.from });
+      this.pushUnexpected(ctx, { kind, src, tag, bytes, data, slice: -1, offset: 0, token: 0, from: ring.from, invalid });
       return;
     }
     if (kind === KIND_RTS) {
@@ -751,14 +768,14 @@ export class Transport implements Progressor {
       const offset = i32[w + H_OFFSET]!;
       const token = i32[w + H_TOKEN]!;
       if (req !== null) {
-        if (this.finishRecv(req, src, tag, bytes)) {
+        if (this.finishRecv(req, src, tag, bytes, invalid)) {
           req.view.set(this.slices[slice]!.subarray(offset, offset + bytes));
         }
         this.sendAck(ring.from, token, slice);
         if (!req.done) req.complete();
         return;
       }
-      this.pushUnexpected(ctx, { kind, src, tag, bytes, data: null, slice, offset, token, from: ring.from });
+      this.pushUnexpected(ctx, { kind, src, tag, bytes, data: null, slice, offset, token, from: ring.from, invalid });
       return;
     }
     throw new NbcInternalError(`unknown record kind ${kind} in ring ${ring.from} -> ${ring.to}`);
@@ -771,25 +788,27 @@ export class Transport implements Progressor {
     const kind = i32[H_KIND]!;
     const ctx = i32[H_CTX]!;
     const src = i32[H_SRC]!;
-    const tag = i32[H_TAG]!;
+    const rawTag = i32[H_TAG]!;
+    const tag = rawTag & TAG_BITS;
+    const invalid = rawTag < 0;
     const bytes = i32[H_BYTES]!;
     const from = i32[H_SRC_WORLD]!;
     const req = this.takePosted(ctx, src, tag);
     if (kind === KIND_EAGER) {
       if (len !== HEADER_BYTES + bytes) throw new NbcInternalError(`a ${len}-byte UCX eager message from rank ${from} announces ${bytes} payload bytes`);
       if (req !== null) {
-        if (this.finishRecv(req, src, tag, bytes)) copyAt(ucx.inbox, HEADER_BYTES, req.view, 0, bytes);
+        if (this.finishRecv(req, src, tag, bytes, invalid)) copyAt(ucx.inbox, HEADER_BYTES, req.view, 0, bytes);
         if (!req.done) req.complete();
         return;
       }
       const data = ucx.inbox.slice(HEADER_BYTES, HEADER_BYTES + bytes);
-      this.pushUnexpected(ctx, { kind, src, tag, bytes, data, slice: -1, offset: 0, token: 0, from });
+      this.pushUnexpected(ctx, { kind, src, tag, bytes, data, slice: -1, offset: 0, token: 0, from, invalid });
       return;
     }
     if (kind === KIND_RTS) {
       const token = i32[H_TOKEN]!;
-      if (req !== null) this.ucxReceive(req, from, src, tag, bytes, token);
-      else this.pushUnexpected(ctx, { kind: KIND_UCX_RTS, src, tag, bytes, data: null, slice: -1, offset: 0, token, from });
+      if (req !== null) this.ucxReceive(req, from, src, tag, bytes, token, invalid);
+      else this.pushUnexpected(ctx, { kind: KIND_UCX_RTS, src, tag, bytes, data: null, slice: -1, offset: 0, token, from, invalid });
       return;
     }
     throw new NbcInternalError(`unknown UCX message kind ${kind} from rank ${from}`);
@@ -800,8 +819,8 @@ export class Transport implements Progressor {
    * payload longer than the buffer is still taken (into scratch memory, then dropped), so the
    * sender completes, and the receive fails with NBC_ERR_TRUNCATE.
    */
-  private ucxReceive(req: RecvRequest, from: number, src: number, tag: number, bytes: number, token: number): void {
-    const fits = this.finishRecv(req, src, tag, bytes);
+  private ucxReceive(req: RecvRequest, from: number, src: number, tag: number, bytes: number, token: number, invalid: boolean): void {
+    const fits = this.finishRecv(req, src, tag, bytes, invalid);
     const into = fits ? req.view.subarray(0, bytes) : new Uint8Array(bytes);
     this.ucx!.recvData(from, token, into, (err) => {
       this.ucxReaped++;
@@ -1024,6 +1043,13 @@ const EMPTY_BYTES: Uint8Array = new Uint8Array(0);
 
 /** For parkOnce from loops that check their own condition. */
 const NOT_DONE = { done: false };
+
+/** The error of a receive that matched data sent by a collective that had failed on its sender. */
+function invalidData(me: number, src: number, tag: number): Error {
+  return new NbcPeerFailedError(
+    `rank ${me} received a message from communicator rank ${src} (tag ${tag}) that is not valid: the collective it ` +
+    `belongs to had already failed there, and it was sent only so that nobody waits; the first error is reported where it happened`);
+}
 
 function lengthMismatch(got: number, expected: number, src: number, tag: number): Error {
   const what = `a ${got}-byte message from rank ${src} (tag ${tag}) where ${expected} bytes were expected: the ranks disagree on the count`;

@@ -19,6 +19,7 @@ import type { TypedArray } from '../comm/validate.js';
 import { NbcInternalError } from '../errors.js';
 import { bytesPerElement, ctorOf, type DType } from '../ops/dtype.js';
 import { kernelFor, reduceRegions } from '../ops/regions.js';
+import { TAG_INVALID } from '../p2p/constants.js';
 import { Request } from '../p2p/request.js';
 import type { Transport } from '../p2p/transport.js';
 import type { CollTarget, Executor, Plan } from './executor.js';
@@ -140,7 +141,8 @@ export class HostExecutor implements Executor, Port<HostRun> {
     const t = run.target;
     const a = this.region(run, i, 0);
     const dst = t.worldRanks[s.peer[i]!]!;
-    const tag = run.tag + s.sub[i]!;
+    // After a failure the run still sends (nobody hangs), flagged so the data is not taken as valid.
+    const tag = (run.tag + s.sub[i]!) | (run.failure === null ? 0 : TAG_INVALID);
     if (this.transport.trySendEager(a, s.bytesA[i]!, dst, t.collCtx, t.rank, tag)) return true;
     return watch(run, i, this.transport.isend(a, dst, t.collCtx, t.rank, tag));
   }

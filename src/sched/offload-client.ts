@@ -16,7 +16,7 @@ import { Request } from '../p2p/request.js';
 import type { Transport } from '../p2p/transport.js';
 import { KIND_COMM, KIND_POST, KIND_SCHED } from '../shm/layout.js';
 import type { CollTarget, Executor, Plan } from './executor.js';
-import { DONE_OK, DONE_PEER_FAILED, REGISTERED_SCHEDULES } from './offload.js';
+import { DONE_INVALID, DONE_OK, DONE_PEER_FAILED, REGISTERED_SCHEDULES } from './offload.js';
 import { A_REDUCE, type Schedule } from './schedule.js';
 import type { TwoLevelCall } from './two-level.js';
 import { encodeSchedule } from './wire.js';
@@ -169,6 +169,8 @@ export class OffloadClient implements Executor {
       for (const off of req.frees) this.t.allocator.free(off);
       req.complete(v === DONE_OK ? null : v === DONE_PEER_FAILED ? new NbcPeerFailedError(
         'An aggregated collective failed: a daemon, link or member node of the aggregation fabric failed under it (the node log names it); the communicator joins a fresh group, or falls back to host algorithms, on its next call')
+        : v === DONE_INVALID ? new NbcPeerFailedError(
+          'An offloaded collective received data that is not valid: the collective had already failed on the rank that sent it (a disagreeing count or a lost peer there), which sent it only so that nobody waits; the first error is reported where it happened')
         : new NbcArgError(
           'An offloaded collective failed: its ranks disagree on message sizes, or the node engine refused the post (the node log says why: a schedule, communicator or buffer region it cannot run); expected matching calls on every rank'));
     }

@@ -15,10 +15,11 @@
  * Completion: the engine stores 1 (or 2 on error) into the request's completion word in the
  * rank's arena slice and rings the rank's doorbell. Core code: no node:* imports.
  */
-import { NbcArgError, NbcTruncateError } from '../errors.js';
+import { NbcArgError, NbcPeerFailedError, NbcTruncateError } from '../errors.js';
 import { DTYPE_COUNT, type DType } from '../ops/dtype.js';
 import { OpCode } from '../ops/loops.js';
 import { reduceRegions } from '../ops/regions.js';
+import { TAG_BITS, TAG_INVALID } from '../p2p/constants.js';
 import { Interpreter, Run, type Port } from './interpreter.js';
 import { A_RECV, A_REDUCE, A_SEND, RECV, SEND, TMP, type Schedule } from './schedule.js';
 import { nodeLayout, planTwoLevel, TL_AGG, type InterNodeColl, type InterNodeShape, type Member, type NodeLayout, type TwoLevelCall } from './two-level.js';
@@ -41,6 +42,11 @@ export const DONE_OK = 1;
 export const DONE_ERROR = 2;
 /** The aggregation fabric failed under the collective (a daemon, link or member node died). */
 export const DONE_PEER_FAILED = 3;
+/**
+ * The collective received data that is not valid: it had already failed on the rank that sent
+ * it (a disagreeing count or a lost peer there), which sent it only so that nobody waits.
+ */
+export const DONE_INVALID = 4;
 
 /** What the offload executor needs of its engine. */
 export interface OffloadHost {
@@ -134,6 +140,8 @@ interface Waiting {
   run: OffloadRun;
   action: number;
   view: Uint8Array;
+  /** A local send of a run that had already failed: its data is not valid (constants.ts TAG_INVALID). */
+  invalid?: boolean;
 }
 
 /**
@@ -157,6 +165,8 @@ export class OffloadEngine implements Port<OffloadRun> {
   private readonly posted = new Map<string, Waiting[]>();
   private readonly localSends = new Map<string, Waiting[]>();
   private readonly arrived = new Map<string, Uint8Array[]>();
+  /** Arrived payloads that a run which had already failed sent (their frames' tag carried TAG_INVALID). */
+  private readonly invalid = new WeakSet<Uint8Array>();
   private readonly assembling = new Map<string, { data: Uint8Array; got: number }>();
   /** Two-level collectives waiting for the rest of their node's members. */
   private readonly groups = new Map<string, TwoLevelPost[]>();
@@ -373,7 +383,8 @@ export class OffloadEngine implements Port<OffloadRun> {
   /** A frame of an offloaded message from another node's engine. */
   onFrame(from: number, header: Int32Array, payload: Uint8Array): void {
     const total = header[OF_TOTAL]!;
-    const key = keyOf(header[OF_DST]!, header[OF_CTX]!, header[OF_TAG]!, header[OF_SRC]!);
+    const rawTag = header[OF_TAG]!;
+    const key = keyOf(header[OF_DST]!, header[OF_CTX]!, rawTag & TAG_BITS, header[OF_SRC]!);
     let data: Uint8Array;
     if (total === payload.byteLength && header[OF_OFFSET] === 0) {
       data = payload;
@@ -394,14 +405,22 @@ export class OffloadEngine implements Port<OffloadRun> {
     const w = q?.shift();
     if (w !== undefined) {
       if (q!.length === 0) this.posted.delete(key);
-      this.interp.settle(w.run, w.action, this.fill(w, data));
+      this.interp.settle(w.run, w.action, this.fill(w, data, rawTag < 0));
     } else {
-      push(this.arrived, key, data === payload ? payload.slice() : data);
+      const kept = data === payload ? payload.slice() : data;
+      if (rawTag < 0) this.invalid.add(kept);
+      push(this.arrived, key, kept);
     }
   }
 
-  /** Copies a message into a posted receive; a size that differs fails the receive (the run goes on). */
-  private fill(w: Waiting, data: Uint8Array): Error | null {
+  /**
+   * Copies a message into a posted receive; a size that differs, or data that is not valid
+   * (`invalid`: its sender's run had failed), fails the receive (the run goes on).
+   */
+  private fill(w: Waiting, data: Uint8Array, invalid: boolean): Error | null {
+    if (invalid) {
+      return new NbcPeerFailedError(`An offloaded collective received data that is not valid: the collective had already failed on its sender, which sent it only so that nobody waits; the first error is reported where it happened`);
+    }
     if (data.byteLength !== w.view.byteLength) {
       return new NbcTruncateError(`An offloaded collective received ${data.byteLength} bytes where its schedule expects ${w.view.byteLength}: its ranks disagree on message sizes`);
     }
@@ -425,19 +444,21 @@ export class OffloadEngine implements Port<OffloadRun> {
     const a = this.region(r, s.bufA[i]!, s.offA[i]!, s.bytesA[i]!);
     const dstWorld = r.worldRanks[s.peer[i]!]!;
     const tag = r.tag + s.sub[i]!;
+    // After a failure the run still sends (nobody hangs), flagged so the data is not taken as valid.
+    const invalid = r.failure !== null;
     if (this.host.nodeOfRank[dstWorld] !== this.host.nodeId) {
-      this.sendRemote(r, i, dstWorld, tag, a);
+      this.sendRemote(r, i, dstWorld, invalid ? tag | TAG_INVALID : tag, a);
       return false;
     }
     const key = keyOf(dstWorld, r.ctx, tag, r.rank);
     const q = this.posted.get(key);
     const w = q?.shift();
     if (w === undefined) {
-      push(this.localSends, key, { run: r, action: i, view: a });
+      push(this.localSends, key, { run: r, action: i, view: a, invalid });
       return false;
     }
     if (q!.length === 0) this.posted.delete(key);
-    this.interp.settle(w.run, w.action, this.fill(w, a));
+    this.interp.settle(w.run, w.action, this.fill(w, a, invalid));
     return true;
   }
 
@@ -450,7 +471,7 @@ export class OffloadEngine implements Port<OffloadRun> {
     const sender = ls?.shift();
     if (sender !== undefined) {
       if (ls!.length === 0) this.localSends.delete(key);
-      const err = this.fill(waiting, sender.view);
+      const err = this.fill(waiting, sender.view, sender.invalid === true);
       this.interp.settle(sender.run, sender.action, null);
       if (err !== null) throw err;
       return true;
@@ -459,7 +480,7 @@ export class OffloadEngine implements Port<OffloadRun> {
     const data = ar?.shift();
     if (data !== undefined) {
       if (ar!.length === 0) this.arrived.delete(key);
-      const err = this.fill(waiting, data);
+      const err = this.fill(waiting, data, this.invalid.has(data));
       if (err !== null) throw err;
       return true;
     }
@@ -480,7 +501,10 @@ export class OffloadEngine implements Port<OffloadRun> {
 
   finished(r: OffloadRun, error: Error | null): void {
     if (r.onDone !== undefined) r.onDone(error === null);
-    else this.host.complete(r.ep, r.slotSlice, r.slotOffset, error === null ? DONE_OK : DONE_ERROR);
+    else {
+      const v = error === null ? DONE_OK : error instanceof NbcPeerFailedError ? DONE_INVALID : DONE_ERROR;
+      this.host.complete(r.ep, r.slotSlice, r.slotOffset, v);
+    }
   }
 
   private sendRemote(r: OffloadRun, i: number, dstWorld: number, tag: number, data: Uint8Array): void {
