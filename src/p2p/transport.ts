@@ -24,8 +24,8 @@ import {
 } from '../errors.js';
 import {
   align8, endpointWord, H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_OFFSET, H_SLICE, H_SRC,
-  H_SRC_WORLD, H_TAG, H_TOKEN, HEADER_BYTES, kAbortWord, kDoorbell, kSleeping, kWakeFd, KIND_ACK,
-  KIND_EAGER, KIND_RTS,
+  H_AUX, H_SRC_WORLD, H_TAG, H_TOKEN, HEADER_BYTES, HEADER_WORDS, kAbortWord, kDoorbell, kSleeping, kWakeFd, KIND_ACK,
+  KIND_DATA, KIND_EAGER, KIND_PULL, KIND_RTS,
 } from '../shm/layout.js';
 import { SliceAllocator } from '../shm/arena.js';
 import { ringOffset, wake, type NodeShared } from '../shm/node-shared.js';
@@ -153,6 +153,12 @@ export class Transport implements Progressor {
   private readonly posted = new Map<number, RecvRequest[]>();
   private readonly unexpected = new Map<number, UnexpectedQueue<Unexpected>>();
   private readonly awaitingAck = new Map<number, SendRequest>();
+  /**
+   * Inter-node rendezvous payloads this rank has pulled (shm/layout.ts KIND_PULL), by pull id:
+   * where the payload goes (null: dropped, the receive already failed) and what completes.
+   */
+  private readonly pulls = new Map<number, { into: Uint8Array | null; req: Request }>();
+  private nextPull = 1;
   private readonly ownSlice: SharedArrayBuffer;
   private nextToken = 1;
   private inProgress = false;
@@ -435,6 +441,11 @@ export class Transport implements Progressor {
     record[H_OFFSET] = offset;
     record[H_SRC_WORLD] = this.placement.worldRank;
     record.set(payload, HEADER_BYTES >> 2);
+    this.queueToEngine(record);
+  }
+
+  /** Writes a whole record into the ring to the engine, or queues it behind what waits there. */
+  private queueToEngine(record: Int32Array): void {
     const ep = this.engineEp;
     const q = this.outQueues[ep]!;
     if (q.length > 0 || !this.writeRecord(ep, record)) {
@@ -612,6 +623,8 @@ export class Transport implements Progressor {
       this.early = m.data!;
     } else if (m.kind === KIND_UCX_RTS) {
       this.early = this.ucxFetch(m);
+    } else if (m.slice < 0) {
+      this.early = this.pullNow(m);
     } else {
       this.early = this.slices[m.slice]!.slice(m.offset, m.offset + m.bytes);
       this.sendAck(m.from, m.token, m.slice);
@@ -720,6 +733,10 @@ export class Transport implements Progressor {
       this.ucxReceive(req, m.from, m.src, m.tag, m.bytes, m.token, m.invalid);
       return;
     }
+    if (m.kind === KIND_RTS && m.slice < 0) {
+      this.pullInto(req, m.src, m.tag, m.bytes, m.offset, m.token, m.from, m.invalid);
+      return;
+    }
     if (m.kind === KIND_EAGER) {
       if (this.finishRecv(req, m.src, m.tag, m.bytes, m.invalid)) req.view.set(m.data!);
       if (!req.done) req.complete();
@@ -737,6 +754,10 @@ export class Transport implements Progressor {
     const i32 = ring.i32;
     const w = at >> 2;
     const kind = i32[w + H_KIND]!;
+    if (kind === KIND_DATA) {
+      this.pulled(i32[w + H_AUX]!, i32[w + H_SLICE]!, i32[w + H_OFFSET]!, i32[w + H_BYTES]!, i32[w + H_TOKEN]!);
+      return;
+    }
     if (kind === KIND_ACK) {
       const token = i32[w + H_TOKEN]!;
       const req = this.awaitingAck.get(token);
@@ -767,6 +788,13 @@ export class Transport implements Progressor {
       const slice = i32[w + H_SLICE]!;
       const offset = i32[w + H_OFFSET]!;
       const token = i32[w + H_TOKEN]!;
+      if (slice < 0) {
+        // From another node: the payload waits there until a receive matches and pulls it.
+        const from = i32[w + H_SRC_WORLD]!;
+        if (req !== null) this.pullInto(req, src, tag, bytes, offset, token, from, invalid);
+        else this.pushUnexpected(ctx, { kind, src, tag, bytes, data: null, slice, offset, token, from, invalid });
+        return;
+      }
       if (req !== null) {
         if (this.finishRecv(req, src, tag, bytes, invalid)) {
           req.view.set(this.slices[slice]!.subarray(offset, offset + bytes));
@@ -826,6 +854,51 @@ export class Transport implements Progressor {
       this.ucxReaped++;
       if (!req.done) req.complete(err ?? undefined);
     });
+  }
+
+  /**
+   * A matched receive of a message whose payload waits on another node: asks this node's
+   * engine to pull it (the engine reserves room in its slice, in order, as ACKs free it); the
+   * receive completes when the DATA record arrives (`pulled`). A payload that cannot land in
+   * the buffer is still pulled and dropped, so the sender completes.
+   */
+  private pullInto(req: RecvRequest, src: number, tag: number, bytes: number, node: number, id: number, from: number, invalid: boolean): void {
+    const fits = this.finishRecv(req, src, tag, bytes, invalid);
+    this.pull(fits ? req.view : null, req, node, id, bytes, from);
+  }
+
+  private pull(into: Uint8Array | null, req: Request, node: number, id: number, bytes: number, from: number): void {
+    const pull = this.nextPull++;
+    this.pulls.set(pull, { into, req });
+    const record = new Int32Array(HEADER_WORDS);
+    record[H_KIND] = KIND_PULL;
+    record[H_LEN] = HEADER_BYTES;
+    record[H_BYTES] = bytes;
+    record[H_DST] = from;
+    record[H_TOKEN] = id;
+    record[H_SLICE] = pull;
+    record[H_OFFSET] = node;
+    record[H_SRC_WORLD] = this.placement.worldRank;
+    this.queueToEngine(record);
+  }
+
+  /** The engine's DATA record: pull `pull`'s payload lies in `slice` at `offset` until ACKed. */
+  private pulled(pull: number, slice: number, offset: number, bytes: number, token: number): void {
+    const p = this.pulls.get(pull);
+    if (p === undefined) throw new NbcInternalError(`DATA for unknown pull ${pull}`);
+    this.pulls.delete(pull);
+    if (p.into !== null) p.into.set(this.slices[slice]!.subarray(offset, offset + bytes));
+    this.sendAck(this.engineEp, token, slice);
+    if (!p.req.done) p.req.complete();
+  }
+
+  /** The payload of an unexpected message waiting on another node, pulled now into a private buffer. */
+  private pullNow(m: Unexpected): Uint8Array {
+    const into = new Uint8Array(m.bytes);
+    const req = new Request(this);
+    this.pull(into, req, m.offset, m.token, m.bytes, m.from);
+    this.waitUntil(req);
+    return into;
   }
 
   /** The payload of an unexpected UCX rendezvous, fetched now into a private buffer. */

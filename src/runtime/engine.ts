@@ -3,9 +3,13 @@
  *
  * It owns the node's TCP links. Ranks hand it messages for other nodes through their
  * (rank -> engine) rings; it forwards them as frames. Frames from other nodes it delivers into
- * the (engine -> rank) rings. Large messages cross TCP as fragments of at most FRAGMENT_BYTES
- * read straight out of the sender's arena slice, are reassembled in the engine's own slice,
- * and are handed to the receiving rank as an RTS, exactly like an intra-node rendezvous.
+ * the (engine -> rank) rings. A large message is pulled, not pushed (shm/layout.ts KIND_PULL):
+ * its RTS crosses alone and reaches the receiving rank with the payload still in the sender's
+ * arena slice; once a receive matches it, the receiving engine reserves room in its own slice
+ * and asks for it, and the payload crosses TCP as fragments of at most FRAGMENT_BYTES read
+ * straight out of the sender's slice. The receiving engine's arena therefore holds only
+ * payloads that matched receives wait for, and a receiver that computes holds its senders
+ * back (their sends complete when pulled) instead of filling memory.
  *
  * The engine never blocks: it parks with Atomics.waitAsync on its doorbell, so TCP events keep
  * flowing while it waits for ranks. Where it has a core of its own (`spinUs` > 0), it first
@@ -15,8 +19,8 @@
 import { Buffer } from 'node:buffer';
 import { NbcError, NbcInternalError, NbcNoMemError } from '../errors.js';
 import {
-  align8, endpointWord, H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_OFFSET, H_SLICE, H_SRC, H_TAG, H_TOKEN, HEADER_BYTES,
-  HEADER_WORDS, kDoorbell, KIND_ACK, KIND_COMM, KIND_EAGER, KIND_FRAG, KIND_POST, KIND_RTS, KIND_SCHED, kSleeping,
+  align8, endpointWord, H_AUX, H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_OFFSET, H_SLICE, H_SRC, H_TAG, H_TOKEN, HEADER_BYTES,
+  HEADER_WORDS, kDoorbell, KIND_ACK, KIND_COMM, KIND_DATA, KIND_EAGER, KIND_FRAG, KIND_POST, KIND_PULL, KIND_RTS, KIND_SCHED, kSleeping,
 } from '../shm/layout.js';
 import { DONE_ERROR, OF_BYTES, OF_WORDS, OffloadEngine } from '../sched/offload.js';
 import type { UcxPath } from '../p2p/ucx.js';
@@ -74,10 +78,32 @@ export interface EngineStats {
   bytesReceived: number;
 }
 
+/** A pulled payload arriving in the engine's slice for one rank's matched receive. */
 interface Reassembly {
-  header: Int32Array;
+  rank: number;
+  /** The rank's pull id (its DATA record's H_AUX). */
+  pull: number;
+  bytes: number;
   offset: number;
   received: number;
+}
+
+/** A rank's pull waiting for room in the engine's slice. */
+interface WaitingPull {
+  rank: number;
+  pull: number;
+  node: number;
+  id: number;
+  bytes: number;
+  srcWorld: number;
+}
+
+/** An RTS sent to another node whose payload waits in the sending rank's slice until pulled. */
+interface Outgoing {
+  rank: number;
+  /** The rank's RTS header (H_DST: the receiver), the template of the fragments. */
+  header: Int32Array;
+  node: number;
 }
 
 /** A record waiting for room in an (engine -> rank) ring. */
@@ -101,7 +127,11 @@ export class Engine {
   private readingPaused = false;
   /** Per rank: 1 while draining its ring waits for a link to drain. */
   private readonly blocked: Uint8Array;
+  /** Pulls in progress by `${sender node}:${message id}`; pulls waiting for arena room, in order. */
   private readonly reassembly = new Map<string, Reassembly>();
+  private readonly waitingPulls: WaitingPull[] = [];
+  /** Sent RTSs whose payload waits for the receiving node's PULL, by message id. */
+  private readonly outgoing = new Map<number, Outgoing>();
   /** Engine-held RTS payloads waiting for the rank's ACK: token -> slice offset. */
   private readonly held = new Map<number, number>();
   private nextToken = 1;
@@ -291,6 +321,11 @@ export class Engine {
       if (off === undefined) throw new NbcInternalError(`engine got ACK for unknown token ${token}`);
       this.held.delete(token);
       this.allocator.free(off);
+      if (this.waitingPulls.length > 0) this.startWaitingPulls();
+      return;
+    }
+    if (kind === KIND_PULL) {
+      this.pull(rank, i32[w + H_SLICE]!, i32[w + H_OFFSET]!, i32[w + H_TOKEN]!, i32[w + H_BYTES]!, i32[w + H_DST]!);
       return;
     }
     const dst = i32[w + H_DST]!;
@@ -309,28 +344,18 @@ export class Engine {
       return;
     }
     if (kind === KIND_RTS) {
-      // Fragments are views of the rank's slice: no copy. The rank's buffer stays untouched
-      // until we ACK, which we do once the socket has taken the last fragment.
-      const slice = i32[w + H_SLICE]!;
-      const offset = i32[w + H_OFFSET]!;
-      const token = i32[w + H_TOKEN]!;
+      // The RTS crosses alone; the payload stays in the rank's slice until the receiving node
+      // pulls it (onFrame, KIND_PULL), and the rank's send completes after that.
+      const header = new Int32Array(HEADER_WORDS);
+      header.set(i32.subarray(w, w + HEADER_WORDS));
       const id = this.nextMessageId++;
-      const template = new Int32Array(HEADER_WORDS);
-      template.set(i32.subarray(w, w + HEADER_WORDS));
-      template[H_KIND] = KIND_FRAG;
-      template[H_TOKEN] = id;
-      const data = this.slices[slice]!;
-      for (let done = 0; done < bytes; done += FRAGMENT_BYTES) {
-        const n = Math.min(FRAGMENT_BYTES, bytes - done);
-        const header = new Int32Array(template);
-        header[H_OFFSET] = done;
-        header[H_LEN] = HEADER_BYTES + n;
-        const last = done + n >= bytes;
-        const body = data.subarray(offset + done, offset + done + n);
-        this.links.send(node, FRAME_MSG, [new Uint8Array(header.buffer), body],
-          last ? () => this.guard(() => this.deliverAck(rank, token, slice)) : undefined);
-        this.count(HEADER_BYTES + n);
-      }
+      this.outgoing.set(id, { rank, header: new Int32Array(header), node });
+      header[H_TOKEN] = id;
+      header[H_SLICE] = -1;
+      header[H_OFFSET] = this.placement.nodeId;
+      header[H_LEN] = HEADER_BYTES;
+      this.links.send(node, FRAME_MSG, [new Uint8Array(header.buffer)]);
+      this.count(HEADER_BYTES);
       return;
     }
     throw new NbcInternalError(`engine got record kind ${kind} from rank ${rank}`);
@@ -526,41 +551,120 @@ export class Engine {
       this.deliver(local, header, body.subarray(HEADER_BYTES));
       return;
     }
+    if (kind === KIND_RTS) {
+      // The payload waits at the sender: the rank pulls it once a receive matches.
+      if (body.byteLength !== HEADER_BYTES || header[H_SLICE] !== -1 || header[H_OFFSET] !== from) {
+        throw new NbcInternalError(`malformed RTS frame from node ${from}`);
+      }
+      this.deliver(local, header, null);
+      return;
+    }
+    if (kind === KIND_PULL) {
+      // `dst` is the sending rank, on this node: stream its payload to the puller's node.
+      const id = header[H_TOKEN]!;
+      const out = this.outgoing.get(id);
+      if (out === undefined || out.node !== from || body.byteLength !== HEADER_BYTES) {
+        throw new NbcInternalError(`node ${from} pulled message ${id}, which this node did not offer it`);
+      }
+      this.outgoing.delete(id);
+      this.stream(id, out);
+      return;
+    }
     if (kind === KIND_FRAG) {
       const key = `${from}:${header[H_TOKEN]}`;
       const fragOffset = header[H_OFFSET]!;
       const n = body.byteLength - HEADER_BYTES;
-      let r = this.reassembly.get(key);
-      if (r === undefined) {
-        if (fragOffset !== 0) throw new NbcInternalError(`fragment at ${fragOffset} of an unknown message from node ${from}`);
-        const off = this.allocator.alloc(bytes);
-        if (off < 0) {
-          throw new NbcNoMemError(
-            `Cannot receive a ${bytes}-byte message for rank ${dst} from node ${from}: the engine's ` +
-            `arena slice has ${this.allocator.available} bytes free; expected a larger NBC_ARENA_MB`);
-        }
-        r = { header, offset: off, received: 0 };
-        this.reassembly.set(key, r);
-      }
-      if (fragOffset !== r.received || r.received + n > bytes) {
-        throw new NbcInternalError(`out-of-order fragment from node ${from}`);
+      const r = this.reassembly.get(key);
+      if (r === undefined) throw new NbcInternalError(`fragment at ${fragOffset} of a message from node ${from} that nobody pulled`);
+      if (fragOffset !== r.received || r.received + n > r.bytes || bytes !== r.bytes || local !== r.rank) {
+        throw new NbcInternalError(`out-of-order or mismatched fragment from node ${from}`);
       }
       this.slices[this.ep]!.set(body.subarray(HEADER_BYTES), r.offset + fragOffset);
       r.received += n;
-      if (r.received === bytes) {
+      if (r.received === r.bytes) {
         this.reassembly.delete(key);
-        const rts = r.header;
+        const data = new Int32Array(HEADER_WORDS);
         const token = this.nextToken++;
-        rts[H_KIND] = KIND_RTS;
-        rts[H_SLICE] = this.ep;
-        rts[H_OFFSET] = r.offset;
-        rts[H_TOKEN] = token;
+        data[H_KIND] = KIND_DATA;
+        data[H_BYTES] = r.bytes;
+        data[H_SLICE] = this.ep;
+        data[H_OFFSET] = r.offset;
+        data[H_TOKEN] = token;
+        data[H_AUX] = r.pull;
         this.held.set(token, r.offset);
-        this.deliver(local, rts, null);
+        this.deliver(r.rank, data, null);
       }
       return;
     }
     throw new NbcInternalError(`unknown message kind ${kind} from node ${from}`);
+  }
+
+  /**
+   * Rank `rank` of this node matched a receive to message `id` of node `node` (`bytes` long,
+   * from world rank `srcWorld`): reserve room for it in this engine's slice and ask for it, or
+   * wait, in order, for room that ACKs free. A payload larger than the whole slice never fits.
+   */
+  private pull(rank: number, pull: number, node: number, id: number, bytes: number, srcWorld: number): void {
+    const p = this.placement;
+    if (!(srcWorld >= 0 && srcWorld < p.worldSize) || p.nodeOfRank[srcWorld] !== node || node === p.nodeId || !(bytes > 0)) {
+      throw new NbcInternalError(`rank ${rank} of node ${p.nodeId} pulled message ${id} of node ${node} (rank ${srcWorld}, ${bytes} bytes), which no node offered`);
+    }
+    if (bytes > this.allocator.size) {
+      throw new NbcNoMemError(
+        `Cannot receive a ${bytes}-byte message from rank ${srcWorld} on node ${p.nodeId}: the engine's arena slice holds ` +
+        `${this.allocator.size} bytes in all; expected a larger NBC_ARENA_MB`);
+    }
+    const w: WaitingPull = { rank, pull, node, id, bytes, srcWorld };
+    if (this.waitingPulls.length > 0 || !this.startPull(w)) this.waitingPulls.push(w);
+  }
+
+  private startPull(w: WaitingPull): boolean {
+    const off = this.allocator.alloc(w.bytes);
+    if (off < 0) return false;
+    this.reassembly.set(`${w.node}:${w.id}`, { rank: w.rank, pull: w.pull, bytes: w.bytes, offset: off, received: 0 });
+    const header = new Int32Array(HEADER_WORDS);
+    header[H_KIND] = KIND_PULL;
+    header[H_LEN] = HEADER_BYTES;
+    header[H_DST] = w.srcWorld;
+    header[H_TOKEN] = w.id;
+    header[H_BYTES] = w.bytes;
+    this.links!.send(w.node, FRAME_MSG, [new Uint8Array(header.buffer)]);
+    this.count(HEADER_BYTES);
+    return true;
+  }
+
+  private startWaitingPulls(): void {
+    const q = this.waitingPulls;
+    let n = 0;
+    while (n < q.length && this.startPull(q[n]!)) n++;
+    if (n > 0) q.splice(0, n);
+  }
+
+  /**
+   * Streams a pulled payload: fragments are views of the sending rank's slice (no copy), which
+   * stays untouched until the rank's ACK, sent once the socket has taken the last fragment.
+   */
+  private stream(id: number, out: Outgoing): void {
+    const rts = out.header;
+    const bytes = rts[H_BYTES]!;
+    const slice = rts[H_SLICE]!;
+    const offset = rts[H_OFFSET]!;
+    const token = rts[H_TOKEN]!;
+    const template = new Int32Array(rts);
+    template[H_KIND] = KIND_FRAG;
+    template[H_TOKEN] = id;
+    const data = this.slices[slice]!;
+    for (let done = 0; done < bytes; done += FRAGMENT_BYTES) {
+      const n = Math.min(FRAGMENT_BYTES, bytes - done);
+      const header = new Int32Array(template);
+      header[H_OFFSET] = done;
+      header[H_LEN] = HEADER_BYTES + n;
+      const last = done + n >= bytes;
+      const body = data.subarray(offset + done, offset + done + n);
+      this.links!.send(out.node, FRAME_MSG, [new Uint8Array(header.buffer), body],
+        last ? () => this.guard(() => this.deliverAck(out.rank, token, slice)) : undefined);
+      this.count(HEADER_BYTES + n);
+    }
   }
 
   private deliverAck(rank: number, token: number, slice: number): void {

@@ -72,7 +72,7 @@ export const H_TAG = 4;
 export const H_BYTES = 5;
 /** Destination world rank (engines route by it). */
 export const H_DST = 6;
-/** Sender-chosen id: names the send request in RTS/ACK, the message in FRAG. */
+/** Sender-chosen id: names the send request in RTS/ACK, the message in FRAG and PULL. */
 export const H_TOKEN = 7;
 /** RTS/ACK: endpoint whose arena slice holds the data. */
 export const H_SLICE = 8;
@@ -100,6 +100,16 @@ export const KIND_POST = 6;
 export const KIND_SCHED = 7;
 /** Rank -> engine: a communicator's members (world ranks), under its collective context. */
 export const KIND_COMM = 8;
+/**
+ * The inter-node rendezvous pulls (TCP): an RTS from another node arrives with H_SLICE = -1
+ * (the payload still waits at the sender, H_OFFSET naming the sender's node and H_TOKEN the
+ * sender engine's message id). Once it is matched, the receiving rank asks its engine to PULL
+ * it (H_SLICE: the rank's pull id); the engine reserves arena room, forwards the PULL to the
+ * sender's engine, which streams the fragments, and hands the reassembled payload to the rank
+ * as DATA (H_SLICE/H_OFFSET: where it lies, H_TOKEN: what to ACK, H_AUX: the pull id).
+ */
+export const KIND_PULL = 9;
+export const KIND_DATA = 10;
 
 export function align8(n: number): number {
   return (n + 7) & ~7;
