@@ -425,6 +425,9 @@ export class Comm {
     this.check('free');
     if (this.ctx === 0) throw new NbcCommError('Cannot free the world communicator: expected a communicator made by dup, split, create or cartCreate');
     this.freed = true;
+    // Matching state of both contexts goes with it (what is still pending stays until done).
+    this.transport.releaseContext(this.ctx);
+    this.transport.releaseContext(this.ctx + 1);
   }
 
   // ---- Cartesian topology --------------------------------------------------------------

@@ -32,7 +32,7 @@ import { ringOffset, wake, type NodeShared } from '../shm/node-shared.js';
 import { Ring } from '../shm/ring.js';
 import { ANY_SOURCE, ANY_TAG, TAG_BITS } from './constants.js';
 import { Request, type Progressor, type Status } from './request.js';
-import type { UcxPath } from './ucx.js';
+import { UCX_HEADERS_IN_FLIGHT, type UcxPath } from './ucx.js';
 import { UnexpectedQueue } from './unexpected.js';
 
 /** `route` of a rank on another node when the UCX path carries inter-node traffic. */
@@ -306,14 +306,24 @@ export class Transport implements Progressor {
     return true;
   }
 
-  /** Sends an eager message over UCX: header and payload in one message, complete on return. */
-  private ucxEager(view: Uint8Array, bytes: number, dstWorld: number, ctx: number, src: number, tag: number): void {
+  /**
+   * Sends an eager message over UCX: header and payload in one message, complete on return.
+   * `isend` passes `wait` false: a non-blocking send never waits here (its request holds the
+   * stage instead, see ucxSend).
+   */
+  private ucxEager(view: Uint8Array, bytes: number, dstWorld: number, ctx: number, src: number, tag: number, wait = true): void {
     const ucx = this.ucx!;
     const len = HEADER_BYTES + bytes;
     this.putHeader(ucx.stage32, 0, KIND_EAGER, len, ctx, src, tag, bytes, dstWorld, 0, -1, 0);
     copyBytes(view, ucx.stage, HEADER_BYTES, bytes);
     ucx.sendHeader(dstWorld, len);
     this.countUcxSend(bytes);
+    // Back-pressure: past UCX_HEADERS_IN_FLIGHT unfinished sends (a peer that does not take
+    // them), wait, progressing (so this rank still receives), until half have left. Not from
+    // inside progress() (a schedule's next send): those are bounded by the schedule.
+    if (wait && ucx.headersInFlight > UCX_HEADERS_IN_FLIGHT && !this.inProgress) {
+      this.spinThenPark(() => ucx.headersInFlight <= UCX_HEADERS_IN_FLIGHT >> 1);
+    }
   }
 
   private countUcxSend(bytes: number): void {
@@ -330,7 +340,7 @@ export class Transport implements Progressor {
   private ucxSend(req: SendRequest): void {
     const bytes = req.view.byteLength;
     if (bytes <= this.eagerLimit) {
-      this.ucxEager(req.view, bytes, req.dstWorld, req.ctx, req.src, req.tag);
+      this.ucxEager(req.view, bytes, req.dstWorld, req.ctx, req.src, req.tag, false);
       req.complete();
       return;
     }
@@ -667,6 +677,16 @@ export class Transport implements Progressor {
     }
     q.push(req);
     return req;
+  }
+
+  /**
+   * Forgets context `ctx`'s matching lists (a freed communicator's) where nothing waits in
+   * them: without it every communicator ever created left two entries behind (~0.5 KB a
+   * communicator per rank in the soak). Lists with posted receives or unexpected messages stay.
+   */
+  releaseContext(ctx: number): void {
+    if (this.posted.get(ctx)?.length === 0) this.posted.delete(ctx);
+    if (this.unexpected.get(ctx)?.size === 0) this.unexpected.delete(ctx);
   }
 
   /** Non-blocking probe: the status of the first matching message not yet received, or null. */

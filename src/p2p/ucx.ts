@@ -47,7 +47,18 @@ interface InFlight {
   peer: number;
   what: string;
   onDone: ((err: Error | null) => void) | null;
+  /** A header send's own stage buffer, reused once UCX is done with it. */
+  stage: Uint8Array | null;
 }
+
+/**
+ * Header sends UCX has not finished that a rank may have before its next send waits
+ * (Transport.ucxEager): an eager send completes on return, so without a bound a sender facing
+ * a receiver that does not progress would keep one staged copy per message, growing without
+ * limit (measured ~10 MB/s with 64-byte sends before the bound; docs/reliability.md, "Load").
+ * 256 stages of a 16 KiB eager limit are 4 MiB.
+ */
+export const UCX_HEADERS_IN_FLIGHT = 256;
 
 export class UcxPath {
   readonly worker: UcxHandle;
@@ -71,6 +82,9 @@ export class UcxPath {
   private addresses: ReadonlyArray<Uint8Array | null> = [];
   private readonly headerTag: bigint;
   private inFlight: InFlight[] = [];
+  /** Header sends in `inFlight`, and stage buffers UCX has given back. */
+  headersInFlight = 0;
+  private spare: Uint8Array[] = [];
 
   /**
    * `worldRank` names this worker in error messages and is the tag of its header messages
@@ -127,9 +141,10 @@ export class UcxPath {
   sendHeader(peer: number, length: number): void {
     const id = this.addon.ucxSend(this.endpoint(peer), this.headerTag, this.out, length);
     if (id < 0) return;
-    // UCX holds on to this buffer until the send completes: the next header gets a new one.
-    this.inFlight.push({ id, peer, what: 'send a message header', onDone: null });
-    this.out = new Uint8Array(this.out.byteLength);
+    // UCX holds on to this buffer until the send completes: the next header gets another one.
+    this.inFlight.push({ id, peer, what: 'send a message header', onDone: null, stage: this.out });
+    this.headersInFlight++;
+    this.out = this.spare.pop() ?? new Uint8Array(this.out.byteLength);
     this.out32 = new Int32Array(this.out.buffer);
   }
 
@@ -140,7 +155,7 @@ export class UcxPath {
   sendMessage(peer: number, view: Uint8Array, onDone: (err: Error | null) => void): void {
     const id = this.addon.ucxSend(this.endpoint(peer), this.headerTag, view);
     if (id < 0) onDone(null);
-    else this.inFlight.push({ id, peer, what: `send a ${view.byteLength}-byte message`, onDone });
+    else this.inFlight.push({ id, peer, what: `send a ${view.byteLength}-byte message`, onDone, stage: null });
   }
 
   /** The sender tag of the header `poll` returned last (the sender's id, see the constructor). */
@@ -152,13 +167,13 @@ export class UcxPath {
   sendData(peer: number, token: number, view: Uint8Array, onDone: (err: Error | null) => void): void {
     const id = this.addon.ucxSend(this.endpoint(peer), dataTag(this.worldRank, token), view);
     if (id < 0) onDone(null);
-    else this.inFlight.push({ id, peer, what: `send ${view.byteLength} bytes`, onDone });
+    else this.inFlight.push({ id, peer, what: `send ${view.byteLength} bytes`, onDone, stage: null });
   }
 
   /** Receives the payload of rendezvous `token` from `peer` into `view` (exactly its length). */
   recvData(peer: number, token: number, view: Uint8Array, onDone: (err: Error | null) => void): void {
     const id = this.addon.ucxRecv(this.worker, dataTag(peer, token), ALL_BITS, view);
-    this.inFlight.push({ id, peer, what: `receive ${view.byteLength} bytes`, onDone });
+    this.inFlight.push({ id, peer, what: `receive ${view.byteLength} bytes`, onDone, stage: null });
   }
 
   /**
@@ -196,6 +211,10 @@ export class UcxPath {
         continue;
       }
       const err = state === FAILED ? this.failure(op) : null;
+      if (op.stage !== null) {
+        this.headersInFlight--;
+        if (this.spare.length < UCX_HEADERS_IN_FLIGHT) this.spare.push(op.stage);
+      }
       if (op.onDone !== null) op.onDone(err);
       else if (err !== null) throw err;
     }
@@ -248,6 +267,6 @@ export class UcxPath {
   flush(onDone: (err: Error | null) => void): void {
     const id = this.addon.ucxFlush(this.worker);
     if (id < 0) onDone(null);
-    else this.inFlight.push({ id, peer: this.worldRank, what: 'flush its sends', onDone });
+    else this.inFlight.push({ id, peer: this.worldRank, what: 'flush its sends', onDone, stage: null });
   }
 }
