@@ -10,6 +10,7 @@ import { describe, test } from 'node:test';
 // The built runner: launch() starts nodes from the built CLI beside it (npm test builds first).
 import { runLoad, type LoadOutcome, type LoadRun } from '../dist/bench/load.js';
 import { ucxUnavailable } from '../src/runtime/node-main.ts';
+import { UCX_HEADERS_IN_FLIGHT } from '../src/p2p/ucx.ts';
 
 const T = { timeout: 120_000 };
 const hasUcx = ucxUnavailable() === null;
@@ -72,6 +73,24 @@ describe('load', () => {
     assert.equal(recv!.messages, intra!.messages + inter.reduce((a, x) => a + x.messages, 0), 'every message sent arrived');
     // a 64 KiB ring holds ~580 records of 112 bytes: the intra-node sender blocked
     assert.ok(intra!.messages < 2000, `the intra-node sender sent ${intra!.messages} messages to a rank that received nothing`);
+    for (const [node, mb] of Object.entries(stallPeaks(o))) assert.ok(mb < 300, `${node} peaked at ${mb.toFixed(1)} MB while rank 0 stood still`);
+  });
+
+  // Over UCX an eager send completes on return; the sender keeps a staged copy while UCX has
+  // not sent it. Before the bound the sending node grew ~10 MB/s against a computing receiver
+  // (tens of thousands of sends held); now a blocking send waits past UCX_HEADERS_IN_FLIGHT.
+  test('slow receiver: 64-byte blocking sends over UCX to a computing rank hold at most UCX_HEADERS_IN_FLIGHT + 1 unfinished sends, then wait (ucx)',
+    { ...T, skip: !hasUcx ? 'no UCX in the native addon' : false }, async () => {
+    const o = await loadOk({
+      mode: 'slow', ranks: 4, ppn: 2, transport: 'ucx', timeoutMs: 90_000,
+      params: { seconds: 4, bytes: 64, receiver: 'compute', sender: 'send' },
+    });
+    const [recv, ...senders] = o.result.ranks.map((r) => r.result as SlowResult);
+    assert.equal(recv!.messages, senders.reduce((a, x) => a + x.messages, 0), 'every message sent arrived');
+    const inter = senders.slice(1);
+    for (const x of inter) assert.ok(x.ucxPeakInFlight! <= UCX_HEADERS_IN_FLIGHT + 1, `a sender held ${x.ucxPeakInFlight} unfinished UCX sends`);
+    // the bound was reached: rank 0's socket filled and the senders waited
+    assert.ok(inter.some((x) => x.ucxPeakInFlight! >= UCX_HEADERS_IN_FLIGHT), `peaks ${inter.map((x) => x.ucxPeakInFlight).join(', ')}: back-pressure never engaged`);
     for (const [node, mb] of Object.entries(stallPeaks(o))) assert.ok(mb < 300, `${node} peaked at ${mb.toFixed(1)} MB while rank 0 stood still`);
   });
 

@@ -131,6 +131,8 @@ export interface SlowResult {
   heapMb: number;
   /** Receiver: when it stopped and resumed receiving (Date.now()), to judge memory in between. */
   stall?: [number, number];
+  /** Senders over UCX: the most eager sends UCX held unfinished at once (TransportStats.ucxPeakInFlight). */
+  ucxPeakInFlight?: number;
 }
 
 const TAG_DATA = 1;
@@ -188,7 +190,7 @@ function slow(w: Communicator, a: SlowArgs): SlowResult {
     w.send(Int32Array.of(seq), 0, TAG_END);
     if (w.rank === last) w.send(Int32Array.of(seq), 0, TAG_RELEASE);
     waitAll(out);
-    return { messages: seq, bytes: seq * words * 4, heapMb: Math.round(heapMb) };
+    return { messages: seq, bytes: seq * words * 4, heapMb: Math.round(heapMb), ucxPeakInFlight: w.stats().host.ucxPeakInFlight };
   }
   // The receiver stands still: no library call at all, or blocked on the last sender's release.
   const stallStart = Date.now();

@@ -520,7 +520,8 @@ export class Comm {
 
   /** Message and byte counts of this rank (all communicators), and how it reaches other nodes. */
   stats(): { host: TransportStats; interNode: 'ucx' | 'tcp' } {
-    return { host: { ...this.transport.stats }, interNode: this.transport.ucx === null ? 'tcp' : 'ucx' };
+    const ucx = this.transport.ucx;
+    return { host: { ...this.transport.stats, ucxPeakInFlight: ucx?.peakHeadersInFlight ?? 0 }, interNode: ucx === null ? 'tcp' : 'ucx' };
   }
 
   /**

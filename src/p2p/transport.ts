@@ -116,6 +116,11 @@ export interface TransportStats {
   interNodeMessages: number;
   messagesReceived: number;
   bytesReceived: number;
+  /**
+   * UCX only: the most eager sends UCX held unfinished at once (0 without UCX). Bounded by
+   * UCX_HEADERS_IN_FLIGHT + 1: past it a blocking send waits for the peer (back-pressure).
+   */
+  ucxPeakInFlight: number;
 }
 
 /**
@@ -144,7 +149,7 @@ export class Transport implements Progressor {
   private ucxReaped = 0;
   readonly stats: TransportStats = {
     messagesSent: 0, bytesSent: 0, intraNodeMessages: 0, interNodeMessages: 0,
-    messagesReceived: 0, bytesReceived: 0,
+    messagesReceived: 0, bytesReceived: 0, ucxPeakInFlight: 0,
   };
   private readonly outRings: Ring[] = [];
   private readonly inRings: Ring[] = [];

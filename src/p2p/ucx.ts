@@ -84,6 +84,7 @@ export class UcxPath {
   private inFlight: InFlight[] = [];
   /** Header sends in `inFlight`, and stage buffers UCX has given back. */
   headersInFlight = 0;
+  peakHeadersInFlight = 0;
   private spare: Uint8Array[] = [];
 
   /**
@@ -143,7 +144,7 @@ export class UcxPath {
     if (id < 0) return;
     // UCX holds on to this buffer until the send completes: the next header gets another one.
     this.inFlight.push({ id, peer, what: 'send a message header', onDone: null, stage: this.out });
-    this.headersInFlight++;
+    if (++this.headersInFlight > this.peakHeadersInFlight) this.peakHeadersInFlight = this.headersInFlight;
     this.out = this.spare.pop() ?? new Uint8Array(this.out.byteLength);
     this.out32 = new Int32Array(this.out.buffer);
   }
