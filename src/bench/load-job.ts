@@ -161,6 +161,11 @@ function verify(m: Int32Array, src: number, seq: number, what: string): void {
 function slow(w: Communicator, a: SlowArgs): SlowResult {
   const words = Math.max(3, Math.ceil(a.bytes / 4));
   const last = w.size - 1;
+  // Wire up every pair first: over UCX an endpoint's first message needs both workers to
+  // progress, so a barrier message rank 0 sent on a fresh endpoint just before its stall
+  // would wait the whole stall there (MPI's progress rule), and its sender with it.
+  w.alltoall(new Int32Array(w.size), new Int32Array(w.size));
+  w.alltoall(new Int32Array(w.size), new Int32Array(w.size));
   w.barrier(); // every clock starts together
   if (w.rank !== 0) {
     const t0 = performance.now();
