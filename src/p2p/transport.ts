@@ -312,21 +312,30 @@ export class Transport implements Progressor {
   }
 
   /**
-   * Sends an eager message over UCX: header and payload in one message, complete on return.
-   * `isend` passes `wait` false: a non-blocking send never waits here (its request holds the
-   * stage instead, see ucxSend).
+   * Sends an eager message over UCX: header and payload in one message, staged, so the caller's
+   * buffer is free on return. `req` (isend) completes once UCX has finished the send (at once
+   * when it could), so a window of isends is held back by a peer that does not take them, and
+   * the isend itself never waits. Without `req` (blocking sends, schedules) the send is
+   * complete on return; past UCX_HEADERS_IN_FLIGHT unfinished sends (a peer that does not take
+   * them) it waits, progressing (so this rank still receives), until half have left. Not from
+   * inside progress() (a schedule's next send): those are bounded by the schedule.
    */
-  private ucxEager(view: Uint8Array, bytes: number, dstWorld: number, ctx: number, src: number, tag: number, wait = true): void {
+  private ucxEager(view: Uint8Array, bytes: number, dstWorld: number, ctx: number, src: number, tag: number, req?: SendRequest): void {
     const ucx = this.ucx!;
     const len = HEADER_BYTES + bytes;
     this.putHeader(ucx.stage32, 0, KIND_EAGER, len, ctx, src, tag, bytes, dstWorld, 0, -1, 0);
     copyBytes(view, ucx.stage, HEADER_BYTES, bytes);
-    ucx.sendHeader(dstWorld, len);
     this.countUcxSend(bytes);
-    // Back-pressure: past UCX_HEADERS_IN_FLIGHT unfinished sends (a peer that does not take
-    // them), wait, progressing (so this rank still receives), until half have left. Not from
-    // inside progress() (a schedule's next send): those are bounded by the schedule.
-    if (wait && ucx.headersInFlight > UCX_HEADERS_IN_FLIGHT && !this.inProgress) {
+    if (req !== undefined) {
+      const done = (err: Error | null): void => {
+        this.ucxReaped++;
+        req.complete(err ?? undefined);
+      };
+      if (ucx.sendHeader(dstWorld, len, done)) req.complete();
+      return;
+    }
+    ucx.sendHeader(dstWorld, len);
+    if (ucx.headersInFlight > UCX_HEADERS_IN_FLIGHT && !this.inProgress) {
       this.spinThenPark(() => ucx.headersInFlight <= UCX_HEADERS_IN_FLIGHT >> 1);
     }
   }
@@ -345,8 +354,7 @@ export class Transport implements Progressor {
   private ucxSend(req: SendRequest): void {
     const bytes = req.view.byteLength;
     if (bytes <= this.eagerLimit) {
-      this.ucxEager(req.view, bytes, req.dstWorld, req.ctx, req.src, req.tag, false);
-      req.complete();
+      this.ucxEager(req.view, bytes, req.dstWorld, req.ctx, req.src, req.tag, req);
       return;
     }
     const ucx = this.ucx!;

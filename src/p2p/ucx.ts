@@ -137,16 +137,18 @@ export class UcxPath {
 
   /**
    * Sends the first `length` bytes of the stage to `peer` as a header message; the stage may
-   * be refilled at once (a send still in flight keeps its own buffer).
+   * be refilled at once (a send still in flight keeps its own buffer). True when UCX finished
+   * it at once; otherwise `onDone`, if given, runs when it does (or fails).
    */
-  sendHeader(peer: number, length: number): void {
+  sendHeader(peer: number, length: number, onDone: ((err: Error | null) => void) | null = null): boolean {
     const id = this.addon.ucxSend(this.endpoint(peer), this.headerTag, this.out, length);
-    if (id < 0) return;
+    if (id < 0) return true;
     // UCX holds on to this buffer until the send completes: the next header gets another one.
-    this.inFlight.push({ id, peer, what: 'send a message header', onDone: null, stage: this.out });
+    this.inFlight.push({ id, peer, what: 'send a message header', onDone, stage: this.out });
     if (++this.headersInFlight > this.peakHeadersInFlight) this.peakHeadersInFlight = this.headersInFlight;
     this.out = this.spare.pop() ?? new Uint8Array(this.out.byteLength);
     this.out32 = new Int32Array(this.out.buffer);
+    return false;
   }
 
   /**
