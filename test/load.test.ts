@@ -94,6 +94,20 @@ describe('load', () => {
     for (const [node, mb] of Object.entries(stallPeaks(o))) assert.ok(mb < 300, `${node} peaked at ${mb.toFixed(1)} MB while rank 0 stood still`);
   });
 
+  // A non-blocking send never waits; over UCX its request completes once UCX has sent it, so a
+  // window of isends to a rank that does not take them stays pending. Before, each isend
+  // completed on return and its staged copy stayed with UCX: the window bounded nothing.
+  test('slow receiver: windows of 64-byte isends over UCX to a computing rank stay pending: at most a window of unfinished sends (ucx)',
+    { ...T, skip: !hasUcx ? 'no UCX in the native addon' : false }, async () => {
+    const o = await loadOk({
+      mode: 'slow', ranks: 4, ppn: 2, transport: 'ucx', timeoutMs: 90_000,
+      params: { seconds: 3, bytes: 64, receiver: 'compute', sender: 'isend', window: 64 },
+    });
+    const [recv, ...senders] = o.result.ranks.map((r) => r.result as SlowResult);
+    assert.equal(recv!.messages, senders.reduce((a, x) => a + x.messages, 0), 'every message sent arrived');
+    for (const x of senders.slice(1)) assert.ok(x.ucxPeakInFlight! <= 64, `a sender held ${x.ucxPeakInFlight} unfinished UCX sends with windows of 64`);
+  });
+
   // Rendezvous payloads wait at the senders until rank 0 receives. Over TCP the receiving
   // engine pulls a payload only once a receive matches it, so each sender's first window of 64
   // cannot complete during the stall; before the pull protocol every payload crossed at once
