@@ -134,7 +134,7 @@ describe('load', () => {
   // when the receiver is full. `npm run load -- --long --only slow-blocked` measures it
   // (docs/reliability.md, "Load"; issue 16's note).
 
-  for (const [transport, count] of [['tcp', 10_000], ['ucx', 1_000]] as const) {
+  for (const [transport, count] of [['tcp', 10_000], ['ucx', 10_000]] as const) {
     test(`message flood: ${count} 16-byte messages between every ordered pair of 4 ranks over 2 nodes (${transport}) arrive complete, intact and in order per sender`,
       { ...T, skip: transport === 'ucx' && !hasUcx ? 'no UCX in the native addon' : false }, async () => {
         const o = await loadOk({

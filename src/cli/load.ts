@@ -55,7 +55,7 @@ function scenarios(long: boolean, transports: Array<'tcp' | 'ucx'>): Scenario[] 
     });
     out.push({
       name: `flood-${transport}`, mode: 'flood', ranks: 4, ppn: 2, transport,
-      params: { count: long ? 1_000_000 : transport === 'tcp' ? 10_000 : 1_000, bytes: 16, window: 64 },
+      params: { count: long ? 1_000_000 : 10_000, bytes: 16, window: 64 },
       timeoutMs: long ? 3_600_000 : 90_000,
     });
   }
