@@ -146,7 +146,7 @@ describe('collectives against a sequential reference', () => {
     }
   });
 
-  test('check and continue never passes on data that did not arrive: what a failed rank forwards fails its receivers with NBC_ERR_PEER_FAILED (host and offload, 1 and 4 nodes)', T, async () => {
+  test('chaos, cut link (wrong result): check and continue never passes on data that did not arrive: what a failed rank forwards fails its receivers with NBC_ERR_PEER_FAILED (host and offload, 1 and 4 nodes)', T, async () => {
     for (const executor of ['host', 'offload']) {
       for (const ppn of [4, 1]) {
         const r = await runOk('coll.ts', 4, ppn, ['invalid', executor]);
