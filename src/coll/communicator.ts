@@ -18,7 +18,7 @@ import { IN_PLACE } from '../p2p/constants.js';
 import type { Request } from '../p2p/request.js';
 import type { CollTarget, Executor, Plan } from '../sched/executor.js';
 import { fabricReduces } from '../sched/agg-executor.js';
-import { executorFor } from '../sched/executors.js';
+import { executorFor, releaseCommunicator } from '../sched/executors.js';
 import { ScheduleBuilder, type Schedule } from '../sched/schedule.js';
 import type { Buf, BufOrInPlace, Counts, Planner } from './args.js';
 import {
@@ -173,6 +173,12 @@ export class Communicator extends Comm {
     return (this.leanPaths ??= new LeanPaths(this.transport, { worldRanks: this.worldRanks, collCtx: this.collCtx, rank: this.rank, size: this.size }));
   }
   private leanPaths: LeanPaths | undefined = undefined;
+
+  /** Frees the communicator; the executors drop what they keep for it (the offload engine its members). */
+  override free(): void {
+    super.free();
+    releaseCommunicator(this.transport, this.collTarget);
+  }
 
   /** This communicator as the executors address it. */
   private get collTarget(): CollTarget {

@@ -22,7 +22,7 @@ import {
   align8, endpointWord, H_AUX, H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_OFFSET, H_SLICE, H_SRC, H_TAG, H_TOKEN, HEADER_BYTES,
   HEADER_WORDS, kDoorbell, KIND_ACK, KIND_COMM, KIND_DATA, KIND_EAGER, KIND_FRAG, KIND_POST, KIND_PULL, KIND_RTS, KIND_SCHED, kSleeping,
 } from '../shm/layout.js';
-import { DONE_ERROR, OF_BYTES, OF_WORDS, OffloadEngine } from '../sched/offload.js';
+import { COMM_RELEASE, DONE_ERROR, OF_BYTES, OF_WORDS, OffloadEngine } from '../sched/offload.js';
 import type { UcxPath } from '../p2p/ucx.js';
 import { AggNode } from './agg-node.js';
 import { decodeSchedule } from '../sched/wire.js';
@@ -421,6 +421,8 @@ export class Engine {
           this.offload.refuseSchedule(rank, id, (err as Error).message);
           throw err;
         }
+      } else if (i32[w + H_TAG] === COMM_RELEASE && words.length === 0) {
+        this.offload.releaseComm(rank, i32[w + H_CTX]!);
       } else {
         this.offload.registerComm(rank, i32[w + H_CTX]!, words);
       }

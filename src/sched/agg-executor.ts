@@ -31,6 +31,10 @@ export class AggExecutor implements Executor {
     if (call === undefined) return this.host.start(plan, target, tag);
     return this.engine.postTwoLevel(target, plan.send, plan.recv, tag, { ...call, kind: call.kind | TL_AGG });
   }
+
+  release(target: CollTarget): void {
+    this.engine.release(target);
+  }
 }
 
 /** The ops the fabric reduces: every predefined op but prod, as SwitchIB-2 (seed 003). */

@@ -22,6 +22,11 @@ export interface Executor {
   readonly name: string;
   /** Starts one instance of a plan, its messages tagged from `tag`; the request completes it. */
   start(plan: Plan, target: CollTarget, tag: number): Request;
+  /**
+   * The communicator `target` was freed: drop what this executor keeps for it (collectives
+   * already started finish normally). Optional.
+   */
+  release?(target: CollTarget): void;
 }
 
 /** A collective ready to start: its schedule, the bytes it reads and writes, and who runs it. */

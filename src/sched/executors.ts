@@ -9,7 +9,7 @@
 import type { CoreConfig } from '../config.js';
 import { NbcArgError } from '../errors.js';
 import type { Transport } from '../p2p/transport.js';
-import type { Executor } from './executor.js';
+import type { CollTarget, Executor } from './executor.js';
 import { AggExecutor } from './agg-executor.js';
 import { HostExecutor } from './host.js';
 import { OffloadClient } from './offload-client.js';
@@ -36,6 +36,11 @@ export const EXECUTORS: Readonly<Record<string, ExecutorRow>> = {
 };
 
 const made = new WeakMap<Transport, Map<string, Executor>>();
+
+/** Tells every executor made for `transport` that communicator `target` was freed. */
+export function releaseCommunicator(transport: Transport, target: CollTarget): void {
+  for (const ex of made.get(transport)?.values() ?? []) ex.release?.(target);
+}
 
 /** The executor `name` of a rank's transport; NbcArgError naming the registered ones if none. */
 export function executorFor(transport: Transport, config: CoreConfig, name: string, coll: string): Executor {

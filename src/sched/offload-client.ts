@@ -16,7 +16,7 @@ import { Request } from '../p2p/request.js';
 import type { Transport } from '../p2p/transport.js';
 import { KIND_COMM, KIND_POST, KIND_SCHED } from '../shm/layout.js';
 import type { CollTarget, Executor, Plan } from './executor.js';
-import { DONE_INVALID, DONE_OK, DONE_PEER_FAILED, REGISTERED_SCHEDULES } from './offload.js';
+import { COMM_RELEASE, DONE_INVALID, DONE_OK, DONE_PEER_FAILED, REGISTERED_SCHEDULES } from './offload.js';
 import { A_REDUCE, type Schedule } from './schedule.js';
 import type { TwoLevelCall } from './two-level.js';
 import { encodeSchedule } from './wire.js';
@@ -128,6 +128,16 @@ export class OffloadClient implements Executor {
    * in too: a collective may leave parts of it untouched (exscan on rank 0, gaps between
    * gatherv blocks, PROC_NULL neighbours), and copying the stage out must not overwrite them.
    */
+  /**
+   * A freed communicator: the engine forgets its members (a KIND_COMM record with H_TAG 1 and
+   * no members), after the posts already written. Without it every communicator an offloaded
+   * collective ever ran on stayed registered in the engine (the soak's residual growth).
+   */
+  release(target: OffloadTarget): void {
+    if (!this.comms.delete(target.collCtx)) return;
+    this.t.toEngine(KIND_COMM, target.collCtx, target.rank, COMM_RELEASE, 0, 0, 0, 0, new Int32Array(0));
+  }
+
   private stage(target: OffloadTarget, send: Uint8Array, recv: Uint8Array) {
     if (!this.comms.has(target.collCtx)) {
       this.t.toEngine(KIND_COMM, target.collCtx, target.rank, 0, 0, 0, 0, 0, target.worldRanks);

@@ -48,6 +48,9 @@ export const DONE_PEER_FAILED = 3;
  */
 export const DONE_INVALID = 4;
 
+/** H_TAG of a KIND_COMM record that releases a communicator (no members follow). */
+export const COMM_RELEASE = 1;
+
 /** What the offload executor needs of its engine. */
 export interface OffloadHost {
   nodeId: number;
@@ -217,6 +220,17 @@ export class OffloadEngine implements Port<OffloadRun> {
       throw new NbcArgError(why);
     }
     this.comms.set(`${ep}:${ctx}`, worldRanks);
+    this.refused.delete(`c${ep}:${ctx}`);
+  }
+
+  /** Communicators registered, over every endpoint (for tests and diagnostics). */
+  get registeredComms(): number {
+    return this.comms.size;
+  }
+
+  /** A freed communicator: forget its members (runs already started keep theirs). */
+  releaseComm(ep: number, ctx: number): void {
+    this.comms.delete(`${ep}:${ctx}`);
     this.refused.delete(`c${ep}:${ctx}`);
   }
 
