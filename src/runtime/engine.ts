@@ -20,7 +20,7 @@ import { Buffer } from 'node:buffer';
 import { NbcError, NbcInternalError, NbcNoMemError } from '../errors.js';
 import {
   align8, endpointWord, H_AUX, H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_OFFSET, H_SLICE, H_SRC, H_TAG, H_TOKEN, HEADER_BYTES,
-  HEADER_WORDS, kDoorbell, KIND_ACK, KIND_COMM, KIND_DATA, KIND_EAGER, KIND_FRAG, KIND_POST, KIND_PULL, KIND_RTS, KIND_SCHED, kSleeping,
+  HEADER_WORDS, kDoorbell, KIND_ACK, KIND_COMM, KIND_CREDIT, KIND_DATA, KIND_EAGER, KIND_FRAG, KIND_POST, KIND_PULL, KIND_RTS, KIND_SCHED, kSleeping,
 } from '../shm/layout.js';
 import { COMM_RELEASE, DONE_ERROR, OF_BYTES, OF_WORDS, OffloadEngine } from '../sched/offload.js';
 import type { UcxPath } from '../p2p/ucx.js';
@@ -39,6 +39,15 @@ export const FRAME_MSG = 1;
 export const FRAME_OFFLOAD = 2;
 /** Largest fragment of a large message on the wire. */
 export const FRAGMENT_BYTES = 1 << 20;
+/**
+ * Bytes of large messages a sending engine may push to one other node before the receiver has
+ * taken them (at most an eighth of the arena slice per node): within it a large message costs
+ * no round trip more than before the pull protocol; past it the receiver pulls, so a receiver
+ * that does not take its messages holds at most this much per sending node in its arena.
+ */
+export const PUSH_CREDIT_BYTES = 8 << 20;
+/** H_AUX of a fragment pushed within the sender's credit (not pulled). */
+const PUSHED = 1;
 
 /** What the engine needs of the node's links (implemented by net/link.ts LinkManager). */
 export interface NodeLinks {
@@ -78,11 +87,12 @@ export interface EngineStats {
   bytesReceived: number;
 }
 
-/** A pulled payload arriving in the engine's slice for one rank's matched receive. */
+/** A payload arriving in the engine's slice: pulled for a matched receive, or pushed. */
 interface Reassembly {
   rank: number;
-  /** The rank's pull id (its DATA record's H_AUX). */
+  /** The rank's pull id (its DATA record's H_AUX); -1: pushed, handed over as an RTS. */
   pull: number;
+  header: Int32Array | null;
   bytes: number;
   offset: number;
   received: number;
@@ -132,8 +142,11 @@ export class Engine {
   private readonly waitingPulls: WaitingPull[] = [];
   /** Sent RTSs whose payload waits for the receiving node's PULL, by message id. */
   private readonly outgoing = new Map<number, Outgoing>();
-  /** Engine-held RTS payloads waiting for the rank's ACK: token -> slice offset. */
-  private readonly held = new Map<number, number>();
+  /** Engine-held payloads waiting for the rank's ACK: token -> slice offset, and the node owed credit for it (-1: none). */
+  private readonly held = new Map<number, { offset: number; bytes: number; creditTo: number }>();
+  /** Push credit left towards each node (PUSH_CREDIT_BYTES at most). */
+  private readonly pushCredit: number[] = [];
+  private readonly pushCreditMax: number;
   private nextToken = 1;
   private nextMessageId = 1;
   private armed = false;
@@ -168,6 +181,9 @@ export class Engine {
     this.control = new Int32Array(shared.control);
     this.slices = shared.slices.map((s) => Buffer.from(s));
     this.allocator = new SliceAllocator(shared.layout.sliceBytes);
+    const nodes = placement.nodeOfRank.reduce((m, n) => Math.max(m, n + 1), 1);
+    this.pushCreditMax = Math.min(PUSH_CREDIT_BYTES, Math.floor(shared.layout.sliceBytes / 8 / nodes));
+    for (let n = 0; n < nodes; n++) this.pushCredit.push(this.pushCreditMax);
     for (let r = 0; r < ranks; r++) {
       this.fromRanks.push(new Ring(shared.rings, ringOffset(shared, r, this.ep), ringBytes, r, this.ep));
       this.toRanks.push(new Ring(shared.rings, ringOffset(shared, this.ep, r), ringBytes, this.ep, r));
@@ -317,10 +333,11 @@ export class Engine {
     }
     if (kind === KIND_ACK) {
       const token = i32[w + H_TOKEN]!;
-      const off = this.held.get(token);
-      if (off === undefined) throw new NbcInternalError(`engine got ACK for unknown token ${token}`);
+      const h = this.held.get(token);
+      if (h === undefined) throw new NbcInternalError(`engine got ACK for unknown token ${token}`);
       this.held.delete(token);
-      this.allocator.free(off);
+      this.allocator.free(h.offset);
+      if (h.creditTo >= 0) this.returnCredit(h.creditTo, h.bytes);
       if (this.waitingPulls.length > 0) this.startWaitingPulls();
       return;
     }
@@ -349,7 +366,14 @@ export class Engine {
       const header = new Int32Array(HEADER_WORDS);
       header.set(i32.subarray(w, w + HEADER_WORDS));
       const id = this.nextMessageId++;
-      this.outgoing.set(id, { rank, header: new Int32Array(header), node });
+      const out = { rank, header: new Int32Array(header), node };
+      if (bytes <= this.pushCredit[node]!) {
+        // Within credit: push it now, as if pulled at once.
+        this.pushCredit[node]! -= bytes;
+        this.stream(id, out, PUSHED);
+        return;
+      }
+      this.outgoing.set(id, out);
       header[H_TOKEN] = id;
       header[H_SLICE] = -1;
       header[H_OFFSET] = this.placement.nodeId;
@@ -539,6 +563,12 @@ export class Engine {
     // The frame body may not be 4-byte aligned: copy the header out.
     const header = new Int32Array(HEADER_WORDS);
     new Uint8Array(header.buffer).set(body.subarray(0, HEADER_BYTES));
+    if (header[H_KIND] === KIND_CREDIT) {
+      const n = header[H_BYTES]!;
+      if (!(n > 0) || body.byteLength !== HEADER_BYTES || !(from >= 0 && from < this.pushCredit.length)) throw new NbcInternalError(`malformed credit frame from node ${from}`);
+      this.pushCredit[from] = Math.min(this.pushCreditMax, this.pushCredit[from]! + n);
+      return;
+    }
     const dst = header[H_DST]!;
     if (!(dst >= 0 && dst < this.placement.worldSize) || this.placement.nodeOfRank[dst] !== this.placement.nodeId) {
       throw new NbcInternalError(`node ${from} sent a message for rank ${dst}, which is not on this node`);
@@ -576,14 +606,37 @@ export class Engine {
       const key = `${from}:${header[H_TOKEN]}`;
       const fragOffset = header[H_OFFSET]!;
       const n = body.byteLength - HEADER_BYTES;
-      const r = this.reassembly.get(key);
+      let r = this.reassembly.get(key);
+      if (r === undefined && header[H_AUX] === PUSHED && fragOffset === 0 && bytes > 0) {
+        // Pushed within the sender's credit: room was promised, so no room is a fatal error.
+        const off = this.allocator.alloc(bytes);
+        if (off < 0) {
+          throw new NbcNoMemError(
+            `Cannot receive a ${bytes}-byte message for rank ${dst} from node ${from}: the engine's arena slice has ` +
+            `${this.allocator.available} bytes free; expected a larger NBC_ARENA_MB`);
+        }
+        r = { rank: local, pull: -1, header, bytes, offset: off, received: 0 };
+        this.reassembly.set(key, r);
+      }
       if (r === undefined) throw new NbcInternalError(`fragment at ${fragOffset} of a message from node ${from} that nobody pulled`);
       if (fragOffset !== r.received || r.received + n > r.bytes || bytes !== r.bytes || local !== r.rank) {
         throw new NbcInternalError(`out-of-order or mismatched fragment from node ${from}`);
       }
       this.slices[this.ep]!.set(body.subarray(HEADER_BYTES), r.offset + fragOffset);
       r.received += n;
-      if (r.received === r.bytes) {
+      if (r.received === r.bytes && r.header !== null) {
+        // Pushed: handed to the rank as an RTS naming it; its ACK returns the credit.
+        this.reassembly.delete(key);
+        const rts = r.header;
+        const token = this.nextToken++;
+        rts[H_KIND] = KIND_RTS;
+        rts[H_SLICE] = this.ep;
+        rts[H_OFFSET] = r.offset;
+        rts[H_TOKEN] = token;
+        rts[H_AUX] = 0;
+        this.held.set(token, { offset: r.offset, bytes: r.bytes, creditTo: from });
+        this.deliver(r.rank, rts, null);
+      } else if (r.received === r.bytes) {
         this.reassembly.delete(key);
         const data = new Int32Array(HEADER_WORDS);
         const token = this.nextToken++;
@@ -593,7 +646,7 @@ export class Engine {
         data[H_OFFSET] = r.offset;
         data[H_TOKEN] = token;
         data[H_AUX] = r.pull;
-        this.held.set(token, r.offset);
+        this.held.set(token, { offset: r.offset, bytes: r.bytes, creditTo: -1 });
         this.deliver(r.rank, data, null);
       }
       return;
@@ -623,7 +676,7 @@ export class Engine {
   private startPull(w: WaitingPull): boolean {
     const off = this.allocator.alloc(w.bytes);
     if (off < 0) return false;
-    this.reassembly.set(`${w.node}:${w.id}`, { rank: w.rank, pull: w.pull, bytes: w.bytes, offset: off, received: 0 });
+    this.reassembly.set(`${w.node}:${w.id}`, { rank: w.rank, pull: w.pull, header: null, bytes: w.bytes, offset: off, received: 0 });
     const header = new Int32Array(HEADER_WORDS);
     header[H_KIND] = KIND_PULL;
     header[H_LEN] = HEADER_BYTES;
@@ -646,7 +699,7 @@ export class Engine {
    * Streams a pulled payload: fragments are views of the sending rank's slice (no copy), which
    * stays untouched until the rank's ACK, sent once the socket has taken the last fragment.
    */
-  private stream(id: number, out: Outgoing): void {
+  private stream(id: number, out: Outgoing, aux = 0): void {
     const rts = out.header;
     const bytes = rts[H_BYTES]!;
     const slice = rts[H_SLICE]!;
@@ -655,6 +708,7 @@ export class Engine {
     const template = new Int32Array(rts);
     template[H_KIND] = KIND_FRAG;
     template[H_TOKEN] = id;
+    template[H_AUX] = aux;
     const data = this.slices[slice]!;
     for (let done = 0; done < bytes; done += FRAGMENT_BYTES) {
       const n = Math.min(FRAGMENT_BYTES, bytes - done);
@@ -667,6 +721,17 @@ export class Engine {
         last ? () => this.guard(() => this.deliverAck(out.rank, token, slice)) : undefined);
       this.count(HEADER_BYTES + n);
     }
+  }
+
+  /** Gives `bytes` of push credit back to `node` (a pushed payload's room was freed). */
+  private returnCredit(node: number, bytes: number): void {
+    const header = new Int32Array(HEADER_WORDS);
+    header[H_KIND] = KIND_CREDIT;
+    header[H_LEN] = HEADER_BYTES;
+    header[H_BYTES] = bytes;
+    header[H_DST] = -1;
+    this.links?.send(node, FRAME_MSG, [new Uint8Array(header.buffer)]);
+    this.count(HEADER_BYTES);
   }
 
   private deliverAck(rank: number, token: number, slice: number): void {

@@ -110,6 +110,12 @@ export const KIND_COMM = 8;
  */
 export const KIND_PULL = 9;
 export const KIND_DATA = 10;
+/**
+ * Engine -> engine: `H_BYTES` of push credit returned (a pushed payload was taken and its room
+ * freed). Within its credit a sending engine pushes a large message's fragments with its RTS,
+ * as a pull would bring them, saving the round trip; past it, the receiver pulls.
+ */
+export const KIND_CREDIT = 11;
 
 export function align8(n: number): number {
   return (n + 7) & ~7;
