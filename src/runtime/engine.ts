@@ -3,13 +3,14 @@
  *
  * It owns the node's TCP links. Ranks hand it messages for other nodes through their
  * (rank -> engine) rings; it forwards them as frames. Frames from other nodes it delivers into
- * the (engine -> rank) rings. A large message is pulled, not pushed (shm/layout.ts KIND_PULL):
- * its RTS crosses alone and reaches the receiving rank with the payload still in the sender's
- * arena slice; once a receive matches it, the receiving engine reserves room in its own slice
- * and asks for it, and the payload crosses TCP as fragments of at most FRAGMENT_BYTES read
- * straight out of the sender's slice. The receiving engine's arena therefore holds only
- * payloads that matched receives wait for, and a receiver that computes holds its senders
- * back (their sends complete when pulled) instead of filling memory.
+ * the (engine -> rank) rings. A large message crosses TCP as fragments of at most
+ * FRAGMENT_BYTES read straight out of the sender's arena slice, reassembled in the receiving
+ * engine's slice. Within PUSH_CREDIT_BYTES per node pair they go at once (pushed) and reach
+ * the rank as an RTS naming them; the credit returns (KIND_CREDIT) when the rank's ACK frees
+ * the room. Past it the message is pulled (shm/layout.ts KIND_PULL): its RTS crosses alone,
+ * and only once a receive matches it does the receiving engine reserve room and ask for the
+ * fragments. So a receiver that computes holds at most the credit per sending node, and its
+ * senders wait (their sends complete when pulled) instead of filling its memory.
  *
  * The engine never blocks: it parks with Atomics.waitAsync on its doorbell, so TCP events keep
  * flowing while it waits for ranks. Where it has a core of its own (`spinUs` > 0), it first
@@ -137,7 +138,7 @@ export class Engine {
   private readingPaused = false;
   /** Per rank: 1 while draining its ring waits for a link to drain. */
   private readonly blocked: Uint8Array;
-  /** Pulls in progress by `${sender node}:${message id}`; pulls waiting for arena room, in order. */
+  /** Payloads arriving (pulled or pushed) by `${sender node}:${message id}`; pulls waiting for arena room, in order. */
   private readonly reassembly = new Map<string, Reassembly>();
   private readonly waitingPulls: WaitingPull[] = [];
   /** Sent RTSs whose payload waits for the receiving node's PULL, by message id. */
@@ -361,8 +362,9 @@ export class Engine {
       return;
     }
     if (kind === KIND_RTS) {
-      // The RTS crosses alone; the payload stays in the rank's slice until the receiving node
-      // pulls it (onFrame, KIND_PULL), and the rank's send completes after that.
+      // Within credit the fragments go now; else the RTS crosses alone and the payload stays in
+      // the rank's slice until the receiving node pulls it (onFrame, KIND_PULL). Either way the
+      // rank's send completes once the socket has taken the last fragment.
       const header = new Int32Array(HEADER_WORDS);
       header.set(i32.subarray(w, w + HEADER_WORDS));
       const id = this.nextMessageId++;
