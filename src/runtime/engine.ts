@@ -365,10 +365,8 @@ export class Engine {
       // Within credit the fragments go now; else the RTS crosses alone and the payload stays in
       // the rank's slice until the receiving node pulls it (onFrame, KIND_PULL). Either way the
       // rank's send completes once the socket has taken the last fragment.
-      const header = new Int32Array(HEADER_WORDS);
-      header.set(i32.subarray(w, w + HEADER_WORDS));
       const id = this.nextMessageId++;
-      const out = { rank, header: new Int32Array(header), node };
+      const out = { rank, header: i32.slice(w, w + HEADER_WORDS), node };
       if (bytes <= this.pushCredit[node]!) {
         // Within credit: push it now, as if pulled at once.
         this.pushCredit[node]! -= bytes;
@@ -376,6 +374,7 @@ export class Engine {
         return;
       }
       this.outgoing.set(id, out);
+      const header = new Int32Array(out.header);
       header[H_TOKEN] = id;
       header[H_SLICE] = -1;
       header[H_OFFSET] = this.placement.nodeId;
