@@ -625,30 +625,20 @@ export class Engine {
       }
       this.slices[this.ep]!.set(body.subarray(HEADER_BYTES), r.offset + fragOffset);
       r.received += n;
-      if (r.received === r.bytes && r.header !== null) {
-        // Pushed: handed to the rank as an RTS naming it; its ACK returns the credit.
+      if (r.received === r.bytes) {
+        // Pushed: handed to the rank as an RTS naming it, whose ACK returns the credit.
+        // Pulled: handed over as the DATA the rank's pull waits for.
         this.reassembly.delete(key);
-        const rts = r.header;
         const token = this.nextToken++;
-        rts[H_KIND] = KIND_RTS;
-        rts[H_SLICE] = this.ep;
-        rts[H_OFFSET] = r.offset;
-        rts[H_TOKEN] = token;
-        rts[H_AUX] = 0;
-        this.held.set(token, { offset: r.offset, bytes: r.bytes, creditTo: from });
-        this.deliver(r.rank, rts, null);
-      } else if (r.received === r.bytes) {
-        this.reassembly.delete(key);
-        const data = new Int32Array(HEADER_WORDS);
-        const token = this.nextToken++;
-        data[H_KIND] = KIND_DATA;
-        data[H_BYTES] = r.bytes;
-        data[H_SLICE] = this.ep;
-        data[H_OFFSET] = r.offset;
-        data[H_TOKEN] = token;
-        data[H_AUX] = r.pull;
-        this.held.set(token, { offset: r.offset, bytes: r.bytes, creditTo: -1 });
-        this.deliver(r.rank, data, null);
+        const record = r.header ?? new Int32Array(HEADER_WORDS);
+        record[H_KIND] = r.header !== null ? KIND_RTS : KIND_DATA;
+        record[H_BYTES] = r.bytes;
+        record[H_SLICE] = this.ep;
+        record[H_OFFSET] = r.offset;
+        record[H_TOKEN] = token;
+        record[H_AUX] = r.header !== null ? 0 : r.pull;
+        this.held.set(token, { offset: r.offset, bytes: r.bytes, creditTo: r.header !== null ? from : -1 });
+        this.deliver(r.rank, record, null);
       }
       return;
     }
