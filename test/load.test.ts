@@ -106,7 +106,8 @@ describe('load', () => {
     });
     const [recv, ...senders] = o.result.ranks.map((r) => r.result as SlowResult);
     assert.equal(recv!.messages, senders.reduce((a, x) => a + x.messages, 0), 'every message sent arrived');
-    for (const x of senders.slice(1)) assert.ok(x.ucxPeakInFlight! <= 64, `a sender held ${x.ucxPeakInFlight} unfinished UCX sends with windows of 64`);
+    // a window, plus the END message a sender posts while its last window is still out
+    for (const x of senders.slice(1)) assert.ok(x.ucxPeakInFlight! <= 64 + 1, `a sender held ${x.ucxPeakInFlight} unfinished UCX sends with windows of 64`);
   });
 
   // Rendezvous payloads wait at the senders until rank 0 receives. Over TCP a sending engine
