@@ -11,7 +11,8 @@ import { describe, test } from 'node:test';
 import { runLoad, type LoadOutcome, type LoadRun } from '../dist/bench/load.js';
 import { ucxUnavailable } from '../src/runtime/node-main.ts';
 import { UCX_HEADERS_IN_FLIGHT } from '../src/p2p/ucx.ts';
-import { PUSH_CREDIT_BYTES } from '../src/runtime/engine.ts';
+import { PUSH_CREDIT_BYTES, PUSH_MESSAGE_COST } from '../src/runtime/engine.ts';
+import { EAGER_CREDIT_BYTES, EAGER_MESSAGE_COST } from '../src/p2p/transport.ts';
 
 const T = { timeout: 120_000 };
 const hasUcx = ucxUnavailable() === null;
@@ -40,7 +41,7 @@ function stallPeaks(o: LoadOutcome): Record<string, number> {
 }
 
 interface OutstandingResult { posted: number; checked: number; completedBy: { wait: number; waitAny: number; testAny: number } }
-interface SlowResult { messages: number; bytes: number }
+interface SlowResult { messages: number; bytes: number; ucxPeakInFlight?: number; creditRendezvous?: number }
 interface FloodResult { sent: number; received: number }
 
 describe('load', () => {
@@ -79,7 +80,8 @@ describe('load', () => {
 
   // Over UCX an eager send completes on return; the sender keeps a staged copy while UCX has
   // not sent it. Before the bound the sending node grew ~10 MB/s against a computing receiver
-  // (tens of thousands of sends held); now a blocking send waits past UCX_HEADERS_IN_FLIGHT.
+  // (tens of thousands of sends held); now a blocking send waits past UCX_HEADERS_IN_FLIGHT,
+  // or once its eager credit is spent.
   test('slow receiver: 64-byte blocking sends over UCX to a computing rank hold at most UCX_HEADERS_IN_FLIGHT + 1 unfinished sends, then wait (ucx)',
     { ...T, skip: !hasUcx ? 'no UCX in the native addon' : false }, async () => {
     const o = await loadOk({
@@ -90,8 +92,14 @@ describe('load', () => {
     assert.equal(recv!.messages, senders.reduce((a, x) => a + x.messages, 0), 'every message sent arrived');
     const inter = senders.slice(1);
     for (const x of inter) assert.ok(x.ucxPeakInFlight! <= UCX_HEADERS_IN_FLIGHT + 1, `a sender held ${x.ucxPeakInFlight} unfinished UCX sends`);
-    // the bound was reached: rank 0's socket filled and the senders waited
-    assert.ok(inter.some((x) => x.ucxPeakInFlight! >= UCX_HEADERS_IN_FLIGHT), `peaks ${inter.map((x) => x.ucxPeakInFlight).join(', ')}: back-pressure never engaged`);
+    // Back-pressure engaged: rank 0's socket filled (UCX_HEADERS_IN_FLIGHT reached), or first
+    // the eager credit ran out, and a blocking send waits for its receive by rendezvous.
+    const credit = Math.floor(EAGER_CREDIT_BYTES / (64 + EAGER_MESSAGE_COST)) + 1;
+    for (const x of inter) {
+      assert.ok(x.ucxPeakInFlight! >= UCX_HEADERS_IN_FLIGHT || x.creditRendezvous! > 0,
+        `a sender's peak was ${x.ucxPeakInFlight} and it never ran out of eager credit: back-pressure never engaged`);
+      assert.ok(x.messages <= credit, `a sender completed ${x.messages} blocking sends to a rank that received none (credit covers ${credit})`);
+    }
     for (const [node, mb] of Object.entries(stallPeaks(o))) assert.ok(mb < 300, `${node} peaked at ${mb.toFixed(1)} MB while rank 0 stood still`);
   });
 
@@ -134,11 +142,33 @@ describe('load', () => {
     });
   }
 
-  // Not in the suite until it holds (no known-failing test is kept here): a receiver that keeps
-  // progressing but posts no receive (blocked on another message) moves every eager message
-  // into its unexpected queue, ~70 MB/s; bounding it needs senders to fall back to rendezvous
-  // when the receiver is full. `npm run load -- --long --only slow-blocked` measures it
-  // (docs/reliability.md, "Load"; issue 16's note).
+  // A receiver that keeps progressing but posts no receive (blocked on a message sent last)
+  // takes every eager message into its unexpected queue. Before eager credit it grew ~70 MB/s;
+  // now each sender spends at most EAGER_CREDIT_BYTES on it, and past that its small sends go
+  // by rendezvous: an RTS travels, the payload waits at the sender, the window stays pending.
+  for (const transport of ['tcp', 'ucx'] as const) {
+    test(`slow receiver: windows of 64-byte isends to a rank blocked on another receive spend the eager credit, then wait at the senders by rendezvous (${transport})`,
+      { ...T, skip: transport === 'ucx' && !hasUcx ? 'no UCX in the native addon' : false }, async () => {
+      const o = await loadOk({
+        mode: 'slow', ranks: 4, ppn: 2, transport, timeoutMs: 90_000,
+        params: { seconds: 2, bytes: 64, receiver: 'blocked', sender: 'isend', window: 64 },
+      });
+      const [recv, ...senders] = o.result.ranks.map((r) => r.result as SlowResult);
+      assert.equal(recv!.messages, senders.reduce((a, x) => a + x.messages, 0), 'every message sent arrived');
+      // The credit covers this many, then the window that ran out of it stays out. Over TCP
+      // the other node's sending engine also pushes the first rendezvous payloads (their sends
+      // complete) within PUSH_CREDIT_BYTES, at PUSH_MESSAGE_COST each besides their room.
+      const bound = Math.floor(EAGER_CREDIT_BYTES / (64 + EAGER_MESSAGE_COST)) + 64;
+      const pushed = transport === 'tcp' ? Math.floor(PUSH_CREDIT_BYTES / (64 + PUSH_MESSAGE_COST)) : 0;
+      for (const [i, x] of senders.entries()) {
+        assert.ok(x.creditRendezvous! > 0, `sender ${i + 1} never ran out of eager credit (${x.messages} messages sent)`);
+      }
+      assert.ok(senders[0]!.messages <= bound, `the intra-node sender sent ${senders[0]!.messages} messages to a rank that received none (credit covers ${bound})`);
+      const inter = senders[1]!.messages + senders[2]!.messages;
+      assert.ok(inter <= 2 * bound + pushed, `the other node's senders sent ${inter} messages to a rank that received none (credit covers ${2 * bound + pushed})`);
+      for (const [node, mb] of Object.entries(stallPeaks(o))) assert.ok(mb < 300, `${node} peaked at ${mb.toFixed(1)} MB while rank 0 stood still`);
+    });
+  }
 
   for (const [transport, count] of [['tcp', 10_000], ['ucx', 10_000]] as const) {
     test(`message flood: ${count} 16-byte messages between every ordered pair of 4 ranks over 2 nodes (${transport}) arrive complete, intact and in order per sender`,

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { run, runOk } from './helpers.ts';
+import { launch } from 'nbcoll';
+import { EAGER_MESSAGE_COST } from '../src/p2p/transport.ts';
+import { ucxUnavailable } from '../src/runtime/node-main.ts';
+import { jobPath, run, runOk } from './helpers.ts';
 
 const T = { timeout: 120_000 };
 
@@ -37,6 +40,20 @@ describe('point-to-point', () => {
       const r = await runOk('p2p.ts', n, ppn, ['order']);
       assert.equal(r.ranks[0]!.result, 'ordered');
     });
+  }
+
+  // Eager credit (transport.ts): a receiver that takes nothing holds at most the credit per
+  // sender; past it small sends go by rendezvous, and receiving gives the credit back.
+  for (const [ppn, transport] of [[2, 'tcp'], [1, 'tcp'], [1, 'ucx']] as const) {
+    test(`eager credit runs out toward a rank that receives nothing, small sends go by rendezvous, and receiving gives it back (${ppn === 2 ? 'intra-node' : `inter-node, ${transport}`})`,
+      { ...T, skip: transport === 'ucx' && ucxUnavailable() !== null ? 'no UCX in the native addon' : false }, async () => {
+        const r = await launch(jobPath('p2p.ts'), {
+          ranks: 2, ppn, transport, args: ['credit', String(100 - Math.floor(4096 / (64 + EAGER_MESSAGE_COST)))],
+          output: 'pipe', timeoutMs: 60_000, env: { NBC_EAGER_CREDIT_KB: '4' },
+        });
+        assert.equal(r.exitCode, 0, `${r.failure}\n${r.stderr}`);
+        assert.equal((r.ranks.find((x) => x.rank === 1)!.result as number[])[0], 88);
+      });
   }
 
   for (const [ppn, bytes] of [[2, 16], [2, 100_000], [1, 16], [1, 3_000_000]] as const) {

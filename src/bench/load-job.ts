@@ -118,7 +118,12 @@ export interface SlowArgs {
   bytes: number;
   /** What the receiver does meanwhile: 'compute' (no library calls) or 'blocked' (waits on a receive that comes last). */
   receiver: 'compute' | 'blocked';
-  /** How senders send: 'send' (blocking) or 'isend' (windows of `window` isends, then waitAll). */
+  /**
+   * How senders send: 'send' (blocking) or 'isend' (windows of `window` isends, tested). A
+   * blocked receiver needs 'isend': once the eager credit is spent a blocking send waits for
+   * its receive, which the receiver posts only after the release that comes last (a program
+   * MPI calls unsafe: it relies on buffering).
+   */
   sender: 'send' | 'isend';
   window?: number;
 }
@@ -133,6 +138,8 @@ export interface SlowResult {
   stall?: [number, number];
   /** Senders over UCX: the most eager sends UCX held unfinished at once (TransportStats.ucxPeakInFlight). */
   ucxPeakInFlight?: number;
+  /** Senders: small sends that went by rendezvous for want of eager credit (TransportStats.creditRendezvous). */
+  creditRendezvous?: number;
 }
 
 const TAG_DATA = 1;
@@ -192,10 +199,12 @@ function slow(w: Communicator, a: SlowArgs): SlowResult {
         out = [];
       }
     }
-    w.send(Int32Array.of(seq), 0, TAG_END);
-    if (w.rank === last) w.send(Int32Array.of(seq), 0, TAG_RELEASE);
+    // Not blocking sends: past the credit they would wait for receives that come after the release.
+    out.push(w.isend(Int32Array.of(seq), 0, TAG_END));
+    if (w.rank === last) out.push(w.isend(Int32Array.of(seq), 0, TAG_RELEASE));
     waitAll(out);
-    return { messages: seq, bytes: seq * words * 4, heapMb: Math.round(heapMb), ucxPeakInFlight: w.stats().host.ucxPeakInFlight };
+    const host = w.stats().host;
+    return { messages: seq, bytes: seq * words * 4, heapMb: Math.round(heapMb), ucxPeakInFlight: host.ucxPeakInFlight, creditRendezvous: host.creditRendezvous };
   }
   // The receiver stands still: no library call at all, or blocked on the last sender's release.
   const stallStart = Date.now();
@@ -207,8 +216,10 @@ function slow(w: Communicator, a: SlowArgs): SlowResult {
   }
   let stallEnd = Date.now(); // computing: the stall ends here; blocked: once the release arrives
   const release = new Int32Array(1);
-  w.recv(release, last, TAG_RELEASE);
-  if (a.receiver === 'blocked') stallEnd = Date.now();
+  if (a.receiver === 'blocked') {
+    w.recv(release, last, TAG_RELEASE);
+    stallEnd = Date.now();
+  }
   // Now receive everything, in order per sender (non-overtaking), checking each message.
   const m = new Int32Array(words);
   const end = new Int32Array(words);
@@ -225,6 +236,10 @@ function slow(w: Communicator, a: SlowArgs): SlowResult {
       verify(m, s, seq, 'slow receiver');
     }
   }
+  // A computing receiver takes the release last, in its sender's order: received first, it
+  // would wait behind that sender's blocking sends, which (their eager credit spent) wait for
+  // the receives above.
+  if (a.receiver === 'compute') w.recv(release, last, TAG_RELEASE);
   return { messages: total, bytes: total * words * 4, heapMb: Math.round(getHeapStatistics().total_heap_size / 1048576), stall: [stallStart, stallEnd] };
 }
 

@@ -70,9 +70,8 @@ function scenarios(long: boolean, transports: Array<'tcp' | 'ucx'>): Scenario[] 
       params: { seconds: stall, bytes: 20_000, receiver: 'compute', sender: 'isend', window: 64 }, timeoutMs: (stall + 120) * 1000, judge: bounded,
     });
     out.push({
-      name: `slow-blocked-send64-${transport}`, mode: 'slow', ranks: 4, ppn: 2, transport,
-      // known to grow (~70 MB/s): kept short in the long form too, so it cannot crowd the machine
-      params: { seconds: Math.min(stall, 6), bytes: 64, receiver: 'blocked', sender: 'send' }, timeoutMs: (stall + 120) * 1000, judge: bounded,
+      name: `slow-blocked-isend64-${transport}`, mode: 'slow', ranks: 4, ppn: 2, transport,
+      params: { seconds: stall, bytes: 64, receiver: 'blocked', sender: 'isend', window: 64 }, timeoutMs: (stall + 120) * 1000, judge: bounded,
     });
   }
   return out;

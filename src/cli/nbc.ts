@@ -78,6 +78,7 @@ program.command('node')
     const wireup = detectWireup();
     const ringKb = envInt('NBC_RING_KB');
     const arenaMb = envInt('NBC_ARENA_MB');
+    const creditKb = envInt('NBC_EAGER_CREDIT_KB');
     const code = await runNode({
       entry: resolvePath(job),
       args,
@@ -89,6 +90,7 @@ program.command('node')
       ringBytes: ringKb === undefined ? undefined : ringKb * 1024,
       sliceBytes: arenaMb === undefined ? undefined : arenaMb * 1024 * 1024,
       eagerLimit: envInt('NBC_EAGER_LIMIT'),
+      eagerCredit: creditKb === undefined ? undefined : creditKb * 1024,
       spinUs: envInt('NBC_SPIN_US'),
       yieldUs: envInt('NBC_YIELD_US'),
       engineSpinUs: envInt('NBC_ENGINE_SPIN_US'),

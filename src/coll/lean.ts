@@ -4,7 +4,9 @@
  * destinations), with messages that travel eagerly, runs here by hand straight on the
  * transport: the same messages, tags and fold order as its schedule (test/lean.test.ts proves
  * it on 1..9 ranks), without building requests and rounds. Receives read the data where it
- * lies in the ring (Transport.recvEager). A call is resolved once (views, kernel, tree) and
+ * lies in the ring (Transport.recvEager); a send that cannot go eagerly (no eager credit, a
+ * full ring) goes from a private copy and is waited for at the end (Transport.sendLean), since
+ * both sides of an exchange send first. A call is resolved once (views, kernel, tree) and
  * kept in the communicator's recent-call list.
  */
 import type { TypedArray } from '../comm/validate.js';
@@ -108,12 +110,53 @@ export class LeanPaths {
     this.size = c.size;
   }
 
-  /** Blocking dissemination barrier (n = 1) straight on the transport; same messages as its schedule. */
+  // Each runs its algorithm, then collects the sends that could not go eagerly (sendLean).
   barrier(tag: number): void {
+    try {
+      this.barrierRun(tag);
+    } catch (e) {
+      this.t.dropLean();
+      throw e;
+    }
+    this.t.finishLean();
+  }
+
+  bcast(l: LeanBcast, tag: number): void {
+    try {
+      this.bcastRun(l, tag);
+    } catch (e) {
+      this.t.dropLean();
+      throw e;
+    }
+    this.t.finishLean();
+  }
+
+  allreduce(a: LeanAllreduce, tag: number): void {
+    try {
+      this.allreduceRun(a, tag);
+    } catch (e) {
+      this.t.dropLean();
+      throw e;
+    }
+    this.t.finishLean();
+  }
+
+  alltoall(l: LeanAlltoall, tag: number): void {
+    try {
+      this.alltoallRun(l, tag);
+    } catch (e) {
+      this.t.dropLean();
+      throw e;
+    }
+    this.t.finishLean();
+  }
+
+  /** Blocking dissemination barrier (n = 1) straight on the transport; same messages as its schedule. */
+  private barrierRun(tag: number): void {
     const t = this.t;
     const p = this.size;
     for (let dist = 1; dist < p; dist *= 2) {
-      t.sendSized(EMPTY, 0, this.worldRanks[(this.rank + dist) % p]!, this.collCtx, this.rank, tag);
+      t.sendLean(EMPTY, 0, this.worldRanks[(this.rank + dist) % p]!, this.collCtx, this.rank, tag);
       const from = (this.rank - dist + p) % p;
       if (t.recvEager(this.worldRanks[from]!, this.collCtx, from, tag, 0) >= 0) t.releaseEager();
       else t.takeEarly();
@@ -121,11 +164,11 @@ export class LeanPaths {
   }
 
   /** Blocking binomial bcast straight on the transport; the same messages as its schedule. */
-  bcast(l: LeanBcast, tag: number): void {
+  private bcastRun(l: LeanBcast, tag: number): void {
     const t = this.t;
     if (l.parent >= 0) t.recvEagerInto(this.worldRanks[l.parent]!, this.collCtx, l.parent, tag, l.v, 0, l.bytes);
     for (let i = 0; i < l.children.length; i++) {
-      t.sendSized(l.v, l.bytes, this.worldRanks[l.children[i]!]!, this.collCtx, this.rank, tag);
+      t.sendLean(l.v, l.bytes, this.worldRanks[l.children[i]!]!, this.collCtx, this.rank, tag);
     }
   }
 
@@ -135,7 +178,7 @@ export class LeanPaths {
    * run straight on the transport. Per call it saves the plan, the request and the rounds,
    * which is most of the cost of an 8-byte allreduce.
    */
-  allreduce(a: LeanAllreduce, tag: number): void {
+  private allreduceRun(a: LeanAllreduce, tag: number): void {
     const t = this.t;
     const rv = a.rv;
     if (a.copyIn) copyBytes(a.sv, rv, 0, a.bytes);
@@ -146,7 +189,7 @@ export class LeanPaths {
     let newrank = rank - r;
     if (rank < 2 * r) {
       if (rank % 2 === 0) {
-        t.sendSized(rv, a.bytes, this.worldRanks[rank + 1]!, this.collCtx, rank, tag);
+        t.sendLean(rv, a.bytes, this.worldRanks[rank + 1]!, this.collCtx, rank, tag);
         newrank = -1;
       } else {
         this.foldFrom(a, rank - 1, tag, true);
@@ -157,13 +200,13 @@ export class LeanPaths {
       for (let mask = 1; mask < pp; mask <<= 1) {
         const pnr = newrank ^ mask;
         const partner = pnr < r ? pnr * 2 + 1 : pnr + r;
-        t.sendSized(rv, a.bytes, this.worldRanks[partner]!, this.collCtx, rank, tag);
+        t.sendLean(rv, a.bytes, this.worldRanks[partner]!, this.collCtx, rank, tag);
         this.foldFrom(a, partner, tag, pnr < newrank);
       }
     }
     if (rank < 2 * r) {
       if (rank % 2 === 1) {
-        t.sendSized(rv, a.bytes, this.worldRanks[rank - 1]!, this.collCtx, rank, tag);
+        t.sendLean(rv, a.bytes, this.worldRanks[rank - 1]!, this.collCtx, rank, tag);
       } else {
         t.recvEagerInto(this.worldRanks[rank + 1]!, this.collCtx, rank + 1, tag, rv, 0, a.bytes);
       }
@@ -198,7 +241,7 @@ export class LeanPaths {
    * ((rank + k) mod p, k = 1..p-1), then every block received; the same messages as its
    * schedule.
    */
-  alltoall(l: LeanAlltoall, tag: number): void {
+  private alltoallRun(l: LeanAlltoall, tag: number): void {
     const t = this.t;
     const p = this.size;
     const rank = this.rank;
@@ -206,7 +249,7 @@ export class LeanPaths {
     copyAt(l.sv, rank * B, l.rv, rank * B, B);
     for (let k = 1; k < p; k++) {
       const to = (rank + k) % p;
-      t.sendSized(l.blocks[to]!, B, this.worldRanks[to]!, this.collCtx, rank, tag);
+      t.sendLean(l.blocks[to]!, B, this.worldRanks[to]!, this.collCtx, rank, tag);
     }
     for (let k = 1; k < p; k++) {
       const from = (rank - k + p) % p;

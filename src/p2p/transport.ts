@@ -14,6 +14,17 @@
  *   receiver copies it straight into the receive buffer and answers ACK; the send completes
  *   on ACK. So message size is bounded by the arena, never by the ring.
  *
+ * Eager credit (back-pressure): an eager message is buffered by its receiver until a receive
+ * takes it, so a receiver that does not receive would otherwise let its senders fill its memory
+ * without limit. Each rank holds EAGER_CREDIT_BYTES of credit toward each other rank; an eager
+ * send spends its payload plus EAGER_MESSAGE_COST, and the receiver gives the credit back
+ * (KIND_EAGER_CREDIT, in batches of a quarter) as its receives take the messages. A small send
+ * without credit goes by rendezvous instead: its RTS still travels, so it can be matched in
+ * any order (a legal MPI program never deadlocks on credit), but its payload waits at the
+ * sender until a receive matches it, and the send completes only then (MPI's standard mode
+ * allows exactly that). What a non-receiving rank holds is thus bounded: the credit per
+ * sender, plus one RTS per send its senders have outstanding.
+ *
  * Matching: per communicator context, posted receives and unexpected messages in arrival
  * order; a message matches the first posted receive whose source and tag fit (wildcards
  * included). Each (source -> destination) pair has one FIFO path, so messages from one source
@@ -25,18 +36,32 @@ import {
 import {
   align8, endpointWord, H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_OFFSET, H_SLICE, H_SRC,
   H_AUX, H_SRC_WORLD, H_TAG, H_TOKEN, HEADER_BYTES, HEADER_WORDS, kAbortWord, kDoorbell, kSleeping, kWakeFd, KIND_ACK,
-  KIND_DATA, KIND_EAGER, KIND_PULL, KIND_RTS,
+  KIND_DATA, KIND_EAGER, KIND_EAGER_CREDIT, KIND_PULL, KIND_RTS, KIND_UCX_PULL,
 } from '../shm/layout.js';
 import { SliceAllocator } from '../shm/arena.js';
 import { ringOffset, wake, type NodeShared } from '../shm/node-shared.js';
 import { Ring } from '../shm/ring.js';
 import { ANY_SOURCE, ANY_TAG, TAG_BITS } from './constants.js';
 import { Request, type Progressor, type Status } from './request.js';
-import { UCX_HEADERS_IN_FLIGHT, type UcxPath } from './ucx.js';
+import { UCX_HEADERS_IN_FLIGHT, UCX_HELD, type UcxPath } from './ucx.js';
 import { UnexpectedQueue } from './unexpected.js';
 
 /** `route` of a rank on another node when the UCX path carries inter-node traffic. */
 export const UCX_ROUTE = -1;
+
+/**
+ * Eager credit each rank holds toward each other rank, bytes (NBC_EAGER_CREDIT_KB): what one
+ * sender can make a receiver buffer at most, in messages no receive has taken yet. 4 MiB is
+ * 500 messages at the 8 KiB eager limit, about 16,000 of 8 bytes: programs that send a few
+ * thousand small messages before their peer receives any (unsafe in MPI's terms, but they run
+ * on every MPI) still run, while a receiver that never receives holds at most this per sender.
+ */
+export const EAGER_CREDIT_BYTES = 4 * 1024 * 1024;
+/**
+ * What an eager message costs its sender's credit besides its payload: the receiver's record
+ * of it while it waits unexpected (an object and a copy, ~200 bytes of heap).
+ */
+export const EAGER_MESSAGE_COST = 256;
 /** An unexpected UCX rendezvous header: the payload waits at the sender until asked for. */
 const KIND_UCX_RTS = -KIND_RTS;
 
@@ -66,6 +91,8 @@ export interface TransportOptions {
   yieldUs?: number;
   /** The UCX path for ranks of other nodes (the UCX transport), or null: through the engine. */
   ucx?: UcxPath | null;
+  /** Eager credit toward each other rank, bytes (default EAGER_CREDIT_BYTES; 0: every send by rendezvous). */
+  eagerCredit?: number;
 }
 
 export class SendRequest extends Request {
@@ -101,9 +128,12 @@ interface Unexpected {
   slice: number;
   offset: number;
   token: number;
+  /** RTS: the endpoint (or, over UCX, the world rank) to answer; EAGER: the sender's world rank, owed the credit. */
   from: number;
   /** Sent by a collective that had already failed on its sender (constants.ts TAG_INVALID). */
   invalid: boolean;
+  /** UCX RTS: the payload is sent only once asked for (KIND_UCX_PULL), not with the RTS. */
+  held?: boolean;
 }
 
 /** Queued for a full ring: a send, an ACK, or a control record for the engine (whole record words). */
@@ -121,6 +151,11 @@ export interface TransportStats {
    * UCX_HEADERS_IN_FLIGHT + 1: past it a blocking send waits for the peer (back-pressure).
    */
   ucxPeakInFlight: number;
+  /**
+   * Sends of at most the eager limit that went by rendezvous because their receiver held back
+   * this rank's eager credit (it had not received enough of the earlier ones).
+   */
+  creditRendezvous: number;
 }
 
 /**
@@ -149,7 +184,7 @@ export class Transport implements Progressor {
   private ucxReaped = 0;
   readonly stats: TransportStats = {
     messagesSent: 0, bytesSent: 0, intraNodeMessages: 0, interNodeMessages: 0,
-    messagesReceived: 0, bytesReceived: 0, ucxPeakInFlight: 0,
+    messagesReceived: 0, bytesReceived: 0, ucxPeakInFlight: 0, creditRendezvous: 0,
   };
   private readonly outRings: Ring[] = [];
   private readonly inRings: Ring[] = [];
@@ -158,6 +193,15 @@ export class Transport implements Progressor {
   private readonly posted = new Map<number, RecvRequest[]>();
   private readonly unexpected = new Map<number, UnexpectedQueue<Unexpected>>();
   private readonly awaitingAck = new Map<number, SendRequest>();
+  /** Sends of the current lean collective not finished at once (sendLean). */
+  private leanSends: SendRequest[] = [];
+  /** UCX sends held until their receiver asks for the payload (KIND_UCX_PULL), by token. */
+  private readonly ucxHeld = new Map<number, SendRequest>();
+  /** Eager credit toward each world rank (bytes), and credit owed to each, not yet returned. */
+  private readonly credit: Int32Array;
+  private readonly owed: Int32Array;
+  private readonly creditMax: number;
+  private readonly creditBatch: number;
   /**
    * Inter-node rendezvous payloads this rank has pulled (shm/layout.ts KIND_PULL), by pull id:
    * where the payload goes (null: dropped, the receive already failed) and what completes.
@@ -219,6 +263,10 @@ export class Transport implements Progressor {
     this.sleepIdx = endpointWord(this.ep, kSleeping);
     this.doorbellIdx = endpointWord(this.ep, kDoorbell);
     this.ucx = opts.ucx ?? null;
+    this.creditMax = opts.eagerCredit ?? EAGER_CREDIT_BYTES;
+    this.creditBatch = Math.max(1, this.creditMax >> 2);
+    this.credit = new Int32Array(placement.nodeOfRank.length).fill(this.creditMax);
+    this.owed = new Int32Array(placement.nodeOfRank.length);
     // A rank that sleeps in poll(2) on its UCX worker is woken through its eventfd (wake()).
     if (this.ucx !== null) Atomics.store(this.control, endpointWord(this.ep, kWakeFd), this.ucx.wakeFd);
   }
@@ -255,7 +303,7 @@ export class Transport implements Progressor {
       this.ucxSend(req);
       return req;
     }
-    if (view.byteLength > this.eagerLimit) this.prepareRendezvous(req);
+    if (view.byteLength > this.eagerLimit || !this.spendCredit(dstWorld, view.byteLength)) this.prepareRendezvous(req);
     const q = this.outQueues[req.ep]!;
     if (q.length > 0 || !this.writeSend(req)) {
       if (q.length === 0) this.queuedEndpoints++;
@@ -281,14 +329,41 @@ export class Transport implements Progressor {
   }
 
   /**
+   * A send of the lean blocking collectives (coll/lean.ts), whose exchanges send before they
+   * receive, so their sends must not wait for the peer's receive: eager when it can be (the
+   * common case: nothing allocated); else (no eager credit left, or the ring is full) from a
+   * private copy, by rendezvous if need be, and collected by `finishLean` once the caller's
+   * own receives are done.
+   */
+  sendLean(view: Uint8Array, bytes: number, dstWorld: number, ctx: number, src: number, tag: number): void {
+    if (this.trySendEager(view, bytes, dstWorld, ctx, src, tag)) return;
+    this.leanSends.push(this.isend(view.slice(0, bytes), dstWorld, ctx, src, tag));
+  }
+
+  /** Waits for the sends `sendLean` could not finish at once; throws the first one's error. */
+  finishLean(): void {
+    if (this.leanSends.length === 0) return;
+    const reqs = this.leanSends;
+    this.leanSends = [];
+    for (const r of reqs) this.waitUntil(r);
+    for (const r of reqs) if (r.error) throw r.error;
+  }
+
+  /** Forgets the lean sends of a call that failed (they still complete, or fail, on their own). */
+  dropLean(): void {
+    this.leanSends = [];
+  }
+
+  /**
    * Sends an eager message straight into its ring, complete on return, when it can: it is
    * at most the eager limit, nothing is queued ahead of it, and the ring has room. False
    * (nothing sent) otherwise.
    */
   trySendEager(view: Uint8Array, bytes: number, dstWorld: number, ctx: number, src: number, tag: number): boolean {
-    if (bytes > this.eagerLimit) return false;
+    if (bytes > this.eagerLimit || this.credit[dstWorld]! < bytes + EAGER_MESSAGE_COST) return false;
     const ep = this.route(dstWorld);
     if (ep === UCX_ROUTE) {
+      this.credit[dstWorld]! -= bytes + EAGER_MESSAGE_COST;
       this.ucxEager(view, bytes, dstWorld, ctx, src, tag);
       if (this.trace !== null) this.trace.sends.push(dstWorld, ctx, tag, bytes);
       return true;
@@ -298,6 +373,7 @@ export class Transport implements Progressor {
     const len = align8(HEADER_BYTES + bytes);
     const at = ring.reserve(len);
     if (at < 0) return false;
+    this.credit[dstWorld]! -= bytes + EAGER_MESSAGE_COST;
     this.putHeader(ring.i32, at >> 2, KIND_EAGER, len, ctx, src, tag, bytes, dstWorld, 0, -1, 0);
     copyBytes(view, ring.u8, at + HEADER_BYTES, bytes);
     ring.publish(len);
@@ -353,19 +429,87 @@ export class Transport implements Progressor {
    */
   private ucxSend(req: SendRequest): void {
     const bytes = req.view.byteLength;
-    if (bytes <= this.eagerLimit) {
+    const small = bytes <= this.eagerLimit;
+    if (small && this.spendCredit(req.dstWorld, bytes)) {
       this.ucxEager(req.view, bytes, req.dstWorld, req.ctx, req.src, req.tag, req);
       return;
     }
     const ucx = this.ucx!;
     const token = this.nextToken++;
     this.putHeader(ucx.stage32, 0, KIND_RTS, HEADER_BYTES, req.ctx, req.src, req.tag, bytes, req.dstWorld, token, -1, 0);
+    // A large payload goes at once: UCX's own rendezvous (from 8 KiB over tcp) keeps it here
+    // until the receive is posted. A small one UCX would send eagerly, into the receiver's
+    // memory, which is what the missing credit forbids: it waits for KIND_UCX_PULL.
+    ucx.stage32[H_AUX] = small ? UCX_HELD : 0;
     ucx.sendHeader(req.dstWorld, HEADER_BYTES);
     this.countUcxSend(bytes);
-    ucx.sendData(req.dstWorld, token, req.view, (err) => {
+    if (small) {
+      this.ucxHeld.set(token, req);
+      return;
+    }
+    this.ucxSendData(req, token);
+  }
+
+  private ucxSendData(req: SendRequest, token: number): void {
+    this.ucx!.sendData(req.dstWorld, token, req.view, (err) => {
       this.ucxReaped++;
       req.complete(err ?? undefined);
     });
+  }
+
+  /**
+   * Spends the credit an eager message of `bytes` to `dst` costs; false (nothing spent, the
+   * message goes by rendezvous) when the receiver has not given enough back yet.
+   */
+  private spendCredit(dst: number, bytes: number): boolean {
+    const cost = bytes + EAGER_MESSAGE_COST;
+    const c = this.credit[dst]!;
+    if (c < cost) {
+      this.stats.creditRendezvous++;
+      return false;
+    }
+    this.credit[dst] = c - cost;
+    return true;
+  }
+
+  /**
+   * A receive took an eager message of `bytes` from world rank `from`: its credit is owed back,
+   * and returned once a batch has gathered (one record per quarter of the credit). Never
+   * progresses, so it may run while a record is held in place.
+   */
+  private owe(from: number, bytes: number): void {
+    const n = this.owed[from]! + bytes + EAGER_MESSAGE_COST;
+    if (n < this.creditBatch) {
+      this.owed[from] = n;
+      return;
+    }
+    this.owed[from] = 0;
+    const ep = this.route(from);
+    if (ep === UCX_ROUTE) {
+      const ucx = this.ucx!;
+      this.putHeader(ucx.stage32, 0, KIND_EAGER_CREDIT, HEADER_BYTES, -1, -1, -1, 0, from, n, -1, 0);
+      ucx.sendHeader(from, HEADER_BYTES);
+      return;
+    }
+    const record = new Int32Array(HEADER_WORDS);
+    record[H_KIND] = KIND_EAGER_CREDIT;
+    record[H_LEN] = HEADER_BYTES;
+    record[H_CTX] = -1;
+    record[H_SRC] = -1;
+    record[H_TAG] = -1;
+    record[H_DST] = from;
+    record[H_TOKEN] = n;
+    record[H_SLICE] = -1;
+    record[H_SRC_WORLD] = this.placement.worldRank;
+    this.queueRecord(ep, record);
+  }
+
+  /** Credit given back by world rank `from` (a KIND_EAGER_CREDIT record or header). */
+  private credited(from: number, n: number): void {
+    if (!(from >= 0 && from < this.credit.length) || !(n > 0)) {
+      throw new NbcInternalError(`malformed eager credit (${n} bytes from rank ${from})`);
+    }
+    this.credit[from] = Math.min(this.creditMax, this.credit[from]! + n);
   }
 
   private prepareRendezvous(req: SendRequest): void {
@@ -469,7 +613,11 @@ export class Transport implements Progressor {
 
   /** Writes a whole record into the ring to the engine, or queues it behind what waits there. */
   private queueToEngine(record: Int32Array): void {
-    const ep = this.engineEp;
+    this.queueRecord(this.engineEp, record);
+  }
+
+  /** Writes a whole record into the ring to endpoint `ep`, or queues it behind what waits there. */
+  private queueRecord(ep: number, record: Int32Array): void {
     const q = this.outQueues[ep]!;
     if (q.length > 0 || !this.writeRecord(ep, record)) {
       if (q.length === 0) this.queuedEndpoints++;
@@ -563,6 +711,7 @@ export class Transport implements Progressor {
             continue;
           }
           const got = i32[w + H_BYTES]!;
+          this.owe(i32[w + H_SRC_WORLD]!, got);
           this.held = ring;
           this.heldLen = i32[w + H_LEN]!;
           this.stats.messagesReceived++;
@@ -605,8 +754,10 @@ export class Transport implements Progressor {
 
   /** Whether the record at Int32 index `w` is the message `recvEager` waits for. */
   private wanted(i32: Int32Array, w: number): boolean {
-    return i32[w + H_TAG] === this.wantTag && i32[w + H_SRC] === this.wantSrc &&
-      i32[w + H_CTX] === this.wantCtx && i32[w + H_KIND] !== KIND_ACK;
+    if (i32[w + H_TAG] !== this.wantTag || i32[w + H_SRC] !== this.wantSrc || i32[w + H_CTX] !== this.wantCtx) return false;
+    // Only a message: an ACK's other words are stale, a DATA record's are its RTS's.
+    const kind = i32[w + H_KIND];
+    return kind === KIND_EAGER || kind === KIND_RTS;
   }
 
   /** `recvEager`, then its payload copied into `into` at byte `at`, and the record released. */
@@ -643,6 +794,7 @@ export class Transport implements Progressor {
     this.stats.bytesReceived += m.bytes;
     if (this.trace !== null) this.trace.recvs.push(src, ctx, tag, m.bytes);
     if (m.kind === KIND_EAGER) {
+      this.owe(m.from, m.bytes);
       this.early = m.data!;
     } else if (m.kind === KIND_UCX_RTS) {
       this.early = this.ucxFetch(m);
@@ -763,7 +915,7 @@ export class Transport implements Progressor {
 
   private deliverUnexpected(req: RecvRequest, m: Unexpected): void {
     if (m.kind === KIND_UCX_RTS) {
-      this.ucxReceive(req, m.from, m.src, m.tag, m.bytes, m.token, m.invalid);
+      this.ucxReceive(req, m.from, m.src, m.tag, m.bytes, m.token, m.invalid, m.held === true);
       return;
     }
     if (m.kind === KIND_RTS && m.slice < 0) {
@@ -771,6 +923,7 @@ export class Transport implements Progressor {
       return;
     }
     if (m.kind === KIND_EAGER) {
+      this.owe(m.from, m.bytes);
       if (this.finishRecv(req, m.src, m.tag, m.bytes, m.invalid)) req.view.set(m.data!);
       if (!req.done) req.complete();
       return;
@@ -791,6 +944,10 @@ export class Transport implements Progressor {
       this.pulled(i32[w + H_AUX]!, i32[w + H_SLICE]!, i32[w + H_OFFSET]!, i32[w + H_BYTES]!, i32[w + H_TOKEN]!);
       return;
     }
+    if (kind === KIND_EAGER_CREDIT) {
+      this.credited(i32[w + H_SRC_WORLD]!, i32[w + H_TOKEN]!);
+      return;
+    }
     if (kind === KIND_ACK) {
       const token = i32[w + H_TOKEN]!;
       const req = this.awaitingAck.get(token);
@@ -808,13 +965,15 @@ export class Transport implements Progressor {
     const bytes = i32[w + H_BYTES]!;
     const req = this.takePosted(ctx, src, tag);
     if (kind === KIND_EAGER) {
+      const from = i32[w + H_SRC_WORLD]!;
       if (req !== null) {
+        this.owe(from, bytes);
         if (this.finishRecv(req, src, tag, bytes, invalid)) copyAt(ring.u8, at + HEADER_BYTES, req.view, 0, bytes);
         if (!req.done) req.complete();
         return;
       }
       const data = ring.u8.slice(at + HEADER_BYTES, at + HEADER_BYTES + bytes);
-      this.pushUnexpected(ctx, { kind, src, tag, bytes, data, slice: -1, offset: 0, token: 0, from: ring.from, invalid });
+      this.pushUnexpected(ctx, { kind, src, tag, bytes, data, slice: -1, offset: 0, token: 0, from, invalid });
       return;
     }
     if (kind === KIND_RTS) {
@@ -854,10 +1013,23 @@ export class Transport implements Progressor {
     const invalid = rawTag < 0;
     const bytes = i32[H_BYTES]!;
     const from = i32[H_SRC_WORLD]!;
+    if (kind === KIND_EAGER_CREDIT) {
+      this.credited(from, i32[H_TOKEN]!);
+      return;
+    }
+    if (kind === KIND_UCX_PULL) {
+      const token = i32[H_TOKEN]!;
+      const held = this.ucxHeld.get(token);
+      if (held === undefined || held.dstWorld !== from) throw new NbcInternalError(`rank ${from} asked over UCX for the payload of send ${token}, which this rank does not hold for it`);
+      this.ucxHeld.delete(token);
+      this.ucxSendData(held, token);
+      return;
+    }
     const req = this.takePosted(ctx, src, tag);
     if (kind === KIND_EAGER) {
       if (len !== HEADER_BYTES + bytes) throw new NbcInternalError(`a ${len}-byte UCX eager message from rank ${from} announces ${bytes} payload bytes`);
       if (req !== null) {
+        this.owe(from, bytes);
         if (this.finishRecv(req, src, tag, bytes, invalid)) copyAt(ucx.inbox, HEADER_BYTES, req.view, 0, bytes);
         if (!req.done) req.complete();
         return;
@@ -868,8 +1040,9 @@ export class Transport implements Progressor {
     }
     if (kind === KIND_RTS) {
       const token = i32[H_TOKEN]!;
-      if (req !== null) this.ucxReceive(req, from, src, tag, bytes, token, invalid);
-      else this.pushUnexpected(ctx, { kind: KIND_UCX_RTS, src, tag, bytes, data: null, slice: -1, offset: 0, token, from, invalid });
+      const held = i32[H_AUX] === UCX_HELD;
+      if (req !== null) this.ucxReceive(req, from, src, tag, bytes, token, invalid, held);
+      else this.pushUnexpected(ctx, { kind: KIND_UCX_RTS, src, tag, bytes, data: null, slice: -1, offset: 0, token, from, invalid, held });
       return;
     }
     throw new NbcInternalError(`unknown UCX message kind ${kind} from rank ${from}`);
@@ -880,13 +1053,22 @@ export class Transport implements Progressor {
    * payload longer than the buffer is still taken (into scratch memory, then dropped), so the
    * sender completes, and the receive fails with NBC_ERR_TRUNCATE.
    */
-  private ucxReceive(req: RecvRequest, from: number, src: number, tag: number, bytes: number, token: number, invalid: boolean): void {
+  private ucxReceive(req: RecvRequest, from: number, src: number, tag: number, bytes: number, token: number,
+    invalid: boolean, held: boolean): void {
     const fits = this.finishRecv(req, src, tag, bytes, invalid);
     const into = fits ? req.view.subarray(0, bytes) : new Uint8Array(bytes);
     this.ucx!.recvData(from, token, into, (err) => {
       this.ucxReaped++;
       if (!req.done) req.complete(err ?? undefined);
     });
+    if (held) this.askUcx(from, token);
+  }
+
+  /** Asks `from` for the payload of its held send `token`; the receive for it is posted first. */
+  private askUcx(from: number, token: number): void {
+    const ucx = this.ucx!;
+    this.putHeader(ucx.stage32, 0, KIND_UCX_PULL, HEADER_BYTES, -1, -1, -1, 0, from, token, -1, 0);
+    ucx.sendHeader(from, HEADER_BYTES);
   }
 
   /**
@@ -939,6 +1121,7 @@ export class Transport implements Progressor {
     const into = new Uint8Array(m.bytes);
     const req = new Request(this);
     this.ucx!.recvData(m.from, m.token, into, (err) => req.complete(err ?? undefined));
+    if (m.held === true) this.askUcx(m.from, m.token);
     this.waitUntil(req);
     if (req.error) throw req.error;
     return into;

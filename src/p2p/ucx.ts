@@ -10,7 +10,10 @@
  * - for RTS, the payload as a second message tagged DATA_BIT | sender's world rank << 32 |
  *   token, which the receiver asks for with an exact-tag receive straight into the matched
  *   receive buffer once it matched the header. UCX moves it by its own rendezvous protocol, so
- *   the payload is never staged and any size goes.
+ *   the payload is never staged and any size goes. A small payload (sent by rendezvous for
+ *   want of eager credit) UCX would push eagerly, so its RTS says UCX_HELD, and the sender
+ *   sends it only when the receiver, its receive posted, asks with a KIND_UCX_PULL header;
+ * - KIND_EAGER_CREDIT headers give eager credit back (transport.ts).
  * Headers from one sender arrive in the order they were sent (one endpoint, one tag space,
  * one header receive posted at a time), so messages are never overtaken.
  *
@@ -30,6 +33,12 @@ export type UcxAddon = Required<Pick<NativeAddon,
 export function isUcxAddon(addon: NativeAddon | null): addon is NativeAddon & UcxAddon {
   return addon !== null && addon.ucxPoll !== undefined && addon.pollFds !== undefined;
 }
+
+/**
+ * H_AUX of an RTS header whose payload the sender holds until asked (KIND_UCX_PULL): a small
+ * message sent without eager credit (transport.ts), which UCX would otherwise deliver eagerly.
+ */
+export const UCX_HELD = 1;
 
 const DATA_BIT = 1n << 63n;
 const ALL_BITS = (1n << 64n) - 1n;

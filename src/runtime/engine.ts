@@ -21,7 +21,7 @@ import { Buffer } from 'node:buffer';
 import { NbcError, NbcInternalError, NbcNoMemError } from '../errors.js';
 import {
   align8, endpointWord, H_AUX, H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_OFFSET, H_SLICE, H_SRC, H_TAG, H_TOKEN, HEADER_BYTES,
-  HEADER_WORDS, kDoorbell, KIND_ACK, KIND_COMM, KIND_CREDIT, KIND_DATA, KIND_EAGER, KIND_FRAG, KIND_POST, KIND_PULL, KIND_RTS, KIND_SCHED, kSleeping,
+  HEADER_WORDS, kDoorbell, KIND_ACK, KIND_COMM, KIND_CREDIT, KIND_DATA, KIND_EAGER, KIND_EAGER_CREDIT, KIND_FRAG, KIND_POST, KIND_PULL, KIND_RTS, KIND_SCHED, kSleeping,
 } from '../shm/layout.js';
 import { COMM_RELEASE, DONE_ERROR, OF_BYTES, OF_WORDS, OffloadEngine } from '../sched/offload.js';
 import type { UcxPath } from '../p2p/ucx.js';
@@ -29,7 +29,7 @@ import { AggNode } from './agg-node.js';
 import { decodeSchedule } from '../sched/wire.js';
 import { interNodeSchedule } from '../coll/select.js';
 import type { CoreConfig } from '../config.js';
-import { SliceAllocator } from '../shm/arena.js';
+import { allocationBytes, SliceAllocator } from '../shm/arena.js';
 import { ringOffset, wake, type NodeShared } from '../shm/node-shared.js';
 import { Ring } from '../shm/ring.js';
 import type { Placement } from '../p2p/transport.js';
@@ -47,6 +47,16 @@ export const FRAGMENT_BYTES = 1 << 20;
  * that does not take its messages holds at most this much per sending node in its arena.
  */
 export const PUSH_CREDIT_BYTES = 8 << 20;
+/**
+ * What a pushed message costs the push credit: its room in the receiving arena, plus what the
+ * receiving rank keeps of it while no receive takes it (its RTS record, ~200 bytes of heap),
+ * so that many tiny pushed payloads (small sends that ran out of eager credit) are bounded in
+ * number as well as in bytes.
+ */
+function pushCost(bytes: number): number {
+  return allocationBytes(bytes) + PUSH_MESSAGE_COST;
+}
+export const PUSH_MESSAGE_COST = 256;
 /** H_AUX of a fragment pushed within the sender's credit (not pulled). */
 const PUSHED = 1;
 
@@ -338,7 +348,7 @@ export class Engine {
       if (h === undefined) throw new NbcInternalError(`engine got ACK for unknown token ${token}`);
       this.held.delete(token);
       this.allocator.free(h.offset);
-      if (h.creditTo >= 0) this.returnCredit(h.creditTo, h.bytes);
+      if (h.creditTo >= 0) this.returnCredit(h.creditTo, pushCost(h.bytes));
       if (this.waitingPulls.length > 0) this.startWaitingPulls();
       return;
     }
@@ -352,7 +362,8 @@ export class Engine {
       throw new NbcInternalError(`rank ${rank} routed a message for rank ${dst} through the engine`);
     }
     const bytes = i32[w + H_BYTES]!;
-    if (kind === KIND_EAGER) {
+    if (kind === KIND_EAGER || kind === KIND_EAGER_CREDIT) {
+      if (kind === KIND_EAGER_CREDIT && bytes !== 0) throw new NbcInternalError(`rank ${rank} sent an eager credit record with a payload`);
       // One copy out of the ring into a frame buffer: the ring slot is reused as soon as we
       // release it, while the socket may hold the frame for a while.
       const frame = Buffer.allocUnsafe(HEADER_BYTES + bytes);
@@ -367,9 +378,10 @@ export class Engine {
       // rank's send completes once the socket has taken the last fragment.
       const id = this.nextMessageId++;
       const out = { rank, header: i32.slice(w, w + HEADER_WORDS), node };
-      if (bytes <= this.pushCredit[node]!) {
+      const room = pushCost(bytes);
+      if (room <= this.pushCredit[node]!) {
         // Within credit: push it now, as if pulled at once.
-        this.pushCredit[node]! -= bytes;
+        this.pushCredit[node]! -= room;
         this.stream(id, out, PUSHED);
         return;
       }
@@ -584,6 +596,12 @@ export class Engine {
       this.deliver(local, header, body.subarray(HEADER_BYTES));
       return;
     }
+    if (kind === KIND_EAGER_CREDIT) {
+      // A receiving rank gives a sending rank of this node its eager credit back.
+      if (body.byteLength !== HEADER_BYTES || bytes !== 0) throw new NbcInternalError(`malformed eager credit frame from node ${from}`);
+      this.deliver(local, header, null);
+      return;
+    }
     if (kind === KIND_RTS) {
       // The payload waits at the sender: the rank pulls it once a receive matches.
       if (body.byteLength !== HEADER_BYTES || header[H_SLICE] !== -1 || header[H_OFFSET] !== from) {
@@ -608,7 +626,7 @@ export class Engine {
       const fragOffset = header[H_OFFSET]!;
       const n = body.byteLength - HEADER_BYTES;
       let r = this.reassembly.get(key);
-      if (r === undefined && header[H_AUX] === PUSHED && fragOffset === 0 && bytes > 0) {
+      if (r === undefined && header[H_AUX] === PUSHED && fragOffset === 0 && bytes >= 0) {
         // Pushed within the sender's credit: room was promised, so no room is a fatal error.
         const off = this.allocator.alloc(bytes);
         if (off < 0) {
@@ -652,7 +670,7 @@ export class Engine {
    */
   private pull(rank: number, pull: number, node: number, id: number, bytes: number, srcWorld: number): void {
     const p = this.placement;
-    if (!(srcWorld >= 0 && srcWorld < p.worldSize) || p.nodeOfRank[srcWorld] !== node || node === p.nodeId || !(bytes > 0)) {
+    if (!(srcWorld >= 0 && srcWorld < p.worldSize) || p.nodeOfRank[srcWorld] !== node || node === p.nodeId || !(bytes >= 0)) {
       throw new NbcInternalError(`rank ${rank} of node ${p.nodeId} pulled message ${id} of node ${node} (rank ${srcWorld}, ${bytes} bytes), which no node offered`);
     }
     if (bytes > this.allocator.size) {
@@ -701,7 +719,8 @@ export class Engine {
     template[H_TOKEN] = id;
     template[H_AUX] = aux;
     const data = this.slices[slice]!;
-    for (let done = 0; done < bytes; done += FRAGMENT_BYTES) {
+    // At least one fragment: an empty message (a small send without eager credit) is one too.
+    for (let done = 0; done < bytes || done === 0; done += FRAGMENT_BYTES) {
       const n = Math.min(FRAGMENT_BYTES, bytes - done);
       const header = new Int32Array(template);
       header[H_OFFSET] = done;

@@ -42,6 +42,8 @@ export interface NodeOptions {
   ringBytes?: number;
   sliceBytes?: number;
   eagerLimit?: number;
+  /** Eager credit per ordered pair of ranks, bytes (p2p/transport.ts EAGER_CREDIT_BYTES). */
+  eagerCredit?: number;
   spinUs?: number;
   /** The yield phase of a wait on an oversubscribed host (us); default DEFAULT_YIELD_US. */
   yieldUs?: number;
@@ -362,6 +364,7 @@ export async function runNode(o: NodeOptions): Promise<number> {
       entry: o.entry,
       args: o.args,
       eagerLimit: o.eagerLimit,
+      eagerCredit: o.eagerCredit,
       spinUs,
       offloadSpinUs,
       oversubscribed,

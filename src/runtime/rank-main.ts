@@ -25,6 +25,7 @@ export interface RankBoot {
   entry: string;
   args: string[];
   eagerLimit?: number;
+  eagerCredit?: number;
   spinUs?: number;
   /**
    * How long a rank waiting for an offloaded collective spins before parking, where its engine
@@ -72,7 +73,7 @@ if (boot.ucx === true) {
   ucx.setAddresses(msg.addresses);
 }
 const transport = new Transport(boot.shared, boot.placement, {
-  eagerLimit, spinUs: boot.spinUs, yieldFn, yieldUs: boot.yieldUs, ucx,
+  eagerLimit, eagerCredit: boot.eagerCredit, spinUs: boot.spinUs, yieldFn, yieldUs: boot.yieldUs, ucx,
 });
 const rc: RankContext = {
   transport,

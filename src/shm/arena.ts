@@ -8,6 +8,11 @@ import { NbcInternalError } from '../errors.js';
 
 const ALIGN = 64;
 
+/** The room an allocation of `bytes` takes (at least one 64-byte unit, even for none). */
+export function allocationBytes(bytes: number): number {
+  return Math.max(ALIGN, (bytes + ALIGN - 1) & ~(ALIGN - 1));
+}
+
 export class SliceAllocator {
   /** Free blocks as parallel arrays of offsets and lengths, sorted by offset. */
   private offs: number[];
@@ -27,7 +32,7 @@ export class SliceAllocator {
 
   /** Returns the byte offset of `bytes` bytes, or -1 when no block fits. */
   alloc(bytes: number): number {
-    const len = Math.max(ALIGN, (bytes + ALIGN - 1) & ~(ALIGN - 1));
+    const len = allocationBytes(bytes);
     for (let i = 0; i < this.offs.length; i++) {
       const blockLen = this.lens[i]!;
       if (blockLen < len) continue;

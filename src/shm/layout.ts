@@ -116,6 +116,18 @@ export const KIND_DATA = 10;
  * as a pull would bring them, saving the round trip; past it, the receiver pulls.
  */
 export const KIND_CREDIT = 11;
+/**
+ * Rank -> rank: eager credit returned (p2p/transport.ts, "Eager credit"): the receiving rank
+ * (H_SRC_WORLD) gives the sending rank (H_DST) back H_TOKEN bytes of credit, as its receives
+ * took the sender's eager messages. No payload. Engines forward it like an eager message;
+ * over UCX it is a header message.
+ */
+export const KIND_EAGER_CREDIT = 12;
+/**
+ * UCX only, rank -> rank: send the payload of held rendezvous H_TOKEN now (the receiver has
+ * matched it and posted the receive for it). See p2p/ucx.ts.
+ */
+export const KIND_UCX_PULL = 13;
 
 export function align8(n: number): number {
   return (n + 7) & ~7;

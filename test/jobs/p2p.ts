@@ -103,6 +103,45 @@ const modes: Record<string, (w: Communicator, args: string[]) => unknown> = {
     return 'ordered';
   },
 
+  credit(w, args) {
+    // Run with NBC_EAGER_CREDIT_KB=4: rank 1 holds 4096 bytes of eager credit toward rank 0,
+    // 12 messages of 64 bytes (64 + EAGER_MESSAGE_COST each). Twice, rank 1 isends 100 of
+    // them while rank 0 receives none (it waits in a barrier): the first 12 go eagerly, the
+    // other 88 by rendezvous, and stay pending. Rank 0 then receives all, which gives the
+    // credit back (in batches, before its barrier messages on the same path), so the second
+    // round spends as much again: the credit came back, and nothing was lost. (The barriers'
+    // own eager messages spend 256 bytes each too, owed back only once a batch has gathered:
+    // the second round may find one message's worth less.)
+    const n = 100;
+    const expect = Number(args[1]);
+    const rounds: number[] = [];
+    for (let round = 0; round < 2; round++) {
+      if (w.rank === 1) {
+        const before = w.stats().host.creditRendezvous;
+        const reqs: Request[] = [];
+        for (let i = 0; i < n; i++) reqs.push(w.isend(new Int32Array(16).fill(round * n + i), 0, 5));
+        rounds.push(w.stats().host.creditRendezvous - before);
+        w.barrier();
+        waitAll(reqs);
+      } else if (w.rank === 0) {
+        w.barrier();
+        const b = new Int32Array(16);
+        for (let i = 0; i < n; i++) {
+          w.recv(b, 1, 5);
+          assert.ok(b.every((x) => x === round * n + i), `round ${round}: message ${i} holds ${b[0]}`);
+        }
+      } else {
+        w.barrier();
+      }
+      w.barrier();
+    }
+    if (w.rank === 1) {
+      assert.equal(rounds[0], expect, 'sends by rendezvous for want of credit, first round');
+      assert.ok(rounds[1] === expect || rounds[1] === expect + 1, `second round: ${rounds[1]} sends by rendezvous, expected ${expect} (+1): the credit did not come back`);
+    }
+    return rounds;
+  },
+
   truncate(w, args) {
     const bytes = Number(args[1] ?? 16);
     if (w.rank === 1) {
