@@ -110,40 +110,29 @@ export class LeanPaths {
     this.size = c.size;
   }
 
-  // Each runs its algorithm, then collects the sends that could not go eagerly (sendLean).
   barrier(tag: number): void {
-    try {
-      this.barrierRun(tag);
-    } catch (e) {
-      this.t.dropLean();
-      throw e;
-    }
-    this.t.finishLean();
+    this.collected(this.barrierRun, null, tag);
   }
 
   bcast(l: LeanBcast, tag: number): void {
-    try {
-      this.bcastRun(l, tag);
-    } catch (e) {
-      this.t.dropLean();
-      throw e;
-    }
-    this.t.finishLean();
+    this.collected(this.bcastRun, l, tag);
   }
 
   allreduce(a: LeanAllreduce, tag: number): void {
-    try {
-      this.allreduceRun(a, tag);
-    } catch (e) {
-      this.t.dropLean();
-      throw e;
-    }
-    this.t.finishLean();
+    this.collected(this.allreduceRun, a, tag);
   }
 
   alltoall(l: LeanAlltoall, tag: number): void {
+    this.collected(this.alltoallRun, l, tag);
+  }
+
+  /**
+   * Runs an algorithm, then collects the sends that could not go eagerly (sendLean); a call
+   * that fails forgets them. The method is passed unbound (no closure per call).
+   */
+  private collected<A>(run: (this: this, arg: A, tag: number) => void, arg: A, tag: number): void {
     try {
-      this.alltoallRun(l, tag);
+      run.call(this, arg, tag);
     } catch (e) {
       this.t.dropLean();
       throw e;
@@ -152,7 +141,7 @@ export class LeanPaths {
   }
 
   /** Blocking dissemination barrier (n = 1) straight on the transport; same messages as its schedule. */
-  private barrierRun(tag: number): void {
+  private barrierRun(_none: null, tag: number): void {
     const t = this.t;
     const p = this.size;
     for (let dist = 1; dist < p; dist *= 2) {
