@@ -52,7 +52,7 @@ for coll in $COLLS; do
       tag="$coll-$ranks-$ppn-$alg"
       if $NBC bench "$coll" --ranks "$ranks" --ppn "$ppn" --algorithm "$alg" --sizes "$SIZES" --iters "$ITERS" --plain \
           --json "$OUT/val/bench-$tag.json" > /dev/null 2> "$OUT/val/bench-$tag.err"; then
-        $NBC sim "$coll" --ranks "$ranks" --ppn "$ppn" --algorithm "$alg" --sizes "$SIZES" --params "$OUT/loggp.json" \
+        $NBC sim "$coll" --ranks "$ranks" --ppn "$ppn" --algorithm "$alg" --sizes "$SIZES" --params "$OUT/loggp.json" --after-barrier --host-cores "$(nproc)" \
           --json "$OUT/val/sim-$tag.json" > /dev/null 2>> "$OUT/val/bench-$tag.err"
         echo "  $tag"
       else

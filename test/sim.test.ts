@@ -3,10 +3,13 @@ import { test } from 'node:test';
 import { ScheduleBuilder, RECV, SEND, type Schedule } from '../src/sched/schedule.ts';
 import { select } from '../src/coll/select.ts';
 import { DEFAULT_CONFIG } from '../src/config.ts';
-import { buildProgram, programOf, runProgram, simulate, toGoal, PRESETS, parseSimParams, DEFAULT_SIM_PARAMS, type CallSpec, type SimNoise, type SimParams } from '../src/sim/index.ts';
+import { buildProgram, programOf, runProgram, simulate, toGoal, PRESETS, parseSimParams, crowdedParams, DEFAULT_SIM_PARAMS, type CallSpec, type SimNoise, type SimParams } from '../src/sim/index.ts';
 import { parseSimOp } from '../src/cli/sim.ts';
 import { fitLogGOPS } from '../src/sim/calibrate.ts';
 import { EventQueue } from '../src/sim/heap.ts';
+import type { LogGPJobArgs, LogGPJobResult } from '../src/sim/loggp-job.ts';
+import { fileURLToPath } from 'node:url';
+import { launch } from 'nbcoll';
 
 /** Round numbers, so every expected time below can be checked by hand. */
 const P: SimParams = {
@@ -55,6 +58,52 @@ test('a 4-rank recursive-doubling allreduce of 8 B matches the hand-computed Log
   const r = runProgram(prog, P);
   near(r.done, [14.196, 14.188, 14.188, 14.18], 'recursive doubling');
   assert.ok(Math.abs(r.latencyUs - 14.196) < 1e-9);
+});
+
+test('ranks that start late receive what arrived before, and nbcbench timing measures each from its own barrier exit', { timeout: 5_000 }, () => {
+  // Rank 0 starts at 3: the message leaves at 4 and arrives 4 + 100 x 0.01 + 5 = 10. Rank 1
+  // posts its receive at 10 (or long before, at 1): either way it receives from 10 to 11.
+  near(runProgram(programOf(ping(101)), P, { startAt: new Float64Array([3, 10]) }).done, [4, 11], 'late receiver');
+  near(runProgram(programOf(ping(101)), P, { startAt: new Float64Array([3, 1]) }).done, [4, 11], 'early receiver');
+  // 4 ranks on 2 nodes: the hier barrier lets the leaders (0, 2) out at 9.5 and the others at
+  // 11, so ranks 1 and 3 call the bcast 1.5 us late. A binomial bcast from rank 0, all starting
+  // at 0, ends on rank 3 at 9.084; rank 3 starting at 1.5 ends at 9.084 + 1.5 (it only waits for
+  // data), so the slowest rank's own time falls to 7.584 and nothing else is slower.
+  const exits = runProgram(buildProgram({ coll: 'barrier', ranks: 4, ppn: 2, executor: 'host', bytes: 0 }, P), P).done;
+  near(exits, [9.5, 11, 9.5, 11], 'barrier exits');
+  const spec = { coll: 'bcast', ranks: 4, ppn: 2, executor: 'host', algorithm: 'binomial' } as const;
+  assert.ok(Math.abs(simulate(spec, [8], P)[0]!.latencyUs - 9.084) < 1e-9, 'all start together');
+  assert.ok(Math.abs(simulate(spec, [8], P, { afterBarrier: true })[0]!.latencyUs - 7.584) < 1e-9, 'after a barrier');
+});
+
+test('a host crowded with ranks takes the calibrated crowd levels, interpolated, and says so', { timeout: 5_000 }, () => {
+  const path = (L: number) => ({ L, o: L / 10, g: L / 10, G: 0, O: 0, S: 1000 });
+  const crowded: SimParams = { ...P, net: path(5), shm: path(1), crowd: { cores: 2, levels: [{ ranks: 4, shm: path(10), net: path(50) }, { ranks: 16, shm: path(40), net: path(200) }] } };
+  assert.deepEqual(parseSimParams(crowded, 'c.json'), crowded);
+  assert.equal(crowdedParams(crowded, 2, 2).params, crowded, 'ranks fit the cores: unchanged');
+  // 3 ranks on 2 cores = 1.5 per core: halfway from the base (1 per core) to the 4-rank level (2).
+  const mid = crowdedParams(crowded, 3, 2);
+  assert.equal(mid.params.net.L, 27.5);
+  assert.equal(mid.params.shm.L, 5.5);
+  assert.match(mid.note, /crowd levels 1 and 2 per core, interpolated/);
+  // 10 ranks = 5 per core: halfway between the levels at 2 and 8 per core.
+  assert.equal(crowdedParams(crowded, 10, 2).params.net.L, 125);
+  // Beyond the last level: the last level, said.
+  const far = crowdedParams(crowded, 64, 2);
+  assert.equal(far.params.net.L, 200);
+  assert.match(far.note, /last crowd level measured is 8/);
+  // A 16-core host of the same crowd (same ranks per core) is priced the same.
+  assert.equal(crowdedParams(crowded, 80, 16).params.net.L, 125);
+  // Parameters without levels (a preset) are left alone, and the note says why.
+  const none = crowdedParams(P, 8, 2);
+  assert.equal(none.params, P);
+  assert.match(none.note, /no crowd levels/);
+  assert.throws(() => parseSimParams({ ...crowded, crowd: { cores: 2, levels: [{ ranks: 2, shm: path(1), net: path(1) }] } }, 'c.json'), {
+    code: 'NBC_ERR_ARG', message: 'Cannot use the simulator parameters from c.json: crowd.levels[0].ranks is 2; expected an integer above crowd.cores (2)',
+  });
+  assert.throws(() => parseSimParams({ ...crowded, crowd: { cores: 2, levels: [{ ranks: 4, shm: path(1) }] } }, 'c.json'), {
+    code: 'NBC_ERR_ARG', message: 'Cannot use the simulator parameters from c.json: crowd.levels[0].net is missing; expected { L, o, g, G, O, S }',
+  });
 });
 
 test('a binomial bcast over two nodes of two ranks uses the network once and shared memory inside nodes', { timeout: 5_000 }, () => {
@@ -295,4 +344,25 @@ test('the LogGP fit takes G from the ping-pong slope, g from the trains, and kee
   assert.ok(Math.abs(slow.o - 4.5) < 1e-12 && Math.abs(slow.L - 1) < 1e-12, 'o capped at 0.45 x one way');
   assert.ok(Math.abs(slow.G - 0.0005) < 1e-12 && Math.abs(slow.O - 0.0005) < 1e-12, 'shm splits the slope between G and O');
   assert.equal(slow.g, 4.5, 'g is never below o');
+});
+
+test('the LogGP job measures every pair at once: XOR 1 inside a node, XOR ppn across nodes', { timeout: 60_000 }, async () => {
+  const job = fileURLToPath(new URL('../dist/sim/loggp-job.js', import.meta.url));
+  for (const stride of [1, 2]) {
+    const args: LogGPJobArgs = { sizes: [1, 4096], maxTrain: 4, budgetMs: 100, minRounds: 5, stride, stat: 'median' };
+    const r = await launch(job, { ranks: 4, ppn: 2, args: [JSON.stringify(args)], output: 'pipe', timeoutMs: 30_000 });
+    assert.equal(r.exitCode, 0, `${r.failure}\n${r.stderr}`);
+    // The lower rank of each pair measures: 0 and 1 (stride 1: pairs 0-1, 2-3; stride 2: 0-2, 1-3).
+    const leads = r.ranks.filter((x) => x.result !== null).map((x) => x.rank).sort();
+    assert.deepEqual(leads, stride === 1 ? [0, 2] : [0, 1], `stride ${stride}`);
+    for (const x of r.ranks) {
+      const res = x.result as LogGPJobResult | null;
+      if (res === null) continue;
+      assert.ok(res.rounds >= 5, `rank ${x.rank}: ${res.rounds} rounds`);
+      assert.deepEqual(res.pingPong.map((p) => p.bytes), [1, 4096]);
+      for (const p of res.pingPong) assert.ok(p.us > 0 && Number.isFinite(p.us), `rank ${x.rank}: ${p.bytes} B one way ${p.us} us`);
+      assert.deepEqual(res.trains.map((t) => t.messages), [1, 2, 3, 4]);
+      for (const t of res.trains) assert.ok(t.totalUs >= t.postUs && t.postUs > 0, `rank ${x.rank}: train of ${t.messages}`);
+    }
+  }
 });

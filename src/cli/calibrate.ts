@@ -23,6 +23,7 @@ import {
 import { launch } from '../runtime/launcher.js';
 import { paramsFilePath, writeParamsFile } from '../runtime/params-file.js';
 import { machineInfo } from './bench.js';
+import { NbcArgError } from '../errors.js';
 import { calibrateLogGP } from '../sim/calibrate.js';
 import { positiveInt } from './args.js';
 
@@ -46,6 +47,8 @@ interface CalibrateOptions {
   out?: string;
   loggp?: boolean;
   transport?: string;
+  stat: string;
+  crowd?: string;
   iters: number;
   ranks: number;
   json?: boolean;
@@ -134,15 +137,20 @@ export function registerCalibrate(program: Command): void {
     .option('--json', 'print the parameters file instead of the tables')
     .option('--loggp', "instead: measure the simulator's LogGOPS parameters (Netgauge's method) and write them for nbc sim (default file: NBC_SIM_PARAMS, else loggp.json beside params.json)")
     .option('--transport <t>', 'with --loggp: the path between nodes to measure, ucx or tcp (default: auto)')
+    .option('--stat <s>', 'with --loggp: statistic of each point over its rounds, median or min', 'median')
+    .option('--crowd <list>', "with --loggp: crowds to measure, ranks on this host (multiples of 4 above its cores), or 'none' (default: 2, 4 and 8 per core, up to 64)")
     .action(async (o: CalibrateOptions) => {
       if (o.loggp === true) {
-        const { file, content } = await calibrateLogGP({ out: o.out, transport: o.transport });
+        if (o.stat !== 'median' && o.stat !== 'min') throw new NbcArgError(`Cannot calibrate with --stat ${o.stat}: expected median or min`);
+        const crowd = o.crowd === undefined ? undefined : o.crowd === 'none' ? [] : o.crowd.split(',').map((x) => positiveInt(x));
+        const { file, content } = await calibrateLogGP({ out: o.out, transport: o.transport, stat: o.stat, crowd });
         const p = content.params;
         const row = (name: string, x: typeof p.shm): string =>
           `${name}: L ${x.L.toFixed(3)} us, o ${x.o.toFixed(3)} us, g ${x.g.toFixed(3)} us, G ${x.G.toExponential(3)} us/B, O ${x.O.toExponential(3)} us/B, S ${x.S} B\n`;
         if (o.json) process.stdout.write(JSON.stringify(content, null, 2) + '\n');
         else {
-          process.stdout.write(row('shm', p.shm) + row('net', p.net) +
+          const crowdRows = (p.crowd?.levels ?? []).map((l) => row(`shm, ${l.ranks} ranks`, l.shm) + row(`net, ${l.ranks} ranks`, l.net)).join('');
+          process.stdout.write(row('shm', p.shm) + row('net', p.net) + crowdRows +
             `reduce ${(1e-3 / p.reduceUsPerByte).toFixed(2)} GB/s, copy ${(1e-3 / p.copyUsPerByte).toFixed(2)} GB/s\nwritten to ${file}\n`);
         }
         return;

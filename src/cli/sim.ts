@@ -20,14 +20,14 @@ import { renderChart } from '../bench/chart.js';
 import { parseNoise } from '../bench/metrics.js';
 import type { BenchResult } from '../bench/result.js';
 import type { CollName } from '../coll/select.js';
-import { buildProgram, PRESETS, simulate, SIM_COLLS, SIM_EXECUTORS, toGoal, type SimExecutor, type SimRow } from '../sim/index.js';
+import { buildProgram, crowdedParams, PRESETS, simulate, SIM_COLLS, SIM_EXECUTORS, toGoal, type SimExecutor, type SimRow } from '../sim/index.js';
 import { loadSimParams } from '../sim/params-file.js';
 import { parseSizes } from './bench.js';
 import { positiveInt, nonNegativeInt } from './args.js';
 
 interface SimOptions {
   ranks: number; ppn: number; sizes: string; algorithm?: string; executor: string; params?: string; noise?: string;
-  seed: number; compute?: boolean; json?: string; chart?: string; goal?: string;
+  seed: number; compute?: boolean; json?: string; chart?: string; goal?: string; afterBarrier?: boolean; hostCores?: number;
 }
 
 /** 'iallreduce' -> allreduce, non-blocking; 'allreduce' -> blocking. */
@@ -63,6 +63,8 @@ export function registerSim(program: Command): void {
     .option('--noise <D@F>', 'OS noise per rank, e.g. 100us@1kHz (seed 000)')
     .option('--seed <n>', 'seed of the noise phases', nonNegativeInt, 1)
     .option('--compute', 'non-blocking ops: also run with compute as long as the pure latency, and report overlap')
+    .option('--after-barrier', "nbcbench's rule: each rank calls as it leaves a barrier, and the latency is the slowest rank's own time (default: all call at once)")
+    .option('--host-cores <N>', 'the cluster is emulated on one host of N cores (as nbc bench runs it): more ranks than cores are priced by the calibration\'s crowd levels', positiveInt)
     .option('--json <file>', 'write the result (nbcbench JSON, plus events and wallSeconds)')
     .option('--chart <file>', 'latency (or, with --compute, overlap) chart, .svg or .png')
     .option('--goal <file>', "write the first size's schedules in LogGOPSim's GOAL format")
@@ -75,8 +77,15 @@ export function registerSim(program: Command): void {
         throw new NbcArgError(`Cannot simulate ${op} with --compute: only non-blocking ops overlap computation; expected i${op}`);
       }
       const noise = o.noise === undefined ? null : parseNoise(o.noise);
-      const { params, from } = loadSimParams(o.params);
+      const loaded = loadSimParams(o.params);
+      const from = loaded.from;
+      let params = loaded.params;
       process.stderr.write(`parameters: ${from}\n`);
+      if (o.hostCores !== undefined) {
+        const crowded = crowdedParams(params, o.ranks, o.hostCores);
+        params = crowded.params;
+        process.stderr.write(`host: ${crowded.note}\n`);
+      }
       const sizes = parseSizes(o.sizes);
       const spec = { coll, ranks: o.ranks, ppn: o.ppn, executor: o.executor as SimExecutor, algorithm: o.algorithm };
       if (o.goal !== undefined) {
@@ -85,15 +94,15 @@ export function registerSim(program: Command): void {
         writeFileSync(o.goal, toGoal(prog, params));
         process.stderr.write(`GOAL schedules of ${coll}/${prog.algorithm} at ${prog.bytes} B written to ${o.goal}\n`);
       }
-      const rows = simulate(spec, sizes, params, { compute: o.compute === true, noise, seed: o.seed });
+      const rows = simulate(spec, sizes, params, { compute: o.compute === true, noise, seed: o.seed, afterBarrier: o.afterBarrier === true });
       process.stdout.write(`${op} on ${o.ranks} ranks, ${o.ppn} per node, executor ${o.executor}${noise ? `, noise ${o.noise}` : ''} (simulated)\n`);
       process.stdout.write(table(rows, o.compute === true) + '\n');
-      const result: BenchResult & { simulated: { params: typeof params; from: string; seed: number } } = {
+      const result: BenchResult & { simulated: { params: typeof params; from: string; seed: number; afterBarrier: boolean; hostCores: number | null } } = {
         op, kind: nonblocking ? 'nonblocking' : 'blocking', ranks: o.ranks, ppn: o.ppn, executor: o.executor,
         algorithm: o.algorithm ?? 'auto', link: null, compute: o.compute === true ? 'busy' : null, testInterval: '0',
         noise: o.noise ?? null, stat: 'median', label: `sim ${o.executor} ${o.algorithm ?? 'auto'}`,
         machine: { cpu: `simulated: ${params.source}`, cores: 0, node: process.version }, limits: {}, results: rows,
-        simulated: { params, from, seed: o.seed },
+        simulated: { params, from, seed: o.seed, afterBarrier: o.afterBarrier === true, hostCores: o.hostCores ?? null },
       };
       if (o.json !== undefined) {
         mkdirSync(dirname(o.json), { recursive: true });

@@ -3,7 +3,13 @@
  * (loggp-job.ts, Netgauge's method) for the shared-memory path and the path between nodes, and
  * the reduction and copy kernels in this process, then writes the file `nbc sim` reads.
  *
- * Fits (per path, from the fastest samples):
+ * Each point is the median of its samples by default (`--stat min` keeps the fastest, the path's
+ * own cost): the median is what nbc bench reports, and on a host shared by more threads than
+ * cores the fastest sample is a lucky one. Where the host has few cores, crowds of 2, 4 and 8
+ * ranks per core are measured too (every pair at once, ppn 2), and written as the params'
+ * crowd levels, which `nbc sim --host-cores N` applies to an emulated cluster.
+ *
+ * Fits (per path):
  * - G: least-squares slope of the one-way ping-pong time over sizes. Shared memory moves bytes
  *   by CPU copies, so there G is split evenly between the wire (G) and the receiver (O); between
  *   nodes it is all G (O = 0: UCX and TCP move the bytes off the CPU's critical path).
@@ -20,12 +26,14 @@
  * - S: NBC_EAGER_LIMIT (the transport's threshold), default 8192.
  * Kernels: a sum of two 1 MiB float64 vectors and a 1 MiB copy, fastest of 20.
  */
-import { hostname } from 'node:os';
+import { availableParallelism, hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { statOf, type Stat } from '../bench/metrics.js';
+import { NbcArgError } from '../errors.js';
 import { reduceRegions } from '../ops/regions.js';
 import { launch } from '../runtime/launcher.js';
 import { parseTransport } from '../runtime/node-main.js';
-import { DEFAULT_SIM_PARAMS, SIM_PARAMS_VERSION, type LogGOPS, type SimParams, type SimParamsFile } from './params.js';
+import { DEFAULT_SIM_PARAMS, SIM_PARAMS_VERSION, type Crowd, type LogGOPS, type SimParams, type SimParamsFile } from './params.js';
 import type { LogGPJobArgs, LogGPJobResult } from './loggp-job.js';
 import { simParamsFilePath, writeSimParamsFile } from './params-file.js';
 
@@ -33,6 +41,7 @@ const JOB = fileURLToPath(new URL('./loggp-job.js', import.meta.url));
 const SIZES = [1, 64, 1024, 4096, 16384, 65536];
 const MAX_TRAIN = 16;
 const BUDGET_MS = 8000;
+const CROWD_BUDGET_MS = 3000;
 
 /** Least-squares slope and intercept of y over x. */
 export function fitLine(xs: readonly number[], ys: readonly number[]): { slope: number; intercept: number } {
@@ -81,34 +90,87 @@ function kernelSpeeds(): { reduceUsPerByte: number; copyUsPerByte: number } {
   return { reduceUsPerByte: (red * 1000) / ua.byteLength, copyUsPerByte: (copy * 1000) / ua.byteLength };
 }
 
-async function measure(ppn: 1 | 2, transport: string | undefined): Promise<LogGPJobResult> {
-  const args: LogGPJobArgs = { sizes: SIZES, maxTrain: MAX_TRAIN, budgetMs: BUDGET_MS, minRounds: 5 };
-  const r = await launch(JOB, { ranks: 2, ppn, args: [JSON.stringify(args)], output: 'pipe', timeoutMs: BUDGET_MS + 30_000, transport: transport === undefined ? undefined : parseTransport(transport) });
-  if (r.exitCode !== 0) throw new Error(`the LogGP job on ${ppn === 2 ? 'shared memory' : 'the network'} failed (exit ${r.exitCode}):\n${r.stderr}`);
-  return r.ranks[0]!.result as LogGPJobResult;
+/** Pairs at `stride` (1: inside a node with ppn 2; ppn: across nodes), on `ranks` ranks. */
+async function measure(ranks: number, ppn: number, stride: number, budgetMs: number, stat: Stat, transport: string | undefined): Promise<LogGPJobResult> {
+  const args: LogGPJobArgs = { sizes: SIZES, maxTrain: MAX_TRAIN, budgetMs, minRounds: 5, stride, stat };
+  const r = await launch(JOB, { ranks, ppn, args: [JSON.stringify(args)], output: 'pipe', timeoutMs: budgetMs + 30_000, transport: transport === undefined ? undefined : parseTransport(transport) });
+  const path = stride < ppn ? 'shared memory' : 'the network';
+  if (r.exitCode !== 0) throw new Error(`the LogGP job on ${path} (${ranks} ranks) failed (exit ${r.exitCode}):\n${r.stderr}`);
+  const pairs = r.ranks.map((x) => x.result as LogGPJobResult | null).filter((x): x is LogGPJobResult => x !== null);
+  return pairs.length === 1 ? pairs[0]! : medianOfPairs(pairs);
+}
+
+/** Several pairs measured at once: per point, the median over pairs. */
+function medianOfPairs(pairs: LogGPJobResult[]): LogGPJobResult {
+  const first = pairs[0]!;
+  const med = (f: (p: LogGPJobResult) => number): number => statOf(pairs.map(f), 'median');
+  return {
+    rounds: Math.min(...pairs.map((p) => p.rounds)),
+    pingPong: first.pingPong.map((x, j) => ({ bytes: x.bytes, us: med((p) => p.pingPong[j]!.us) })),
+    trains: first.trains.map((x, i) => ({ messages: x.messages, postUs: med((p) => p.trains[i]!.postUs), totalUs: med((p) => p.trains[i]!.totalUs) })),
+  };
+}
+
+/**
+ * The crowd sizes measured by default: 2, 4 and 8 ranks per core of this host, up to 64 ranks
+ * (an emulated cluster rarely runs more on one host).
+ */
+export function defaultCrowd(cores: number): number[] {
+  return [2, 4, 8].map((k) => 2 * Math.ceil((k * cores) / 2)).filter((n) => n <= 64);
+}
+
+export interface CalibrateLogGPOptions {
+  out?: string;
+  transport?: string;
+  /** Statistic per point over rounds (default median, nbc bench's). */
+  stat?: Stat;
+  /** Crowd sizes to measure (ranks on this host, each a multiple of 4); default defaultCrowd(); [] for none. */
+  crowd?: number[];
+  log?: (s: string) => void;
 }
 
 /** Runs the calibration, writes the file; returns what it wrote and where. */
-export async function calibrateLogGP(o: { out?: string; transport?: string; log?: (s: string) => void }): Promise<{ file: string; content: SimParamsFile }> {
+export async function calibrateLogGP(o: CalibrateLogGPOptions): Promise<{ file: string; content: SimParamsFile }> {
   const log = o.log ?? ((s: string) => process.stderr.write(s));
   const limit = Number(process.env.NBC_EAGER_LIMIT ?? '') || 8192;
-  log('measuring shared memory (2 ranks, 1 node)... ');
-  const shmJob = await measure(2, undefined);
+  const stat = o.stat ?? 'median';
+  const cores = availableParallelism();
+  const crowd = o.crowd ?? defaultCrowd(cores);
+  for (const n of crowd) {
+    if (!Number.isInteger(n) || n % 4 !== 0 || n <= cores) {
+      throw new NbcArgError(`Cannot calibrate a crowd of ${n} ranks: expected a multiple of 4 above this host's ${cores} cores`);
+    }
+  }
+  log(`measuring shared memory (2 ranks, 1 node, ${stat} of each point)... `);
+  const shmJob = await measure(2, 2, 1, BUDGET_MS, stat, undefined);
   log(`${shmJob.rounds} rounds\nmeasuring the network (2 ranks, 2 nodes${o.transport ? `, ${o.transport}` : ''})... `);
-  const netJob = await measure(1, o.transport);
+  const netJob = await measure(2, 1, 1, BUDGET_MS, stat, o.transport);
   log(`${netJob.rounds} rounds\n`);
+  const levels: Crowd['levels'] = [];
+  const crowdSamples: Array<{ ranks: number; shm: LogGPJobResult; net: LogGPJobResult }> = [];
+  for (const ranks of crowd) {
+    // ppn 2: pairs XOR 1 share a node, pairs XOR 2 span two nodes; every pair runs at once.
+    log(`measuring a crowd of ${ranks} ranks on ${cores} cores (${ranks / 2} nodes of 2): shared memory... `);
+    const shm = await measure(ranks, 2, 1, CROWD_BUDGET_MS, stat, o.transport);
+    log('network... ');
+    const net = await measure(ranks, 2, 2, CROWD_BUDGET_MS, stat, o.transport);
+    log(`${Math.min(shm.rounds, net.rounds)} rounds\n`);
+    levels.push({ ranks, shm: fitLogGOPS(shm, true, limit), net: fitLogGOPS(net, false, limit) });
+    crowdSamples.push({ ranks, shm, net });
+  }
   const params: SimParams = {
     ...DEFAULT_SIM_PARAMS,
-    source: `calibrated on ${hostname()} at ${new Date().toISOString()}`,
+    source: `calibrated on ${hostname()} at ${new Date().toISOString()} (${stat} per point)`,
     shm: fitLogGOPS(shmJob, true, limit),
     net: fitLogGOPS(netJob, false, limit),
     ...kernelSpeeds(),
+    ...(levels.length > 0 ? { crowd: { cores, levels } } : {}),
   };
   // An offloaded post is one ring record to the engine: a shared-memory send's overhead.
   params.postUs = params.shm.o;
   const content: SimParamsFile = {
     version: SIM_PARAMS_VERSION, measuredAt: new Date().toISOString(), host: hostname(), params,
-    samples: { shm: shmJob, net: netJob },
+    samples: { shm: shmJob, net: netJob, crowd: crowdSamples },
   };
   const file = o.out ?? simParamsFilePath();
   writeSimParamsFile(file, content);

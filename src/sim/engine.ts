@@ -66,6 +66,8 @@ export interface RunOptions {
   seed?: number;
   /** Non-blocking with compute: each rank computes this long right after its initiating call. */
   computeUs?: number | null;
+  /** When each rank makes its call, us (default: all at 0). */
+  startAt?: Float64Array | null;
 }
 
 export interface RunResult {
@@ -283,13 +285,14 @@ class Simulation {
     const shm = this.params.shm;
     const C = this.opts.computeUs ?? null;
     for (let p = 0; p < prog.procs; p++) this.remaining[p] = prog.procAct[p + 1]! - prog.procAct[p]!;
+    const startAt = this.opts.startAt ?? null;
     if (prog.mode === 'host') {
-      for (let p = 0; p < prog.procs; p++) this.heap.push(0, EV_START, p, 0);
+      for (let p = 0; p < prog.procs; p++) this.heap.push(startAt === null ? 0 : startAt[p]!, EV_START, p, 0);
     } else {
       // Every rank posts its call to its node's engine, then computes (if asked).
       const posted = new Float64Array(prog.nodes);
       for (let r = 0; r < N; r++) {
-        const t = this.cpu(r, 0, this.params.postUs);
+        const t = this.cpu(r, startAt === null ? 0 : startAt[r]!, this.params.postUs);
         this.initEnd[r] = t;
         if (C !== null) this.computeEnd[r] = this.cpu(r, t, C);
         const k = prog.nodeOfRank[r]!;

@@ -14,7 +14,7 @@ import type { SimParams } from './params.js';
 export { runProgram, type RunResult, type SimNoise } from './engine.js';
 export { buildProgram, programOf, benchBytes, SIM_COLLS, SIM_EXECUTORS, type CallSpec, type Program, type SimExecutor } from './program.js';
 export { toGoal } from './goal.js';
-export { DEFAULT_SIM_PARAMS, PRESETS, parseSimParams, parseSimParamsFile, type SimParams, type LogGOPS, type AggParams } from './params.js';
+export { DEFAULT_SIM_PARAMS, PRESETS, crowdedParams, parseSimParams, parseSimParamsFile, type SimParams, type LogGOPS, type AggParams, type Crowd } from './params.js';
 
 /** nbcbench's row plus what the simulator adds. */
 export interface SimRow extends BenchRow {
@@ -30,35 +30,58 @@ export interface SimulateOptions {
   compute?: boolean;
   noise?: SimNoise | null;
   seed?: number;
+  /**
+   * nbcbench's rule: every rank makes the call as it leaves a barrier (the host executor's, as
+   * the benchmark runs it), and the latency is the slowest rank's own time from its call to
+   * its completion. Default: every rank calls at 0, and the latency is the last completion.
+   */
+  afterBarrier?: boolean;
+}
+
+/** When each rank leaves a barrier of `spec`'s shape, from the first to leave (afterBarrier). */
+function barrierExits(spec: Omit<CallSpec, 'bytes'>, params: SimParams, opts: SimulateOptions): Float64Array {
+  const prog = buildProgram({ coll: 'barrier', ranks: spec.ranks, ppn: spec.ppn, executor: 'host', bytes: 0 }, params);
+  const done = runProgram(prog, params, { noise: opts.noise ?? null, seed: opts.seed }).done;
+  let first = Infinity;
+  for (let r = 0; r < done.length; r++) first = Math.min(first, done[r]!);
+  return done.map((t) => t - first);
+}
+
+/** The slowest rank's time from its start to `end` (nbcbench's per-call maximum over ranks). */
+function slowest(end: Float64Array, startAt: Float64Array | null): number {
+  let m = 0;
+  for (let r = 0; r < end.length; r++) m = Math.max(m, end[r]! - (startAt === null ? 0 : startAt[r]!));
+  return m;
 }
 
 /** Simulates `spec` at every size; one row per size, in the given order. */
 export function simulate(spec: Omit<CallSpec, 'bytes'>, sizes: readonly number[], params: SimParams, opts: SimulateOptions = {}): SimRow[] {
   const rows: SimRow[] = [];
+  const startAt = opts.afterBarrier === true ? barrierExits(spec, params, opts) : null;
   for (const bytes of sizes) {
     const t0 = performance.now();
     const prog = buildProgram({ ...spec, bytes }, params);
-    const pure = runProgram(prog, params, { noise: opts.noise ?? null, seed: opts.seed });
+    const pure = runProgram(prog, params, { noise: opts.noise ?? null, seed: opts.seed, startAt });
+    const pureUs = slowest(pure.done, startAt);
     let events = pure.events;
-    const row: SimRow = { bytes: prog.bytes, latencyUs: pure.latencyUs, algorithm: prog.algorithm, events, wallSeconds: 0 };
+    const row: SimRow = { bytes: prog.bytes, latencyUs: pureUs, algorithm: prog.algorithm, events, wallSeconds: 0 };
     if (opts.compute === true) {
       // nbcbench: compute as long as the pure latency between start and wait; per field the
       // maximum over ranks. No test() calls: the host executor progresses only in wait().
-      const c = runProgram(prog, params, { noise: opts.noise ?? null, seed: opts.seed, computeUs: pure.latencyUs });
+      const c = runProgram(prog, params, { noise: opts.noise ?? null, seed: opts.seed, computeUs: pureUs, startAt });
       events += c.events;
       let init = 0;
       let compute = 0;
       let wait = 0;
-      let overall = 0;
       for (let r = 0; r < prog.ranks; r++) {
-        init = Math.max(init, c.initEnd[r]!);
+        init = Math.max(init, c.initEnd[r]! - (startAt === null ? 0 : startAt[r]!));
         compute = Math.max(compute, c.computeEnd[r]! - c.initEnd[r]!);
         wait = Math.max(wait, c.done[r]! - c.computeEnd[r]!);
-        overall = Math.max(overall, c.done[r]!);
       }
+      const overall = slowest(c.done, startAt);
       Object.assign(row, {
-        pureUs: pure.latencyUs, initUs: init, testUs: 0, waitUs: wait, overheadUs: init + wait,
-        overallUs: overall, computeUs: compute, overlapPct: overlapPct(overall, compute, pure.latencyUs), events,
+        pureUs, initUs: init, testUs: 0, waitUs: wait, overheadUs: init + wait,
+        overallUs: overall, computeUs: compute, overlapPct: overlapPct(overall, compute, pureUs), events,
       });
     }
     row.wallSeconds = (performance.now() - t0) / 1000;

@@ -1,17 +1,22 @@
 /**
  * The measurement job of `nbc calibrate --loggp` (Netgauge's LogGP method, Hoefler et al.,
- * "LogGP in theory and practice", 2009), on two ranks, one path at a time (`--ppn 2`: shared
- * memory; `--ppn 1`: between nodes, over the job's transport):
+ * "LogGP in theory and practice", 2009), on pairs of ranks, one path at a time. Rank i pairs
+ * with i XOR `stride`: stride 1 with ppn 2 pairs ranks of one node (shared memory), stride ppn
+ * pairs ranks of different nodes (the job's transport). Every pair measures at once, so a job
+ * with more ranks than cores measures the paths as a crowded host runs them (Netgauge's
+ * many-pairs mode). Per pair, the lower rank measures:
  * - ping-pong at every size: one way = round trip / 2 = 2o + L + (s-1)G; its slope over sizes
  *   (least squares) is G;
- * - message trains: rank 0 isends k 1-byte messages back to back and waits for rank 1's ack
+ * - message trains: it isends k 1-byte messages back to back and waits for its partner's ack
  *   of the last. The time inside the k isend calls over k is o_s; the train's time over k has
  *   slope max(o, g) (the injector's gap shows once it exceeds the CPU's overhead).
- * Every point is measured once per round, rounds repeat until the budget is spent, and each
- * point keeps its fastest sample (the path's own cost, which other programs only add to).
- * Rank 0 returns the samples.
+ * Every point is measured once per round and rounds repeat until the budget is spent; each
+ * point keeps the statistic `stat` of its samples: `min` (the path's own cost, which other
+ * programs only add to) or `median` (what nbcbench reports by default, and what a crowded
+ * host really charges). The measuring ranks return their points.
  */
 import type { Communicator } from '../coll/communicator.js';
+import { statOf, type Stat } from '../bench/metrics.js';
 import { waitAll, type Request } from '../p2p/request.js';
 
 export interface LogGPJobArgs {
@@ -20,13 +25,17 @@ export interface LogGPJobArgs {
   maxTrain: number;
   budgetMs: number;
   minRounds: number;
+  /** Partner = rank XOR stride (default 1). */
+  stride?: number;
+  /** Per point, over rounds (default min). */
+  stat?: Stat;
 }
 
 export interface LogGPJobResult {
   rounds: number;
-  /** Fastest one-way time per size, us. */
+  /** One-way time per size, us. */
   pingPong: Array<{ bytes: number; us: number }>;
-  /** Per train length: fastest time inside the isend calls, and until the last message's ack, us. */
+  /** Per train length: time inside the isend calls, and until the last message's ack, us. */
   trains: Array<{ messages: number; postUs: number; totalUs: number }>;
 }
 
@@ -38,22 +47,23 @@ const TAG_ACK = 14;
 export default function loggpJob(world: Communicator, argv: string[]): LogGPJobResult | null {
   const a = JSON.parse(argv[0]!) as LogGPJobArgs;
   const me = world.rank;
-  if (me > 1) return null;
-  const peer = 1 - me;
+  const peer = me ^ (a.stride ?? 1);
+  if (peer >= world.size) return null;
+  const lead = me < peer;
   const maxBytes = Math.max(...a.sizes);
   const out = world.alloc(Uint8Array, maxBytes).fill(1);
   const inb = world.alloc(Uint8Array, maxBytes);
   const one = out.subarray(0, 1);
   const ack = new Uint8Array(1);
   const go = new Uint8Array(1);
-  const pp = a.sizes.map(() => Infinity);
-  const post = new Float64Array(a.maxTrain).fill(Infinity);
-  const total = new Float64Array(a.maxTrain).fill(Infinity);
+  const pp: number[][] = a.sizes.map(() => []);
+  const post: number[][] = Array.from({ length: a.maxTrain }, () => []);
+  const total: number[][] = Array.from({ length: a.maxTrain }, () => []);
   const reqs: Request[] = [];
   const deadline = performance.now() + a.budgetMs;
   let rounds = 0;
   for (;;) {
-    if (me === 0) {
+    if (lead) {
       go[0] = rounds < a.minRounds || performance.now() < deadline ? 1 : 0;
       world.send(go, peer, TAG_GO);
     } else {
@@ -63,18 +73,18 @@ export default function loggpJob(world: Communicator, argv: string[]): LogGPJobR
     for (let j = 0; j < a.sizes.length; j++) {
       const s = out.subarray(0, a.sizes[j]!);
       const r = inb.subarray(0, a.sizes[j]!);
-      if (me === 0) {
+      if (lead) {
         const t0 = performance.now();
         world.send(s, peer, TAG_PING);
         world.recv(r, peer, TAG_PING);
-        pp[j] = Math.min(pp[j]!, (performance.now() - t0) * 500);
+        pp[j]!.push((performance.now() - t0) * 500);
       } else {
         world.recv(r, peer, TAG_PING);
         world.send(s, peer, TAG_PING);
       }
     }
     for (let k = 1; k <= a.maxTrain; k++) {
-      if (me === 0) {
+      if (lead) {
         const done = world.irecv(ack, peer, TAG_ACK);
         reqs.length = 0;
         const t0 = performance.now();
@@ -83,8 +93,8 @@ export default function loggpJob(world: Communicator, argv: string[]): LogGPJobR
         waitAll(reqs);
         done.wait();
         const t2 = performance.now();
-        post[k - 1] = Math.min(post[k - 1]!, (t1 - t0) * 1000);
-        total[k - 1] = Math.min(total[k - 1]!, (t2 - t0) * 1000);
+        post[k - 1]!.push((t1 - t0) * 1000);
+        total[k - 1]!.push((t2 - t0) * 1000);
       } else {
         for (let i = 0; i < k; i++) world.recv(inb.subarray(0, 1), peer, TAG_TRAIN);
         world.send(ack, peer, TAG_ACK);
@@ -92,10 +102,11 @@ export default function loggpJob(world: Communicator, argv: string[]): LogGPJobR
     }
     rounds++;
   }
-  if (me !== 0) return null;
+  if (!lead) return null;
+  const stat = a.stat ?? 'min';
   return {
     rounds,
-    pingPong: a.sizes.map((bytes, j) => ({ bytes, us: pp[j]! })),
-    trains: Array.from({ length: a.maxTrain }, (_, i) => ({ messages: i + 1, postUs: post[i]!, totalUs: total[i]! })),
+    pingPong: a.sizes.map((bytes, j) => ({ bytes, us: statOf(pp[j]!, stat) })),
+    trains: Array.from({ length: a.maxTrain }, (_, i) => ({ messages: i + 1, postUs: statOf(post[i]!, stat), totalUs: statOf(total[i]!, stat) })),
   };
 }

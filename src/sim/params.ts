@@ -58,9 +58,63 @@ export interface SimParams {
   /** Offload and agg: a rank's cost to post a call to its node engine (the engine learns of it L(shm) later). */
   postUs: number;
   agg: AggParams;
+  /**
+   * Only a calibration of an emulated cluster writes this: how the paths behave when the
+   * host's ranks outnumber its cores (`nbc calibrate --loggp` measures pairs of ranks at
+   * several crowd sizes; `nbc sim --host-cores N` applies it, crowdedParams()).
+   */
+  crowd?: Crowd;
+}
+
+/**
+ * The paths of one host at several crowd sizes: with `ranks` ranks busy on its `cores` cores at
+ * once (pairs exchanging messages), each path's LogGOPS as measured. A rank that waits then
+ * yields its core and parks (the launcher's spin budget is 0 when ranks and node processes
+ * outnumber the cores), so a message costs wake-ups and time slices, not only the path.
+ */
+export interface Crowd {
+  cores: number;
+  levels: Array<{ ranks: number; shm: LogGOPS; net: LogGOPS }>;
 }
 
 export const SIM_PARAMS_VERSION = 1;
+
+/** LogGOPS between `a` (at x = 0) and `b` (at x = 1); S from `a`. */
+function between(a: LogGOPS, b: LogGOPS, x: number): LogGOPS {
+  const at = (u: number, v: number): number => u + (v - u) * x;
+  return { L: at(a.L, b.L), o: at(a.o, b.o), g: at(a.g, b.g), G: at(a.G, b.G), O: at(a.O, b.O), S: a.S };
+}
+
+/**
+ * The parameters for `ranks` ranks of an emulated cluster whose every node shares one host of
+ * `hostCores` cores (as `nbc bench` runs it): unchanged while the ranks fit the cores, else the
+ * calibration's crowd levels at the same ranks per core, interpolated linearly between the two
+ * nearest levels (the base parameters count as the level of one rank per core) and held at
+ * the last level beyond it. `note` says what was done (for the user's stderr).
+ */
+export function crowdedParams(params: SimParams, ranks: number, hostCores: number): { params: SimParams; note: string } {
+  const perCore = ranks / hostCores;
+  if (perCore <= 1) return { params, note: `${ranks} ranks fit ${hostCores} cores: no crowding` };
+  const crowd = params.crowd;
+  if (crowd === undefined || crowd.levels.length === 0) {
+    return { params, note: `${ranks} ranks on ${hostCores} cores, but the parameters (${params.source}) have no crowd levels: priced as if every rank had a core (run nbc calibrate --loggp on the host)` };
+  }
+  const points = [{ perCore: 1, shm: params.shm, net: params.net }, ...crowd.levels.map((l) => ({ perCore: l.ranks / crowd.cores, shm: l.shm, net: l.net }))]
+    .sort((x, y) => x.perCore - y.perCore);
+  let hi = points.findIndex((p) => p.perCore >= perCore);
+  if (hi === -1) {
+    const last = points[points.length - 1]!;
+    return { params: { ...params, shm: last.shm, net: last.net }, note: `${perCore} ranks per core: the last crowd level measured is ${last.perCore}; its parameters are used` };
+  }
+  if (hi === 0) hi = 1;
+  const lo = points[hi - 1]!;
+  const up = points[hi]!;
+  const x = up.perCore === lo.perCore ? 1 : (perCore - lo.perCore) / (up.perCore - lo.perCore);
+  return {
+    params: { ...params, shm: between(lo.shm, up.shm, x), net: between(lo.net, up.net, x) },
+    note: `${ranks} ranks on ${hostCores} cores (${perCore} per core): crowd levels ${lo.perCore} and ${up.perCore} per core, interpolated`,
+  };
+}
 
 /** The file `nbc calibrate --loggp` writes and `nbc sim` reads. */
 export interface SimParamsFile {
@@ -187,19 +241,22 @@ function finiteNonNegative(v: unknown, where: string, field: string): number {
   return v;
 }
 
+/** One path's LogGOPS, each field finite and >= 0; `name` is where it sits in the file. */
+function parsePath(value: unknown, where: string, name: string): LogGOPS {
+  const p = value as Record<string, unknown> | null | undefined;
+  if (p === undefined || p === null || typeof p !== 'object') {
+    throw new NbcArgError(`Cannot use the simulator parameters from ${where}: ${name} is missing; expected { L, o, g, G, O, S }`);
+  }
+  const out = {} as LogGOPS;
+  for (const f of PATH_FIELDS) out[f] = finiteNonNegative(p[f], where, `${name}.${f}`);
+  return out;
+}
+
 /** Validates simulator parameters (from a file, a preset or a caller), naming the bad field. */
 export function parseSimParams(value: unknown, where: string): SimParams {
   const o = value as Record<string, unknown> | null;
   if (o === null || typeof o !== 'object') throw new NbcArgError(`Cannot use the simulator parameters from ${where}: expected an object`);
-  const path = (name: 'shm' | 'net'): LogGOPS => {
-    const p = o[name] as Record<string, unknown> | undefined;
-    if (p === undefined || p === null || typeof p !== 'object') {
-      throw new NbcArgError(`Cannot use the simulator parameters from ${where}: ${name} is missing; expected { L, o, g, G, O, S }`);
-    }
-    const out = {} as LogGOPS;
-    for (const f of PATH_FIELDS) out[f] = finiteNonNegative(p[f], where, `${name}.${f}`);
-    return out;
-  };
+  const path = (name: 'shm' | 'net'): LogGOPS => parsePath(o[name], where, name);
   const a = o.agg as Record<string, unknown> | undefined;
   if (a === undefined || a === null || typeof a !== 'object') {
     throw new NbcArgError(`Cannot use the simulator parameters from ${where}: agg is missing; expected { ${AGG_FIELDS.join(', ')} }`);
@@ -218,7 +275,25 @@ export function parseSimParams(value: unknown, where: string): SimParams {
     copyUsPerByte: finiteNonNegative(o.copyUsPerByte, where, 'copyUsPerByte'),
     postUs: finiteNonNegative(o.postUs, where, 'postUs'),
     agg,
+    ...(o.crowd === undefined ? {} : { crowd: parseCrowd(o.crowd, where) }),
   };
+}
+
+function parseCrowd(value: unknown, where: string): Crowd {
+  const c = value as { cores?: unknown; levels?: unknown } | null;
+  if (c === null || typeof c !== 'object' || !Array.isArray(c.levels)) {
+    throw new NbcArgError(`Cannot use the simulator parameters from ${where}: crowd is ${JSON.stringify(value)}; expected { cores, levels: [{ ranks, shm, net }] }`);
+  }
+  const cores = finiteNonNegative(c.cores, where, 'crowd.cores');
+  if (!Number.isInteger(cores) || cores < 1) throw new NbcArgError(`Cannot use the simulator parameters from ${where}: crowd.cores is ${cores}; expected an integer >= 1`);
+  const levels = c.levels.map((l: unknown, i: number) => {
+    const v = l as Record<string, unknown> | null;
+    if (v === null || typeof v !== 'object') throw new NbcArgError(`Cannot use the simulator parameters from ${where}: crowd.levels[${i}] is not an object; expected { ranks, shm, net }`);
+    const ranks = finiteNonNegative(v.ranks, where, `crowd.levels[${i}].ranks`);
+    if (!Number.isInteger(ranks) || ranks <= cores) throw new NbcArgError(`Cannot use the simulator parameters from ${where}: crowd.levels[${i}].ranks is ${ranks}; expected an integer above crowd.cores (${cores})`);
+    return { ranks, shm: parsePath(v.shm, where, `crowd.levels[${i}].shm`), net: parsePath(v.net, where, `crowd.levels[${i}].net`) };
+  });
+  return { cores, levels };
 }
 
 /** Parses a params file's text (or object), checking its version. */
