@@ -2,11 +2,17 @@
 # npm run bench:sim: the simulator's evidence (docs/sim.md).
 #  1. calibrate LogGOPS on this machine (nbc calibrate --loggp);
 #  2. validation: every collective's algorithms at 2..16 ranks over 1..4 emulated nodes,
-#     simulated with those parameters vs nbc bench measured in the same session; median
-#     absolute error per algorithm and overall (validation.json, validation.md);
+#     simulated with those parameters vs nbc bench measured in the same session, twice (before
+#     and after the simulation); median absolute error per algorithm and overall, beside the
+#     median difference between the two measurements (validation.json, validation.md);
 #  3. at scale: latency vs ranks (16 .. 100000) for every allreduce algorithm, and the
 #     crossovers (scale.json, scale-*.svg);
 #  4. the seeds at their scale with their presets (seeds.json).
+# Warm-up: each size is a fresh job, and on the 2-core VM a job takes ~2000 calls (about 0.2 s
+# of steady traffic) to settle: the median of blocks of 250 allreduces on 2 nodes fell from
+# 30-48 us to 16-18 us over the first 3000 calls. nbc bench's default warm-up (500 calls on the
+# first size) measures that ramp, while the calibration's 8 s of rounds is at steady state, so
+# the validation warms up with 2000 calls.
 # QUICK=1 runs a tiny configuration (a minute). OUT=dir (default bench/results/sim).
 # Full run: about 45-60 min on the 2-core reference VM, almost all of it in step 2's nbc bench.
 set -euo pipefail
@@ -19,7 +25,8 @@ if [[ "${QUICK:-0}" == 1 ]]; then
   COLLS="allreduce bcast"
   CONFIGS="2:1 4:2"
   SIZES="8,4K"
-  ITERS=30
+  ITERS=100
+  WARMUP=2000
   SCALE_RANKS="16 256 1024"
   SCALE_SIZES="8,64K"
   SEED_PROCS="64"
@@ -29,6 +36,7 @@ else
   CONFIGS="2:2 2:1 4:4 4:2 4:1 8:4 8:2 16:4"
   SIZES="8,1K,16K,64K"
   ITERS=200
+  WARMUP=2000
   SCALE_RANKS="16 64 256 1024 4096 16384 65536 100000"
   SCALE_SIZES="8,1K,64K,1M"
   SEED_PROCS="64 128 256 512"
@@ -50,10 +58,13 @@ for coll in $COLLS; do
     ranks=${cfg%:*}; ppn=${cfg#*:}; nodes=$(( (ranks + ppn - 1) / ppn ))
     for alg in $(algorithms "$coll" "$nodes"); do
       tag="$coll-$ranks-$ppn-$alg"
-      if $NBC bench "$coll" --ranks "$ranks" --ppn "$ppn" --algorithm "$alg" --sizes "$SIZES" --iters "$ITERS" --plain \
+      if $NBC bench "$coll" --ranks "$ranks" --ppn "$ppn" --algorithm "$alg" --sizes "$SIZES" --iters "$ITERS" --warmup "$WARMUP" --plain \
           --json "$OUT/val/bench-$tag.json" > /dev/null 2> "$OUT/val/bench-$tag.err"; then
         $NBC sim "$coll" --ranks "$ranks" --ppn "$ppn" --algorithm "$alg" --sizes "$SIZES" --params "$OUT/loggp.json" --after-barrier --host-cores "$(nproc)" \
           --json "$OUT/val/sim-$tag.json" > /dev/null 2>> "$OUT/val/bench-$tag.err"
+        # The same measurement again: how far nbc bench is from itself is the floor under the error.
+        $NBC bench "$coll" --ranks "$ranks" --ppn "$ppn" --algorithm "$alg" --sizes "$SIZES" --iters "$ITERS" --warmup "$WARMUP" --plain \
+          --json "$OUT/val/repeat-$tag.json" > /dev/null 2>> "$OUT/val/bench-$tag.err" || true
         echo "  $tag"
       else
         echo "  $tag: nbc bench failed (see $OUT/val/bench-$tag.err)"
