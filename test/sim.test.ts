@@ -134,6 +134,20 @@ test('the simulator picks what the library picks: same selection, same algorithm
   assert.deepEqual(parseSimOp('iallreduce'), { coll: 'allreduce', nonblocking: true });
 });
 
+test('allreduce takes Rabenseifner from 16 KiB on 8+ ranks with a core each, the simulator\'s crossover at scale, and not on a crowded host', { timeout: 5_000 }, () => {
+  const at = (size: number, bytes: number, oversubscribed: boolean, commutative = true): string =>
+    select('allreduce', { size, bytes, commutative, executor: 'host', nodes: size, ppn: 1, uniform: true }, undefined, { ...DEFAULT_CONFIG, oversubscribed }).name;
+  assert.equal(at(8, 16 << 10, false), 'rabenseifner');
+  assert.equal(at(1024, 64 << 10, false), 'rabenseifner');
+  assert.equal(at(8, 8 << 10, false), 'recursive-doubling', 'below 16 KiB');
+  assert.equal(at(4, 64 << 10, false), 'recursive-doubling', 'fewer than 8 ranks');
+  assert.equal(at(8, 64 << 10, true), 'recursive-doubling', 'oversubscribed');
+  assert.equal(at(8, 64 << 10, false, false), 'recursive-doubling', 'non-commutative');
+  // The simulator, with a core per rank, agrees where the rule applies.
+  const lat = (algorithm: string): number => simulate({ coll: 'allreduce', ranks: 64, ppn: 1, executor: 'host', algorithm }, [64 << 10], DEFAULT_SIM_PARAMS)[0]!.latencyUs;
+  assert.ok(lat('rabenseifner') < lat('recursive-doubling'), `64 ranks, 64 KiB: rabenseifner ${lat('rabenseifner')} us, recursive doubling ${lat('recursive-doubling')} us`);
+});
+
 test('every collective and executor simulates to completion on 12 ranks over 3 nodes', { timeout: 20_000 }, () => {
   for (const coll of ['barrier', 'bcast', 'reduce', 'allreduce', 'gather', 'scatter', 'allgather', 'alltoall', 'reduceScatterBlock', 'scan', 'exscan', 'gatherv', 'allgatherv', 'alltoallv'] as const) {
     for (const executor of ['host', 'offload', 'agg'] as const) {

@@ -15,6 +15,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Table from 'cli-table3';
 import { type Command } from 'commander';
+import { DEFAULT_CONFIG } from '../config.js';
 import { NbcArgError } from '../errors.js';
 import { renderChart } from '../bench/chart.js';
 import { parseNoise } from '../bench/metrics.js';
@@ -87,7 +88,9 @@ export function registerSim(program: Command): void {
         process.stderr.write(`host: ${crowded.note}\n`);
       }
       const sizes = parseSizes(o.sizes);
-      const spec = { coll, ranks: o.ranks, ppn: o.ppn, executor: o.executor as SimExecutor, algorithm: o.algorithm };
+      // Selection sees the host as the runtime would: oversubscribed when its ranks outnumber its cores.
+      const config = o.hostCores !== undefined && o.ranks > o.hostCores ? { ...DEFAULT_CONFIG, oversubscribed: true } : undefined;
+      const spec = { coll, ranks: o.ranks, ppn: o.ppn, executor: o.executor as SimExecutor, algorithm: o.algorithm, ...(config ? { config } : {}) };
       if (o.goal !== undefined) {
         const prog = buildProgram({ ...spec, bytes: sizes[0]! }, params);
         mkdirSync(dirname(o.goal), { recursive: true });

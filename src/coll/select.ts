@@ -174,6 +174,11 @@ interface Rule {
    * packing over direct messages ('packing').
    */
   model?: 'hier' | 'packing';
+  /**
+   * The rule applies only where every rank has a core of its own (not CoreConfig.oversubscribed):
+   * chosen by the simulator for real clusters, where crowded-host measurements disagree.
+   */
+  ownCores?: true;
   commutative?: boolean;
   /** Why this rule and threshold (the measurement that chose it). */
   why: string;
@@ -203,6 +208,7 @@ export const RULES: Record<CollName, Rule[]> = {
     { algorithm: 'agg', minNodes: 2, commutative: true, why: AGG_WHY },
     { algorithm: 'rabenseifner', minBytes: 128 << 10, commutative: true, why: 'allreduce-n2-*.json: 48 vs 59 us at 128 KiB, 134 vs 183 us at 512 KiB against recursive doubling; n4: wins from 512 KiB (529 vs 770 us), 2 MiB 1267 vs 4153 us' },
     { algorithm: 'hier', minNodes: 2, minPpn: 2, commutative: true, model: 'hier', why: HIER_WHY },
+    { algorithm: 'rabenseifner', minBytes: 16 << 10, minSize: 8, commutative: true, ownCores: true, why: 'simulated at scale (bench/results/sim-quick4, this VM\'s calibration, a core per rank): 1.3-1.8x faster than recursive doubling from 16 KiB on 8-256 ranks one per node, 2.3-2.7x on 8-16 ranks of one node; recursive doubling sends and reduces the whole vector log2 p times, and past the eager limit each of its messages pays a rendezvous. Not on an oversubscribed host, where every message costs a thread switch (allreduce-n4-*.json: recursive doubling until 512 KiB on 2 cores)' },
     { algorithm: 'recursive-doubling', why: 'allreduce-n2-*.json: fastest or tied below 128 KiB; any op; its blocking small case runs on the lean path' },
   ],
   gather: [{ algorithm: 'binomial', why: 'log p rounds' }],
@@ -318,6 +324,7 @@ export function select(coll: CollName, s: SelectInput, override: string | undefi
     if (r.minPpn !== undefined && s.ppn < r.minPpn) continue;
     if (r.commutative !== undefined && r.commutative !== s.commutative) continue;
     if (r.model !== undefined && !modelPrefers(r.model, coll, s, config)) continue;
+    if (r.ownCores === true && config.oversubscribed) continue;
     const alg = ALGORITHMS[coll][r.algorithm]!;
     if (flatOnly && !isFlat(alg)) continue;
     if (alg.executors !== undefined && !alg.executors.includes(s.executor)) continue;

@@ -40,7 +40,7 @@ export interface SimulateOptions {
 
 /** When each rank leaves a barrier of `spec`'s shape, from the first to leave (afterBarrier). */
 function barrierExits(spec: Omit<CallSpec, 'bytes'>, params: SimParams, opts: SimulateOptions): Float64Array {
-  const prog = buildProgram({ coll: 'barrier', ranks: spec.ranks, ppn: spec.ppn, executor: 'host', bytes: 0 }, params);
+  const prog = buildProgram({ coll: 'barrier', ranks: spec.ranks, ppn: spec.ppn, executor: 'host', bytes: 0, ...(spec.config ? { config: spec.config } : {}) }, params);
   const done = runProgram(prog, params, { noise: opts.noise ?? null, seed: opts.seed }).done;
   let first = Infinity;
   for (let r = 0; r < done.length; r++) first = Math.min(first, done[r]!);
