@@ -13,7 +13,7 @@
 # 30-48 us to 16-18 us over the first 3000 calls. nbc bench's default warm-up (500 calls on the
 # first size) measures that ramp, while the calibration's 8 s of rounds is at steady state, so
 # the validation warms up with 2000 calls.
-# QUICK=1 runs a tiny configuration (a minute). OUT=dir (default bench/results/sim).
+# QUICK=1 runs a tiny configuration (a few minutes); MEDIUM=1 every collective on 2 layouts. OUT=dir (default bench/results/sim).
 # Full run: about 45-60 min on the 2-core reference VM, almost all of it in step 2's nbc bench.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +21,18 @@ NBC="node dist/cli/nbc.js"
 OUT=${OUT:-bench/results/sim}
 mkdir -p "$OUT/val" "$OUT/scale" "$OUT/seeds"
 
-if [[ "${QUICK:-0}" == 1 ]]; then
+ALL_COLLS="barrier bcast reduce allreduce gather scatter allgather alltoall reduceScatterBlock scan exscan gatherv scatterv allgatherv alltoallv reduceScatter"
+if [[ "${MEDIUM:-0}" == 1 ]]; then
+  # Every collective's algorithms on two layouts, two sizes: about 15 min.
+  COLLS="$ALL_COLLS"
+  CONFIGS="2:1 4:2"
+  SIZES="8,16K"
+  ITERS=100
+  WARMUP=2000
+  SCALE_RANKS="16 256 1024"
+  SCALE_SIZES="8,64K"
+  SEED_PROCS="64"
+elif [[ "${QUICK:-0}" == 1 ]]; then
   COLLS="allreduce bcast"
   CONFIGS="2:1 4:2"
   SIZES="8,4K"
@@ -31,7 +42,7 @@ if [[ "${QUICK:-0}" == 1 ]]; then
   SCALE_SIZES="8,64K"
   SEED_PROCS="64"
 else
-  COLLS="barrier bcast reduce allreduce gather scatter allgather alltoall reduceScatterBlock scan exscan gatherv scatterv allgatherv alltoallv reduceScatter"
+  COLLS="$ALL_COLLS"
   # ranks:ppn, 1..4 emulated nodes
   CONFIGS="2:2 2:1 4:4 4:2 4:1 8:4 8:2 16:4"
   SIZES="8,1K,16K,64K"

@@ -76,6 +76,18 @@ test('ranks that start late receive what arrived before, and nbcbench timing mea
   assert.ok(Math.abs(simulate(spec, [8], P, { afterBarrier: true })[0]!.latencyUs - 7.584) < 1e-9, 'after a barrier');
 });
 
+test('with a measured barrier spread, ranks start that far apart and the median over exit orders is taken', { timeout: 5_000 }, () => {
+  // 2 ranks, recursive doubling, 8 B, rank starts 10 us apart: the late rank's message leaves at
+  // 10 + 0.008 (copy in) + 1 (o) and reaches the early one 5.07 later, which receives it (o),
+  // reduces (0.016) and, if rank 0, copies back (0.008): 17.094-17.102 us after its own start.
+  // The late rank finds the early one's message waiting: about 2 us. Either order: the same.
+  const spec = { coll: 'allreduce', ranks: 2, ppn: 1, executor: 'host', algorithm: 'recursive-doubling' } as const;
+  const us = simulate(spec, [8], { ...P, barrierSpreadUs: 10 }, { afterBarrier: true })[0]!.latencyUs;
+  assert.ok(us >= 17.094 - 1e-9 && us <= 17.102 + 1e-9, `${us} us`);
+  // Without afterBarrier the spread is not used: both start at 0.
+  assert.ok(Math.abs(simulate(spec, [8], { ...P, barrierSpreadUs: 10 })[0]!.latencyUs - 7.102) < 1e-9);
+});
+
 test('a host crowded with ranks takes the calibrated crowd levels, interpolated, and says so', { timeout: 5_000 }, () => {
   const path = (L: number) => ({ L, o: L / 10, g: L / 10, G: 0, O: 0, S: 1000 });
   const crowded: SimParams = { ...P, net: path(5), shm: path(1), crowd: { cores: 2, levels: [{ ranks: 4, shm: path(10), net: path(50) }, { ranks: 16, shm: path(40), net: path(200) }] } };
@@ -94,6 +106,11 @@ test('a host crowded with ranks takes the calibrated crowd levels, interpolated,
   assert.match(far.note, /last crowd level measured is 8/);
   // A 16-core host of the same crowd (same ranks per core) is priced the same.
   assert.equal(crowdedParams(crowded, 80, 16).params.net.L, 125);
+  // The barrier spread is interpolated alike (the base level has none).
+  const spread: SimParams = { ...crowded, crowd: { cores: 2, levels: [{ ranks: 4, shm: path(10), net: path(50), barrierSpreadUs: 100 }] } };
+  assert.equal(crowdedParams(spread, 3, 2).params.barrierSpreadUs, 50);
+  assert.equal(crowdedParams(spread, 8, 2).params.barrierSpreadUs, 100);
+  assert.equal(crowdedParams(spread, 2, 2).params.barrierSpreadUs, undefined);
   // Parameters without levels (a preset) are left alone, and the note says why.
   const none = crowdedParams(P, 8, 2);
   assert.equal(none.params, P);

@@ -149,7 +149,8 @@ export function registerCalibrate(program: Command): void {
           `${name}: L ${x.L.toFixed(3)} us, o ${x.o.toFixed(3)} us, g ${x.g.toFixed(3)} us, G ${x.G.toExponential(3)} us/B, O ${x.O.toExponential(3)} us/B, S ${x.S} B\n`;
         if (o.json) process.stdout.write(JSON.stringify(content, null, 2) + '\n');
         else {
-          const crowdRows = (p.crowd?.levels ?? []).map((l) => row(`shm, ${l.ranks} ranks`, l.shm) + row(`net, ${l.ranks} ranks`, l.net)).join('');
+          const crowdRows = (p.crowd?.levels ?? []).map((l) => row(`shm, ${l.ranks} ranks`, l.shm) + row(`net, ${l.ranks} ranks`, l.net) +
+            (l.barrierSpreadUs === undefined ? '' : `${l.ranks} ranks leave a barrier ${l.barrierSpreadUs.toFixed(1)} us apart (median)\n`)).join('');
           process.stdout.write(row('shm', p.shm) + row('net', p.net) + crowdRows +
             `reduce ${(1e-3 / p.reduceUsPerByte).toFixed(2)} GB/s, copy ${(1e-3 / p.copyUsPerByte).toFixed(2)} GB/s\nwritten to ${file}\n`);
         }

@@ -6,8 +6,10 @@
  * Each point is the median of its samples by default (`--stat min` keeps the fastest, the path's
  * own cost): the median is what nbc bench reports, and on a host shared by more threads than
  * cores the fastest sample is a lucky one. Where the host has few cores, crowds of 2, 4 and 8
- * ranks per core are measured too (every pair at once, ppn 2), and written as the params'
- * crowd levels, which `nbc sim --host-cores N` applies to an emulated cluster.
+ * ranks per core are measured too (every pair exchanging at once, ppn 2, as in a collective's
+ * step; and the spread of the ranks' exits from a barrier, which on a crowded host is larger
+ * than most calls), and written as the params' crowd levels, which `nbc sim --host-cores N`
+ * applies to an emulated cluster.
  *
  * Fits (per path):
  * - G: least-squares slope of the one-way ping-pong time over sizes. Shared memory moves bytes
@@ -42,6 +44,8 @@ const SIZES = [1, 64, 1024, 4096, 16384, 65536];
 const MAX_TRAIN = 16;
 const BUDGET_MS = 8000;
 const CROWD_BUDGET_MS = 3000;
+/** Barriers timed per crowd level for the spread of the ranks' exits (after as many to warm up). */
+const CROWD_BARRIERS = 500;
 
 /** Least-squares slope and intercept of y over x. */
 export function fitLine(xs: readonly number[], ys: readonly number[]): { slope: number; intercept: number } {
@@ -91,13 +95,15 @@ function kernelSpeeds(): { reduceUsPerByte: number; copyUsPerByte: number } {
 }
 
 /** Pairs at `stride` (1: inside a node with ppn 2; ppn: across nodes), on `ranks` ranks. */
-async function measure(ranks: number, ppn: number, stride: number, budgetMs: number, stat: Stat, transport: string | undefined): Promise<LogGPJobResult> {
-  const args: LogGPJobArgs = { sizes: SIZES, maxTrain: MAX_TRAIN, budgetMs, minRounds: 5, stride, stat };
+async function measure(ranks: number, ppn: number, stride: number, budgetMs: number, stat: Stat, transport: string | undefined, pattern: LogGPJobArgs['pattern'] = 'ping-pong', barriers = 0): Promise<LogGPJobResult> {
+  const args: LogGPJobArgs = { sizes: SIZES, maxTrain: MAX_TRAIN, budgetMs, minRounds: 5, stride, stat, pattern, barriers };
   const r = await launch(JOB, { ranks, ppn, args: [JSON.stringify(args)], output: 'pipe', timeoutMs: budgetMs + 30_000, transport: transport === undefined ? undefined : parseTransport(transport) });
   const path = stride < ppn ? 'shared memory' : 'the network';
   if (r.exitCode !== 0) throw new Error(`the LogGP job on ${path} (${ranks} ranks) failed (exit ${r.exitCode}):\n${r.stderr}`);
   const pairs = r.ranks.map((x) => x.result as LogGPJobResult | null).filter((x): x is LogGPJobResult => x !== null);
-  return pairs.length === 1 ? pairs[0]! : medianOfPairs(pairs);
+  const spread = r.ranks.find((x) => x.rank === 0)?.result as LogGPJobResult | undefined;
+  const points = pairs.length === 1 ? pairs[0]! : medianOfPairs(pairs);
+  return spread?.barrierSpreadUs === undefined ? points : { ...points, barrierSpreadUs: spread.barrierSpreadUs };
 }
 
 /** Several pairs measured at once: per point, the median over pairs. */
@@ -151,11 +157,11 @@ export async function calibrateLogGP(o: CalibrateLogGPOptions): Promise<{ file: 
   for (const ranks of crowd) {
     // ppn 2: pairs XOR 1 share a node, pairs XOR 2 span two nodes; every pair runs at once.
     log(`measuring a crowd of ${ranks} ranks on ${cores} cores (${ranks / 2} nodes of 2): shared memory... `);
-    const shm = await measure(ranks, 2, 1, CROWD_BUDGET_MS, stat, o.transport);
+    const shm = await measure(ranks, 2, 1, CROWD_BUDGET_MS, stat, o.transport, 'exchange');
     log('network... ');
-    const net = await measure(ranks, 2, 2, CROWD_BUDGET_MS, stat, o.transport);
-    log(`${Math.min(shm.rounds, net.rounds)} rounds\n`);
-    levels.push({ ranks, shm: fitLogGOPS(shm, true, limit), net: fitLogGOPS(net, false, limit) });
+    const net = await measure(ranks, 2, 2, CROWD_BUDGET_MS, stat, o.transport, 'exchange', CROWD_BARRIERS);
+    log(`${Math.min(shm.rounds, net.rounds)} rounds, barrier exits ${net.barrierSpreadUs!.toFixed(0)} us apart\n`);
+    levels.push({ ranks, shm: fitLogGOPS(shm, true, limit), net: fitLogGOPS(net, false, limit), barrierSpreadUs: net.barrierSpreadUs! });
     crowdSamples.push({ ranks, shm, net });
   }
   const params: SimParams = {

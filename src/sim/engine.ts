@@ -81,8 +81,8 @@ export interface RunResult {
   events: number;
 }
 
-/** splitmix32: a small, well-mixed deterministic generator for noise phases. */
-function rng(seed: number): () => number {
+/** splitmix32: a small, well-mixed deterministic generator (noise phases, exit orders). */
+export function splitmix32(seed: number): () => number {
   let s = seed >>> 0;
   return () => {
     s = (s + 0x9e3779b9) | 0;
@@ -232,7 +232,7 @@ class Simulation {
     this.noiseD = noise?.durationUs ?? 0;
     this.noiseP = noise?.periodUs ?? 0;
     if (noise !== null && noise.durationUs > 0) {
-      const next = rng(opts.seed ?? 1);
+      const next = splitmix32(opts.seed ?? 1);
       this.phase = new Float64Array(N);
       for (let r = 0; r < N; r++) this.phase[r] = next() * noise.periodUs;
     } else {

@@ -5,9 +5,9 @@
  *
  *     const rows = simulate({ coll: 'allreduce', ranks: 1e5, ppn: 1, executor: 'host' }, [8, 1024], params);
  */
-import { overlapPct } from '../bench/metrics.js';
+import { overlapPct, statOf } from '../bench/metrics.js';
 import type { BenchRow } from '../bench/result.js';
-import { runProgram, type SimNoise } from './engine.js';
+import { runProgram, splitmix32, type SimNoise } from './engine.js';
 import { buildProgram, type CallSpec } from './program.js';
 import type { SimParams } from './params.js';
 
@@ -38,6 +38,27 @@ export interface SimulateOptions {
   afterBarrier?: boolean;
 }
 
+/** Runs with measured barrier spread: one per ordering of the ranks' exits, the median taken. */
+const SPREAD_RUNS = 15;
+
+/**
+ * Where the parameters carry a measured barrier spread (a crowded host, crowdedParams): the
+ * ranks leave the barrier evenly spread over it, in an order drawn per run from the seed.
+ */
+function spreadExits(ranks: number, spreadUs: number, seed: number): Float64Array {
+  const order = Int32Array.from({ length: ranks }, (_, i) => i);
+  const next = splitmix32(seed);
+  for (let i = ranks - 1; i > 0; i--) {
+    const j = Math.floor(next() * (i + 1));
+    const t = order[i]!;
+    order[i] = order[j]!;
+    order[j] = t;
+  }
+  const at = new Float64Array(ranks);
+  for (let i = 0; i < ranks; i++) at[order[i]!] = ranks === 1 ? 0 : (spreadUs * i) / (ranks - 1);
+  return at;
+}
+
 /** When each rank leaves a barrier of `spec`'s shape, from the first to leave (afterBarrier). */
 function barrierExits(spec: Omit<CallSpec, 'bytes'>, params: SimParams, opts: SimulateOptions): Float64Array {
   const prog = buildProgram({ coll: 'barrier', ranks: spec.ranks, ppn: spec.ppn, executor: 'host', bytes: 0, ...(spec.config ? { config: spec.config } : {}) }, params);
@@ -62,8 +83,20 @@ export function simulate(spec: Omit<CallSpec, 'bytes'>, sizes: readonly number[]
     const t0 = performance.now();
     const prog = buildProgram({ ...spec, bytes }, params);
     const pure = runProgram(prog, params, { noise: opts.noise ?? null, seed: opts.seed, startAt });
-    const pureUs = slowest(pure.done, startAt);
+    let pureUs = slowest(pure.done, startAt);
     let events = pure.events;
+    const spread = params.barrierSpreadUs ?? 0;
+    if (opts.afterBarrier === true && spread > 0) {
+      // nbcbench's statistic over iterations (median of the per-call maximum), over orderings.
+      const runs: number[] = [];
+      for (let k = 0; k < SPREAD_RUNS; k++) {
+        const at = spreadExits(prog.ranks, spread, (opts.seed ?? 1) * 7919 + k);
+        const r = runProgram(prog, params, { noise: opts.noise ?? null, seed: opts.seed, startAt: at });
+        events += r.events;
+        runs.push(slowest(r.done, at));
+      }
+      pureUs = statOf(runs, 'median');
+    }
     const row: SimRow = { bytes: prog.bytes, latencyUs: pureUs, algorithm: prog.algorithm, events, wallSeconds: 0 };
     if (opts.compute === true) {
       // nbcbench: compute as long as the pure latency between start and wait; per field the

@@ -29,6 +29,19 @@ export interface LogGPJobArgs {
   stride?: number;
   /** Per point, over rounds (default min). */
   stat?: Stat;
+  /**
+   * How a size is timed: 'ping-pong' (one way = round trip / 2, one message in flight per
+   * pair) or 'exchange' (both ranks send at once, then receive: a collective's step, during
+   * which every rank of the pair wants a core; the time of one exchange counts as one way).
+   * Default ping-pong.
+   */
+  pattern?: 'ping-pong' | 'exchange';
+  /**
+   * Then every rank runs this many barriers (after as many to warm up), notes when it left
+   * each (performance.timeOrigin + now(): one clock for every process of the host), and rank 0
+   * reports the median spread between the first and the last rank to leave. Default 0.
+   */
+  barriers?: number;
 }
 
 export interface LogGPJobResult {
@@ -37,6 +50,8 @@ export interface LogGPJobResult {
   pingPong: Array<{ bytes: number; us: number }>;
   /** Per train length: time inside the isend calls, and until the last message's ack, us. */
   trains: Array<{ messages: number; postUs: number; totalUs: number }>;
+  /** With `barriers`: the median spread of the ranks' barrier exits, us (rank 0 only). */
+  barrierSpreadUs?: number;
 }
 
 const TAG_GO = 11;
@@ -48,8 +63,40 @@ export default function loggpJob(world: Communicator, argv: string[]): LogGPJobR
   const a = JSON.parse(argv[0]!) as LogGPJobArgs;
   const me = world.rank;
   const peer = me ^ (a.stride ?? 1);
-  if (peer >= world.size) return null;
-  const lead = me < peer;
+  const paired = peer < world.size;
+  const lead = paired && me < peer;
+  const points = paired ? pairPoints(world, a, peer, lead) : null;
+  const spread = (a.barriers ?? 0) > 0 ? barrierSpread(world, a.barriers!) : undefined;
+  if (!lead || points === null) return null;
+  return spread === undefined ? points : { ...points, barrierSpreadUs: spread };
+}
+
+/** The median over `n` barriers of the time between the first and the last rank's exit (rank 0; others NaN). */
+function barrierSpread(world: Communicator, n: number): number {
+  const exits = new Float64Array(n);
+  for (let i = -n; i < n; i++) {
+    world.barrier();
+    if (i >= 0) exits[i] = performance.timeOrigin + performance.now();
+  }
+  const all = world.rank === 0 ? new Float64Array(n * world.size) : null;
+  world.gather(exits, all, 0);
+  if (all === null) return NaN;
+  const spreads = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (let r = 0; r < world.size; r++) {
+      lo = Math.min(lo, all[r * n + i]!);
+      hi = Math.max(hi, all[r * n + i]!);
+    }
+    spreads[i] = (hi - lo) * 1000;
+  }
+  return statOf(spreads, 'median');
+}
+
+/** One pair's ping-pongs (or exchanges) and trains; the lead's points, else null. */
+function pairPoints(world: Communicator, a: LogGPJobArgs, peer: number, lead: boolean): LogGPJobResult | null {
+  const exchange = a.pattern === 'exchange';
   const maxBytes = Math.max(...a.sizes);
   const out = world.alloc(Uint8Array, maxBytes).fill(1);
   const inb = world.alloc(Uint8Array, maxBytes);
@@ -73,7 +120,13 @@ export default function loggpJob(world: Communicator, argv: string[]): LogGPJobR
     for (let j = 0; j < a.sizes.length; j++) {
       const s = out.subarray(0, a.sizes[j]!);
       const r = inb.subarray(0, a.sizes[j]!);
-      if (lead) {
+      if (exchange) {
+        const t0 = performance.now();
+        const got = world.irecv(r, peer, TAG_PING);
+        world.send(s, peer, TAG_PING);
+        got.wait();
+        if (lead) pp[j]!.push((performance.now() - t0) * 1000);
+      } else if (lead) {
         const t0 = performance.now();
         world.send(s, peer, TAG_PING);
         world.recv(r, peer, TAG_PING);

@@ -64,6 +64,12 @@ export interface SimParams {
    * several crowd sizes; `nbc sim --host-cores N` applies it, crowdedParams()).
    */
   crowd?: Crowd;
+  /**
+   * How far apart (us) the ranks leave a barrier: the median spread between the first and the
+   * last. Set by crowdedParams() from the crowd levels; nbcbench timing (afterBarrier) then
+   * starts the ranks that far apart. Absent: the simulated barrier's own exits.
+   */
+  barrierSpreadUs?: number;
 }
 
 /**
@@ -74,7 +80,8 @@ export interface SimParams {
  */
 export interface Crowd {
   cores: number;
-  levels: Array<{ ranks: number; shm: LogGOPS; net: LogGOPS }>;
+  /** Per level, also the median spread of the ranks' barrier exits (us), where measured. */
+  levels: Array<{ ranks: number; shm: LogGOPS; net: LogGOPS; barrierSpreadUs?: number }>;
 }
 
 export const SIM_PARAMS_VERSION = 1;
@@ -99,19 +106,22 @@ export function crowdedParams(params: SimParams, ranks: number, hostCores: numbe
   if (crowd === undefined || crowd.levels.length === 0) {
     return { params, note: `${ranks} ranks on ${hostCores} cores, but the parameters (${params.source}) have no crowd levels: priced as if every rank had a core (run nbc calibrate --loggp on the host)` };
   }
-  const points = [{ perCore: 1, shm: params.shm, net: params.net }, ...crowd.levels.map((l) => ({ perCore: l.ranks / crowd.cores, shm: l.shm, net: l.net }))]
-    .sort((x, y) => x.perCore - y.perCore);
+  const points = [
+    { perCore: 1, shm: params.shm, net: params.net, spread: params.barrierSpreadUs ?? 0 },
+    ...crowd.levels.map((l) => ({ perCore: l.ranks / crowd.cores, shm: l.shm, net: l.net, spread: l.barrierSpreadUs ?? 0 })),
+  ].sort((x, y) => x.perCore - y.perCore);
+  const spread = (us: number): { barrierSpreadUs?: number } => (us > 0 ? { barrierSpreadUs: us } : {});
   let hi = points.findIndex((p) => p.perCore >= perCore);
   if (hi === -1) {
     const last = points[points.length - 1]!;
-    return { params: { ...params, shm: last.shm, net: last.net }, note: `${perCore} ranks per core: the last crowd level measured is ${last.perCore}; its parameters are used` };
+    return { params: { ...params, shm: last.shm, net: last.net, ...spread(last.spread) }, note: `${perCore} ranks per core: the last crowd level measured is ${last.perCore}; its parameters are used` };
   }
   if (hi === 0) hi = 1;
   const lo = points[hi - 1]!;
   const up = points[hi]!;
   const x = up.perCore === lo.perCore ? 1 : (perCore - lo.perCore) / (up.perCore - lo.perCore);
   return {
-    params: { ...params, shm: between(lo.shm, up.shm, x), net: between(lo.net, up.net, x) },
+    params: { ...params, shm: between(lo.shm, up.shm, x), net: between(lo.net, up.net, x), ...spread(lo.spread + (up.spread - lo.spread) * x) },
     note: `${ranks} ranks on ${hostCores} cores (${perCore} per core): crowd levels ${lo.perCore} and ${up.perCore} per core, interpolated`,
   };
 }
@@ -276,6 +286,7 @@ export function parseSimParams(value: unknown, where: string): SimParams {
     postUs: finiteNonNegative(o.postUs, where, 'postUs'),
     agg,
     ...(o.crowd === undefined ? {} : { crowd: parseCrowd(o.crowd, where) }),
+    ...(o.barrierSpreadUs === undefined ? {} : { barrierSpreadUs: finiteNonNegative(o.barrierSpreadUs, where, 'barrierSpreadUs') }),
   };
 }
 
@@ -291,7 +302,10 @@ function parseCrowd(value: unknown, where: string): Crowd {
     if (v === null || typeof v !== 'object') throw new NbcArgError(`Cannot use the simulator parameters from ${where}: crowd.levels[${i}] is not an object; expected { ranks, shm, net }`);
     const ranks = finiteNonNegative(v.ranks, where, `crowd.levels[${i}].ranks`);
     if (!Number.isInteger(ranks) || ranks <= cores) throw new NbcArgError(`Cannot use the simulator parameters from ${where}: crowd.levels[${i}].ranks is ${ranks}; expected an integer above crowd.cores (${cores})`);
-    return { ranks, shm: parsePath(v.shm, where, `crowd.levels[${i}].shm`), net: parsePath(v.net, where, `crowd.levels[${i}].net`) };
+    return {
+      ranks, shm: parsePath(v.shm, where, `crowd.levels[${i}].shm`), net: parsePath(v.net, where, `crowd.levels[${i}].net`),
+      ...(v.barrierSpreadUs === undefined ? {} : { barrierSpreadUs: finiteNonNegative(v.barrierSpreadUs, where, `crowd.levels[${i}].barrierSpreadUs`) }),
+    };
   });
   return { cores, levels };
 }
