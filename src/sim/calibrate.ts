@@ -6,9 +6,8 @@
  * Each point is the median of its samples by default (`--stat min` keeps the fastest, the path's
  * own cost): the median is what nbc bench reports, and on a host shared by more threads than
  * cores the fastest sample is a lucky one. Where the host has few cores, crowds of 2, 4 and 8
- * ranks per core are measured too (every pair exchanging at once, ppn 2, as in a collective's
- * step; and the spread of the ranks' exits from a barrier, which on a crowded host is larger
- * than most calls), and written as the params' crowd levels, which `nbc sim --host-cores N`
+ * ranks per core are measured too (every pair at once, ppn 2; and the spread of the ranks'
+ * exits from a barrier, which on a crowded host is larger than most calls), and written as the params' crowd levels, which `nbc sim --host-cores N`
  * applies to an emulated cluster.
  *
  * Fits (per path):
@@ -44,6 +43,13 @@ const SIZES = [1, 64, 1024, 4096, 16384, 65536];
 const MAX_TRAIN = 16;
 const BUDGET_MS = 8000;
 const CROWD_BUDGET_MS = 3000;
+/**
+ * How a crowd level times its pairs. Ping-pong: with exchanges (every rank busy at once), the
+ * simulated calls of 4 ranks on 2 cores came out 2-3x slower than nbc bench measured them
+ * (bench/results/sim-medium, 88 % median error), with ping-pongs and the barrier spread
+ * closer (docs/sim.md, validation).
+ */
+const CROWD_PATTERN = 'ping-pong';
 /** Barriers timed per crowd level for the spread of the ranks' exits (after as many to warm up). */
 const CROWD_BARRIERS = 500;
 
@@ -157,9 +163,9 @@ export async function calibrateLogGP(o: CalibrateLogGPOptions): Promise<{ file: 
   for (const ranks of crowd) {
     // ppn 2: pairs XOR 1 share a node, pairs XOR 2 span two nodes; every pair runs at once.
     log(`measuring a crowd of ${ranks} ranks on ${cores} cores (${ranks / 2} nodes of 2): shared memory... `);
-    const shm = await measure(ranks, 2, 1, CROWD_BUDGET_MS, stat, o.transport, 'exchange');
+    const shm = await measure(ranks, 2, 1, CROWD_BUDGET_MS, stat, o.transport, CROWD_PATTERN);
     log('network... ');
-    const net = await measure(ranks, 2, 2, CROWD_BUDGET_MS, stat, o.transport, 'exchange', CROWD_BARRIERS);
+    const net = await measure(ranks, 2, 2, CROWD_BUDGET_MS, stat, o.transport, CROWD_PATTERN, CROWD_BARRIERS);
     log(`${Math.min(shm.rounds, net.rounds)} rounds, barrier exits ${net.barrierSpreadUs!.toFixed(0)} us apart\n`);
     levels.push({ ranks, shm: fitLogGOPS(shm, true, limit), net: fitLogGOPS(net, false, limit), barrierSpreadUs: net.barrierSpreadUs! });
     crowdSamples.push({ ranks, shm, net });
