@@ -14,7 +14,8 @@
 # first size) measures that ramp, while the calibration's 8 s of rounds is at steady state, so
 # the validation warms up with 2000 calls.
 # QUICK=1 runs a tiny configuration (a few minutes); MEDIUM=1 every collective on 2 layouts. OUT=dir (default bench/results/sim).
-# Full run: about 45-60 min on the 2-core reference VM, almost all of it in step 2's nbc bench.
+# Full run: about 2 hours on the 2-core reference VM (each point measured twice), almost all of
+# it in step 2's nbc bench; MEDIUM=1 took 22.5 min.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NBC="node dist/cli/nbc.js"
