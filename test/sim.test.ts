@@ -76,6 +76,14 @@ test('ranks that start late receive what arrived before, and nbcbench timing mea
   assert.ok(Math.abs(simulate(spec, [8], P, { afterBarrier: true })[0]!.latencyUs - 7.584) < 1e-9, 'after a barrier');
 });
 
+test('a call\'s own cost (callUs) delays each rank\'s first action on the host executor', { timeout: 5_000 }, () => {
+  // callUs 2: rank 0's send starts at 2, leaves at 3, arrives 3 + 100 x 0.01 + 5 = 9; rank 1,
+  // its call done by 2, receives from 9 to 10.
+  near(runProgram(programOf(ping(101)), { ...P, callUs: 2 }).done, [3, 10], 'callUs');
+  assert.deepEqual(parseSimParams({ ...P, callUs: 2 }, 'c.json').callUs, 2);
+  assert.throws(() => parseSimParams({ ...P, callUs: -1 }, 'c.json'), { code: 'NBC_ERR_ARG', message: /callUs is -1/ });
+});
+
 test('with a measured barrier spread, ranks start that far apart and the median over exit orders is taken', { timeout: 5_000 }, () => {
   // 2 ranks, recursive doubling, 8 B, rank starts 10 us apart: the late rank's message leaves at
   // 10 + 0.008 (copy in) + 1 (o) and reaches the early one 5.07 later, which receives it (o),

@@ -30,6 +30,7 @@
 import { availableParallelism, hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { statOf, type Stat } from '../bench/metrics.js';
+import type { OpJobArgs, OpJobResult } from '../bench/op-job.js';
 import { NbcArgError } from '../errors.js';
 import { reduceRegions } from '../ops/regions.js';
 import { launch } from '../runtime/launcher.js';
@@ -37,8 +38,10 @@ import { parseTransport } from '../runtime/node-main.js';
 import { DEFAULT_SIM_PARAMS, SIM_PARAMS_VERSION, type Crowd, type LogGOPS, type SimParams, type SimParamsFile } from './params.js';
 import type { LogGPJobArgs, LogGPJobResult } from './loggp-job.js';
 import { simParamsFilePath, writeSimParamsFile } from './params-file.js';
+import { simulate } from './index.js';
 
 const JOB = fileURLToPath(new URL('./loggp-job.js', import.meta.url));
+const OP_JOB = fileURLToPath(new URL('../bench/op-job.js', import.meta.url));
 const SIZES = [1, 64, 1024, 4096, 16384, 65536];
 const MAX_TRAIN = 16;
 const BUDGET_MS = 8000;
@@ -131,6 +134,26 @@ export function defaultCrowd(cores: number): number[] {
   return [2, 4, 8].map((k) => 2 * Math.ceil((k * cores) / 2)).filter((n) => n <= 64);
 }
 
+/**
+ * The library's own cost per call (params.callUs): a recursive-doubling allreduce of 8 B on 2
+ * ranks of one node, timed as nbc bench times it (the op job: 2000 calls to warm up, a barrier
+ * before each, the slowest rank's time, the median), less what the model charges for its
+ * messages and kernels with the parameters just fitted. On the fastest path, so little else
+ * is left in the difference.
+ */
+async function measureCall(params: SimParams): Promise<{ measuredUs: number; modelUs: number; callUs: number }> {
+  const args: OpJobArgs = {
+    op: 'allreduce', sizes: [8], iters: 2000, warmup: 2000, algorithm: 'recursive-doubling', executor: 'host',
+    compute: 'busy', testInterval: { kind: 'none' }, noise: null, stat: 'median', perRank: false,
+  };
+  const r = await launch(OP_JOB, { ranks: 2, ppn: 2, args: [JSON.stringify(args)], output: 'pipe', timeoutMs: 120_000 });
+  if (r.exitCode !== 0) throw new Error(`the call-cost job failed (exit ${r.exitCode}):\n${r.stderr}`);
+  const measuredUs = (r.ranks.find((x) => x.rank === 0)!.result as OpJobResult).rows[0]!.latencyUs;
+  const spec = { coll: 'allreduce', ranks: 2, ppn: 2, executor: 'host', algorithm: 'recursive-doubling' } as const;
+  const modelUs = simulate(spec, [8], { ...params, callUs: 0 }, { afterBarrier: true })[0]!.latencyUs;
+  return { measuredUs, modelUs, callUs: Math.max(0, measuredUs - modelUs) };
+}
+
 export interface CalibrateLogGPOptions {
   out?: string;
   transport?: string;
@@ -180,9 +203,13 @@ export async function calibrateLogGP(o: CalibrateLogGPOptions): Promise<{ file: 
   };
   // An offloaded post is one ring record to the engine: a shared-memory send's overhead.
   params.postUs = params.shm.o;
+  log('measuring the cost of a call (allreduce of 8 B, 2 ranks, 1 node)... ');
+  const call = await measureCall(params);
+  params.callUs = call.callUs;
+  log(`${call.measuredUs.toFixed(1)} us measured, ${call.modelUs.toFixed(1)} us in messages and kernels: ${call.callUs.toFixed(1)} us per call\n`);
   const content: SimParamsFile = {
     version: SIM_PARAMS_VERSION, measuredAt: new Date().toISOString(), host: hostname(), params,
-    samples: { shm: shmJob, net: netJob, crowd: crowdSamples },
+    samples: { shm: shmJob, net: netJob, crowd: crowdSamples, call },
   };
   const file = o.out ?? simParamsFilePath();
   writeSimParamsFile(file, content);

@@ -15,7 +15,8 @@
  * - recv: matched in posting order per (source, destination, sub-tag), as MPI's non-overtaking
  *   rule (and the library's matching) does; once matched and arrived, the receiver's CPU spends
  *   o + (s-1)O and its injector g + (s-1)G.
- * - reduce, copy: the CPU for bytes x reduceUsPerByte (copyUsPerByte).
+ * - reduce, copy: the CPU for bytes x reduceUsPerByte (copyUsPerByte);
+ * - the call itself (host executor): callUs of the rank's CPU before its first action.
  * Every CPU and injector is a FIFO resource: work starts at max(ready, free). A rank's CPU
  * suffers OS noise (seed 000): a burst of D every 1/F, at a phase drawn per rank from the
  * seed; work that meets a burst waits for its end. Engines (offload) and aggregation nodes are
@@ -339,6 +340,9 @@ class Simulation {
   /** A proc begins its schedule: round 0, or the DAG's roots, in the builder's order. */
   private start(p: number): void {
     const prog = this.prog;
+    // Host: the call's own CPU cost on the rank comes first (params.callUs).
+    const call = this.params.callUs ?? 0;
+    if (call > 0 && prog.mode === 'host') this.cpu(p, this.now, call);
     if (this.remaining[p] === 0) {
       this.finishProc(p);
     } else if (prog.procDag[p] === 1) {

@@ -57,6 +57,12 @@ export interface SimParams {
   copyUsPerByte: number;
   /** Offload and agg: a rank's cost to post a call to its node engine (the engine learns of it L(shm) later). */
   postUs: number;
+  /**
+   * Host executor: the library's own CPU cost per collective call on each rank (argument
+   * checks, the schedule cache, the request, the progress loop's turns), paid before its
+   * schedule starts. Calibrated (nbc calibrate --loggp); absent: 0.
+   */
+  callUs?: number;
   agg: AggParams;
   /**
    * Only a calibration of an emulated cluster writes this: how the paths behave when the
@@ -287,6 +293,7 @@ export function parseSimParams(value: unknown, where: string): SimParams {
     agg,
     ...(o.crowd === undefined ? {} : { crowd: parseCrowd(o.crowd, where) }),
     ...(o.barrierSpreadUs === undefined ? {} : { barrierSpreadUs: finiteNonNegative(o.barrierSpreadUs, where, 'barrierSpreadUs') }),
+    ...(o.callUs === undefined ? {} : { callUs: finiteNonNegative(o.callUs, where, 'callUs') }),
   };
 }
 
