@@ -79,14 +79,13 @@ function slowest(end: Float64Array, startAt: Float64Array | null): number {
 export function simulate(spec: Omit<CallSpec, 'bytes'>, sizes: readonly number[], params: SimParams, opts: SimulateOptions = {}): SimRow[] {
   const rows: SimRow[] = [];
   const startAt = opts.afterBarrier === true ? barrierExits(spec, params, opts) : null;
+  const spread = opts.afterBarrier === true ? params.barrierSpreadUs ?? 0 : 0;
   for (const bytes of sizes) {
     const t0 = performance.now();
     const prog = buildProgram({ ...spec, bytes }, params);
-    const pure = runProgram(prog, params, { noise: opts.noise ?? null, seed: opts.seed, startAt });
-    let pureUs = slowest(pure.done, startAt);
-    let events = pure.events;
-    const spread = params.barrierSpreadUs ?? 0;
-    if (opts.afterBarrier === true && spread > 0) {
+    let pureUs: number;
+    let events = 0;
+    if (spread > 0) {
       // nbcbench's statistic over iterations (median of the per-call maximum), over orderings.
       const runs: number[] = [];
       for (let k = 0; k < SPREAD_RUNS; k++) {
@@ -96,6 +95,10 @@ export function simulate(spec: Omit<CallSpec, 'bytes'>, sizes: readonly number[]
         runs.push(slowest(r.done, at));
       }
       pureUs = statOf(runs, 'median');
+    } else {
+      const pure = runProgram(prog, params, { noise: opts.noise ?? null, seed: opts.seed, startAt });
+      pureUs = slowest(pure.done, startAt);
+      events = pure.events;
     }
     const row: SimRow = { bytes: prog.bytes, latencyUs: pureUs, algorithm: prog.algorithm, events, wallSeconds: 0 };
     if (opts.compute === true) {
