@@ -46,13 +46,12 @@ const SIZES = [1, 64, 1024, 4096, 16384, 65536];
 const MAX_TRAIN = 16;
 const BUDGET_MS = 8000;
 const CROWD_BUDGET_MS = 3000;
-/**
- * How a crowd level times its pairs. Ping-pong: with exchanges (every rank busy at once), the
- * simulated calls of 4 ranks on 2 cores came out 2-3x slower than nbc bench measured them
- * (bench/results/sim-medium, 88 % median error), with ping-pongs and the barrier spread
- * closer (docs/sim.md, validation).
+/*
+ * Crowd levels are timed as ping-pongs. Timed as exchanges (both ranks of a pair send, then
+ * receive: every rank busy at once), the simulated calls of 4 ranks on 2 cores came out 2-3x
+ * slower than nbc bench measured them (bench/results/sim-medium, 88 % median error); ping-pongs
+ * with the barrier spread came closer (docs/sim.md, validation).
  */
-const CROWD_PATTERN = 'ping-pong';
 /** Barriers timed per crowd level for the spread of the ranks' exits (after as many to warm up). */
 const CROWD_BARRIERS = 500;
 
@@ -104,8 +103,8 @@ function kernelSpeeds(): { reduceUsPerByte: number; copyUsPerByte: number } {
 }
 
 /** Pairs at `stride` (1: inside a node with ppn 2; ppn: across nodes), on `ranks` ranks. */
-async function measure(ranks: number, ppn: number, stride: number, budgetMs: number, stat: Stat, transport: string | undefined, pattern: LogGPJobArgs['pattern'] = 'ping-pong', barriers = 0): Promise<LogGPJobResult> {
-  const args: LogGPJobArgs = { sizes: SIZES, maxTrain: MAX_TRAIN, budgetMs, minRounds: 5, stride, stat, pattern, barriers };
+async function measure(ranks: number, ppn: number, stride: number, budgetMs: number, stat: Stat, transport: string | undefined, barriers = 0): Promise<LogGPJobResult> {
+  const args: LogGPJobArgs = { sizes: SIZES, maxTrain: MAX_TRAIN, budgetMs, minRounds: 5, stride, stat, barriers };
   const r = await launch(JOB, { ranks, ppn, args: [JSON.stringify(args)], output: 'pipe', timeoutMs: budgetMs + 30_000, transport: transport === undefined ? undefined : parseTransport(transport) });
   const path = stride < ppn ? 'shared memory' : 'the network';
   if (r.exitCode !== 0) throw new Error(`the LogGP job on ${path} (${ranks} ranks) failed (exit ${r.exitCode}):\n${r.stderr}`);
@@ -186,9 +185,9 @@ export async function calibrateLogGP(o: CalibrateLogGPOptions): Promise<{ file: 
   for (const ranks of crowd) {
     // ppn 2: pairs XOR 1 share a node, pairs XOR 2 span two nodes; every pair runs at once.
     log(`measuring a crowd of ${ranks} ranks on ${cores} cores (${ranks / 2} nodes of 2): shared memory... `);
-    const shm = await measure(ranks, 2, 1, CROWD_BUDGET_MS, stat, o.transport, CROWD_PATTERN);
+    const shm = await measure(ranks, 2, 1, CROWD_BUDGET_MS, stat, o.transport);
     log('network... ');
-    const net = await measure(ranks, 2, 2, CROWD_BUDGET_MS, stat, o.transport, CROWD_PATTERN, CROWD_BARRIERS);
+    const net = await measure(ranks, 2, 2, CROWD_BUDGET_MS, stat, o.transport, CROWD_BARRIERS);
     log(`${Math.min(shm.rounds, net.rounds)} rounds, barrier exits ${net.barrierSpreadUs!.toFixed(0)} us apart\n`);
     levels.push({ ranks, shm: fitLogGOPS(shm, true, limit), net: fitLogGOPS(net, false, limit), barrierSpreadUs: net.barrierSpreadUs! });
     crowdSamples.push({ ranks, shm, net });

@@ -30,13 +30,6 @@ export interface LogGPJobArgs {
   /** Per point, over rounds (default min). */
   stat?: Stat;
   /**
-   * How a size is timed: 'ping-pong' (one way = round trip / 2, one message in flight per
-   * pair) or 'exchange' (both ranks send at once, then receive: a collective's step, during
-   * which every rank of the pair wants a core; the time of one exchange counts as one way).
-   * Default ping-pong.
-   */
-  pattern?: 'ping-pong' | 'exchange';
-  /**
    * Then every rank runs this many barriers (after as many to warm up), notes when it left
    * each (performance.timeOrigin + now(): one clock for every process of the host), and rank 0
    * reports the median spread between the first and the last rank to leave. Default 0.
@@ -94,9 +87,8 @@ function barrierSpread(world: Communicator, n: number): number {
   return statOf(spreads, 'median');
 }
 
-/** One pair's ping-pongs (or exchanges) and trains; the lead's points, else null. */
+/** One pair's ping-pongs and trains; the lead's points, else null. */
 function pairPoints(world: Communicator, a: LogGPJobArgs, peer: number, lead: boolean): LogGPJobResult | null {
-  const exchange = a.pattern === 'exchange';
   const maxBytes = Math.max(...a.sizes);
   const out = world.alloc(Uint8Array, maxBytes).fill(1);
   const inb = world.alloc(Uint8Array, maxBytes);
@@ -120,13 +112,7 @@ function pairPoints(world: Communicator, a: LogGPJobArgs, peer: number, lead: bo
     for (let j = 0; j < a.sizes.length; j++) {
       const s = out.subarray(0, a.sizes[j]!);
       const r = inb.subarray(0, a.sizes[j]!);
-      if (exchange) {
-        const t0 = performance.now();
-        const got = world.irecv(r, peer, TAG_PING);
-        world.send(s, peer, TAG_PING);
-        got.wait();
-        if (lead) pp[j]!.push((performance.now() - t0) * 1000);
-      } else if (lead) {
+      if (lead) {
         const t0 = performance.now();
         world.send(s, peer, TAG_PING);
         world.recv(r, peer, TAG_PING);
