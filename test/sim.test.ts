@@ -94,6 +94,12 @@ test('with a measured barrier spread, ranks start that far apart and the median 
   assert.ok(us >= 17.094 - 1e-9 && us <= 17.102 + 1e-9, `${us} us`);
   // Without afterBarrier the spread is not used: both start at 0.
   assert.ok(Math.abs(simulate(spec, [8], { ...P, barrierSpreadUs: 10 })[0]!.latencyUs - 7.102) < 1e-9);
+  // Nor on one node (its ranks leave a barrier together): the same as without a spread.
+  const oneNode = { ...spec, ppn: 2 };
+  assert.equal(simulate(oneNode, [8], { ...P, barrierSpreadUs: 10 }, { afterBarrier: true })[0]!.latencyUs,
+    simulate(oneNode, [8], P, { afterBarrier: true })[0]!.latencyUs);
+  // A barrier moves no data: its row is at 0 bytes whatever the sizes, as nbc bench reports it.
+  assert.equal(simulate({ coll: 'barrier', ranks: 2, ppn: 1, executor: 'host' }, [8], P)[0]!.bytes, 0);
 });
 
 test('a host crowded with ranks takes the calibrated crowd levels, interpolated, and says so', { timeout: 5_000 }, () => {

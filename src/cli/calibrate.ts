@@ -151,7 +151,8 @@ export function registerCalibrate(program: Command): void {
         else {
           const crowdRows = (p.crowd?.levels ?? []).map((l) => row(`shm, ${l.ranks} ranks`, l.shm) + row(`net, ${l.ranks} ranks`, l.net) +
             (l.barrierSpreadUs === undefined ? '' : `${l.ranks} ranks leave a barrier ${l.barrierSpreadUs.toFixed(1)} us apart (median)\n`)).join('');
-          process.stdout.write(row('shm', p.shm) + row('net', p.net) + crowdRows +
+          const spread = p.barrierSpreadUs === undefined ? '' : `2 ranks on 2 nodes leave a barrier ${p.barrierSpreadUs.toFixed(1)} us apart (median)\n`;
+          process.stdout.write(row('shm', p.shm) + row('net', p.net) + spread + crowdRows +
             `reduce ${(1e-3 / p.reduceUsPerByte).toFixed(2)} GB/s, copy ${(1e-3 / p.copyUsPerByte).toFixed(2)} GB/s, ${(p.callUs ?? 0).toFixed(1)} us per call\nwritten to ${file}\n`);
         }
         return;

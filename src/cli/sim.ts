@@ -87,7 +87,8 @@ export function registerSim(program: Command): void {
         params = crowded.params;
         process.stderr.write(`host: ${crowded.note}\n`);
       }
-      const sizes = parseSizes(o.sizes);
+      // A barrier moves no data: one row, at 0 bytes, as nbc bench reports it.
+      const sizes = coll === 'barrier' ? [0] : parseSizes(o.sizes);
       // Selection sees the host as the runtime would: oversubscribed when its ranks outnumber its cores.
       const config = o.hostCores !== undefined && o.ranks > o.hostCores ? { ...DEFAULT_CONFIG, oversubscribed: true } : undefined;
       const spec = { coll, ranks: o.ranks, ppn: o.ppn, executor: o.executor as SimExecutor, algorithm: o.algorithm, ...(config ? { config } : {}) };

@@ -24,7 +24,7 @@ import type { Buf, BufOrInPlace, Counts, Planner } from './args.js';
 import {
   leanAllreduceOf, leanAlltoallOf, leanBcastOf, LeanPaths, type LeanAllreduce, type LeanAlltoall, type LeanBcast,
 } from './lean.js';
-import { byteLengthOf, findRecent, remember, ScheduleCache, type RecentCall } from './memo.js';
+import { byteLengthOf, findRecent, remember, ScheduleCache, type CountArrays, type RecentCall } from './memo.js';
 import type { CollOptions } from './options.js';
 import { PersistentRequest } from './persistent.js';
 import {
@@ -52,24 +52,24 @@ export class Communicator extends Comm {
   /**
    * Recent plans of the non-blocking calls (and of blocking ones without a lean path), per
    * collective, kept like the blocking calls' lists (findRecent). A plan depends only on the
-   * buffers' identity and length, the scalars, the op and the options, so a loop that passes
-   * the same arguments again reuses it and skips validation, selection and the cache lookup.
-   * Only for collectives without count arrays: a caller may change a counts array in place
-   * between calls.
+   * buffers' identity and length, the scalars, the op, the options and the values of the count
+   * arrays, so a loop that passes the same arguments again reuses it and skips validation,
+   * selection and the cache lookup. Count arrays are compared by value (a caller may change
+   * one in place between calls): O(size) per call, against planning's many times that.
    */
   private readonly planMemo = new Map<CollName, Array<RecentCall<never>>>();
 
   private memoPlan(coll: CollName, opts: CollOptions | undefined, build: () => Plan,
-    a?: unknown, b?: unknown, c?: unknown, d?: unknown): Plan {
+    a?: unknown, b?: unknown, c?: unknown, d?: unknown, counts?: CountArrays): Plan {
     let list = this.planMemo.get(coll);
     if (list === undefined) {
       list = [];
       this.planMemo.set(coll, list);
     }
-    const hit = findRecent(list, a, b, c, d, opts);
+    const hit = findRecent(list, a, b, c, d, opts, counts);
     if (hit !== undefined) return hit.plan!;
     const plan = build();
-    remember(list, Math.max(byteLengthOf(a), byteLengthOf(b)), a, b, c, d, opts, null, plan);
+    remember(list, Math.max(byteLengthOf(a), byteLengthOf(b)), a, b, c, d, opts, null, plan, counts);
     return plan;
   }
 
@@ -297,40 +297,40 @@ export class Communicator extends Comm {
   // ---- gather / scatter -----------------------------------------------------------------
 
   gather(send: BufOrInPlace, recv: Buf | null | undefined, root: number, opts?: CollOptions): void {
-    this.launchPlan(planGather(this.planner, send, recv, root, opts)).wait();
+    this.launchPlan(this.memoPlan('gather', opts, () => planGather(this.planner, send, recv, root, opts), send, recv, root)).wait();
   }
   igather(send: BufOrInPlace, recv: Buf | null | undefined, root: number, opts?: CollOptions): Request {
-    return this.launchPlan(planGather(this.planner, send, recv, root, opts));
+    return this.launchPlan(this.memoPlan('gather', opts, () => planGather(this.planner, send, recv, root, opts), send, recv, root));
   }
   gatherInit(send: BufOrInPlace, recv: Buf | null | undefined, root: number, opts?: CollOptions): PersistentRequest {
     return this.persistent(planGather(this.planner, send, recv, root, opts));
   }
 
   scatter(send: Buf | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): void {
-    this.launchPlan(planScatter(this.planner, send, recv, root, opts)).wait();
+    this.launchPlan(this.memoPlan('scatter', opts, () => planScatter(this.planner, send, recv, root, opts), send, recv, root)).wait();
   }
   iscatter(send: Buf | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): Request {
-    return this.launchPlan(planScatter(this.planner, send, recv, root, opts));
+    return this.launchPlan(this.memoPlan('scatter', opts, () => planScatter(this.planner, send, recv, root, opts), send, recv, root));
   }
   scatterInit(send: Buf | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): PersistentRequest {
     return this.persistent(planScatter(this.planner, send, recv, root, opts));
   }
 
   gatherv(send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts, displs: Counts, root: number, opts?: CollOptions): void {
-    this.launchPlan(planGatherv(this.planner, send, recv, counts, displs, root, opts)).wait();
+    this.launchPlan(this.memoPlan('gatherv', opts, () => planGatherv(this.planner, send, recv, counts, displs, root, opts), send, recv, root, undefined, [counts, displs])).wait();
   }
   igatherv(send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts, displs: Counts, root: number, opts?: CollOptions): Request {
-    return this.launchPlan(planGatherv(this.planner, send, recv, counts, displs, root, opts));
+    return this.launchPlan(this.memoPlan('gatherv', opts, () => planGatherv(this.planner, send, recv, counts, displs, root, opts), send, recv, root, undefined, [counts, displs]));
   }
   gathervInit(send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts, displs: Counts, root: number, opts?: CollOptions): PersistentRequest {
     return this.persistent(planGatherv(this.planner, send, recv, counts, displs, root, opts));
   }
 
   scatterv(send: Buf | null | undefined, counts: Counts, displs: Counts, recv: BufOrInPlace, root: number, opts?: CollOptions): void {
-    this.launchPlan(planScatterv(this.planner, send, counts, displs, recv, root, opts)).wait();
+    this.launchPlan(this.memoPlan('scatterv', opts, () => planScatterv(this.planner, send, counts, displs, recv, root, opts), send, recv, root, undefined, [counts, displs])).wait();
   }
   iscatterv(send: Buf | null | undefined, counts: Counts, displs: Counts, recv: BufOrInPlace, root: number, opts?: CollOptions): Request {
-    return this.launchPlan(planScatterv(this.planner, send, counts, displs, recv, root, opts));
+    return this.launchPlan(this.memoPlan('scatterv', opts, () => planScatterv(this.planner, send, counts, displs, recv, root, opts), send, recv, root, undefined, [counts, displs]));
   }
   scattervInit(send: Buf | null | undefined, counts: Counts, displs: Counts, recv: BufOrInPlace, root: number, opts?: CollOptions): PersistentRequest {
     return this.persistent(planScatterv(this.planner, send, counts, displs, recv, root, opts));
@@ -347,10 +347,10 @@ export class Communicator extends Comm {
   allgatherInit(send: BufOrInPlace, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(planAllgather(this.planner, send, recv, opts)); }
 
   allgatherv(send: BufOrInPlace, recv: Buf, counts: Counts, displs: Counts, opts?: CollOptions): void {
-    this.launchPlan(planAllgatherv(this.planner, send, recv, counts, displs, opts)).wait();
+    this.launchPlan(this.memoPlan('allgatherv', opts, () => planAllgatherv(this.planner, send, recv, counts, displs, opts), send, recv, undefined, undefined, [counts, displs])).wait();
   }
   iallgatherv(send: BufOrInPlace, recv: Buf, counts: Counts, displs: Counts, opts?: CollOptions): Request {
-    return this.launchPlan(planAllgatherv(this.planner, send, recv, counts, displs, opts));
+    return this.launchPlan(this.memoPlan('allgatherv', opts, () => planAllgatherv(this.planner, send, recv, counts, displs, opts), send, recv, undefined, undefined, [counts, displs]));
   }
   allgathervInit(send: BufOrInPlace, recv: Buf, counts: Counts, displs: Counts, opts?: CollOptions): PersistentRequest {
     return this.persistent(planAllgatherv(this.planner, send, recv, counts, displs, opts));
@@ -385,10 +385,12 @@ export class Communicator extends Comm {
   alltoallInit(send: BufOrInPlace, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(planAlltoall(this.planner, send, recv, opts)); }
 
   alltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): void {
-    this.launchPlan(planAlltoallv(this.planner, send, scounts, sdispls, recv, rcounts, rdispls, opts)).wait();
+    this.launchPlan(this.memoPlan('alltoallv', opts, () => planAlltoallv(this.planner, send, scounts, sdispls, recv, rcounts, rdispls, opts),
+      send, recv, undefined, undefined, [scounts, sdispls, rcounts, rdispls])).wait();
   }
   ialltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): Request {
-    return this.launchPlan(planAlltoallv(this.planner, send, scounts, sdispls, recv, rcounts, rdispls, opts));
+    return this.launchPlan(this.memoPlan('alltoallv', opts, () => planAlltoallv(this.planner, send, scounts, sdispls, recv, rcounts, rdispls, opts),
+      send, recv, undefined, undefined, [scounts, sdispls, rcounts, rdispls]));
   }
   alltoallvInit(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): PersistentRequest {
     return this.persistent(planAlltoallv(this.planner, send, scounts, sdispls, recv, rcounts, rdispls, opts));
@@ -397,19 +399,19 @@ export class Communicator extends Comm {
   // ---- reduce-scatter --------------------------------------------------------------------
 
   reduceScatterBlock(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): void {
-    this.launchPlan(planReduceScatter(this.planner, 'reduceScatterBlock', send, recv, null, op, opts)).wait();
+    this.launchPlan(this.memoPlan('reduceScatterBlock', opts, () => planReduceScatter(this.planner, 'reduceScatterBlock', send, recv, null, op, opts), send, recv, op)).wait();
   }
   ireduceScatterBlock(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): Request {
-    return this.launchPlan(planReduceScatter(this.planner, 'reduceScatterBlock', send, recv, null, op, opts));
+    return this.launchPlan(this.memoPlan('reduceScatterBlock', opts, () => planReduceScatter(this.planner, 'reduceScatterBlock', send, recv, null, op, opts), send, recv, op));
   }
   reduceScatterBlockInit(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): PersistentRequest {
     return this.persistent(planReduceScatter(this.planner, 'reduceScatterBlock', send, recv, null, op, opts));
   }
   reduceScatter(send: BufOrInPlace, recv: Buf, counts: Counts, op: OpLike, opts?: CollOptions): void {
-    this.launchPlan(planReduceScatter(this.planner, 'reduceScatter', send, recv, counts, op, opts)).wait();
+    this.launchPlan(this.memoPlan('reduceScatter', opts, () => planReduceScatter(this.planner, 'reduceScatter', send, recv, counts, op, opts), send, recv, op, undefined, [counts])).wait();
   }
   ireduceScatter(send: BufOrInPlace, recv: Buf, counts: Counts, op: OpLike, opts?: CollOptions): Request {
-    return this.launchPlan(planReduceScatter(this.planner, 'reduceScatter', send, recv, counts, op, opts));
+    return this.launchPlan(this.memoPlan('reduceScatter', opts, () => planReduceScatter(this.planner, 'reduceScatter', send, recv, counts, op, opts), send, recv, op, undefined, [counts]));
   }
   reduceScatterInit(send: BufOrInPlace, recv: Buf, counts: Counts, op: OpLike, opts?: CollOptions): PersistentRequest {
     return this.persistent(planReduceScatter(this.planner, 'reduceScatter', send, recv, counts, op, opts));
@@ -417,29 +419,35 @@ export class Communicator extends Comm {
 
   // ---- scan / exscan ------------------------------------------------------------------------
 
-  scan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): void { this.launchPlan(planScan(this.planner, 'scan', send, recv, op, opts)).wait(); }
-  iscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): Request { return this.launchPlan(planScan(this.planner, 'scan', send, recv, op, opts)); }
+  private memoScan(kind: 'scan' | 'exscan', send: BufOrInPlace, recv: Buf, op: OpLike, opts: CollOptions | undefined): Plan {
+    return this.memoPlan(kind, opts, () => planScan(this.planner, kind, send, recv, op, opts), send, recv, op);
+  }
+
+  scan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): void { this.launchPlan(this.memoScan('scan', send, recv, op, opts)).wait(); }
+  iscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): Request { return this.launchPlan(this.memoScan('scan', send, recv, op, opts)); }
   scanInit(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): PersistentRequest { return this.persistent(planScan(this.planner, 'scan', send, recv, op, opts)); }
-  exscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): void { this.launchPlan(planScan(this.planner, 'exscan', send, recv, op, opts)).wait(); }
-  iexscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): Request { return this.launchPlan(planScan(this.planner, 'exscan', send, recv, op, opts)); }
+  exscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): void { this.launchPlan(this.memoScan('exscan', send, recv, op, opts)).wait(); }
+  iexscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): Request { return this.launchPlan(this.memoScan('exscan', send, recv, op, opts)); }
   exscanInit(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): PersistentRequest { return this.persistent(planScan(this.planner, 'exscan', send, recv, op, opts)); }
 
   // ---- neighbour collectives (Cartesian and distributed-graph communicators) ----------------------------------------
 
 
-  neighborAllgather(send: Buf, recv: Buf, opts?: CollOptions): void { this.launchPlan(planNeighborAllgather(this.planner, send, recv, opts)).wait(); }
-  ineighborAllgather(send: Buf, recv: Buf, opts?: CollOptions): Request { return this.launchPlan(planNeighborAllgather(this.planner, send, recv, opts)); }
+  neighborAllgather(send: Buf, recv: Buf, opts?: CollOptions): void { this.launchPlan(this.memoPlan('neighborAllgather', opts, () => planNeighborAllgather(this.planner, send, recv, opts), send, recv)).wait(); }
+  ineighborAllgather(send: Buf, recv: Buf, opts?: CollOptions): Request { return this.launchPlan(this.memoPlan('neighborAllgather', opts, () => planNeighborAllgather(this.planner, send, recv, opts), send, recv)); }
   neighborAllgatherInit(send: Buf, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(planNeighborAllgather(this.planner, send, recv, opts)); }
 
-  neighborAlltoall(send: Buf, recv: Buf, opts?: CollOptions): void { this.launchPlan(planNeighborAlltoall(this.planner, send, recv, opts)).wait(); }
-  ineighborAlltoall(send: Buf, recv: Buf, opts?: CollOptions): Request { return this.launchPlan(planNeighborAlltoall(this.planner, send, recv, opts)); }
+  neighborAlltoall(send: Buf, recv: Buf, opts?: CollOptions): void { this.launchPlan(this.memoPlan('neighborAlltoall', opts, () => planNeighborAlltoall(this.planner, send, recv, opts), send, recv)).wait(); }
+  ineighborAlltoall(send: Buf, recv: Buf, opts?: CollOptions): Request { return this.launchPlan(this.memoPlan('neighborAlltoall', opts, () => planNeighborAlltoall(this.planner, send, recv, opts), send, recv)); }
   neighborAlltoallInit(send: Buf, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(planNeighborAlltoall(this.planner, send, recv, opts)); }
 
   neighborAlltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): void {
-    this.launchPlan(planNeighborAlltoallv(this.planner, send, scounts, sdispls, recv, rcounts, rdispls, opts)).wait();
+    this.launchPlan(this.memoPlan('neighborAlltoallv', opts, () => planNeighborAlltoallv(this.planner, send, scounts, sdispls, recv, rcounts, rdispls, opts),
+      send, recv, undefined, undefined, [scounts, sdispls, rcounts, rdispls])).wait();
   }
   ineighborAlltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): Request {
-    return this.launchPlan(planNeighborAlltoallv(this.planner, send, scounts, sdispls, recv, rcounts, rdispls, opts));
+    return this.launchPlan(this.memoPlan('neighborAlltoallv', opts, () => planNeighborAlltoallv(this.planner, send, scounts, sdispls, recv, rcounts, rdispls, opts),
+      send, recv, undefined, undefined, [scounts, sdispls, rcounts, rdispls]));
   }
   neighborAlltoallvInit(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): PersistentRequest {
     return this.persistent(planNeighborAlltoallv(this.planner, send, scounts, sdispls, recv, rcounts, rdispls, opts));

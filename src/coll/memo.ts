@@ -13,9 +13,16 @@ import type { CollShape } from './shape.js';
 const MEMO_MAX_BYTES = 256 << 10;
 
 /**
+ * The count and displacement arrays of a v collective's call (counts, displs; or send
+ * counts, send displs, receive counts, receive displs). A call is found again only when they
+ * hold the same values: a caller may change an array in place between calls.
+ */
+export type CountArrays = ReadonlyArray<ArrayLike<number>>;
+
+/**
  * A call, resolved: the lean path's call when the call takes it, else its plan. Keyed by up
- * to four arguments (by identity; the buffers a and b by identity and length) and the
- * options (by value).
+ * to four arguments (by identity; the buffers a and b by identity and length), the options
+ * (by value) and, for a v collective, the values of its count arrays.
  */
 export interface RecentCall<L> {
   a: unknown;
@@ -25,6 +32,8 @@ export interface RecentCall<L> {
   la: number;
   lb: number;
   opts: CollOptions | undefined;
+  /** The count arrays' values when remembered, each as its length then its values; null for none. */
+  counts: Float64Array | null;
   lean: L | null;
   plan: Plan | null;
 }
@@ -32,12 +41,35 @@ export interface RecentCall<L> {
 const lengthOf = (x: unknown): number => (ArrayBuffer.isView(x) ? (x as TypedArray).length : -1);
 export const byteLengthOf = (x: unknown): number => (ArrayBuffer.isView(x) ? x.byteLength : 0);
 
+function snapshot(v: CountArrays): Float64Array {
+  let n = 0;
+  for (const a of v) n += 1 + a.length;
+  const out = new Float64Array(n);
+  let at = 0;
+  for (const a of v) {
+    out[at++] = a.length;
+    for (let i = 0; i < a.length; i++) out[at++] = a[i]!;
+  }
+  return out;
+}
+
+/** Whether `v` holds the values `snap` was taken of (NaN never matches: such a call is planned, and refused, again). */
+function sameCounts(snap: Float64Array | null, v: CountArrays | undefined): boolean {
+  if (snap === null || v === undefined) return snap === null && v === undefined;
+  let at = 0;
+  for (const a of v) {
+    if (at >= snap.length || snap[at++] !== a.length) return false;
+    for (let i = 0; i < a.length; i++) if (snap[at++] !== a[i]) return false;
+  }
+  return at === snap.length;
+}
+
 export function findRecent<L>(list: ReadonlyArray<RecentCall<L>>, a: unknown, b: unknown, c: unknown, d: unknown,
-  opts: CollOptions | undefined): RecentCall<L> | undefined {
+  opts: CollOptions | undefined, counts?: CountArrays): RecentCall<L> | undefined {
   for (let i = 0; i < list.length; i++) {
     const m = list[i]!;
     if (m.a === a && m.b === b && m.c === c && m.d === d && sameOptions(m.opts, opts) &&
-      m.la === lengthOf(a) && m.lb === lengthOf(b)) return m;
+      m.la === lengthOf(a) && m.lb === lengthOf(b) && sameCounts(m.counts, counts)) return m;
   }
   return undefined;
 }
@@ -47,11 +79,11 @@ export function findRecent<L>(list: ReadonlyArray<RecentCall<L>>, a: unknown, b:
  * alive, so only calls of at most MEMO_MAX_BYTES are: small ones, whose per-call cost matters.
  */
 export function remember<L>(list: Array<RecentCall<L>>, bytes: number, a: unknown, b: unknown, c: unknown, d: unknown,
-  opts: CollOptions | undefined, lean: L | null, plan: Plan | null): void {
+  opts: CollOptions | undefined, lean: L | null, plan: Plan | null, counts?: CountArrays): void {
   if (bytes > MEMO_MAX_BYTES) return;
   if (plan !== null) plan.reuse = true;
   if (list.length === 4) list.pop();
-  list.unshift({ a, b, c, d, la: lengthOf(a), lb: lengthOf(b), opts: keptOptions(opts), lean, plan });
+  list.unshift({ a, b, c, d, la: lengthOf(a), lb: lengthOf(b), opts: keptOptions(opts), counts: counts === undefined ? null : snapshot(counts), lean, plan });
 }
 
 /**

@@ -52,7 +52,7 @@ const CROWD_BUDGET_MS = 3000;
  * slower than nbc bench measured them (bench/results/sim-medium, 88 % median error); ping-pongs
  * with the barrier spread came closer (docs/sim.md, validation).
  */
-/** Barriers timed per crowd level for the spread of the ranks' exits (after as many to warm up). */
+/** Barriers timed on the network pair and per crowd level for the spread of the ranks' exits (after as many to warm up). */
 const CROWD_BARRIERS = 500;
 
 /** Least-squares slope and intercept of y over x. */
@@ -178,8 +178,8 @@ export async function calibrateLogGP(o: CalibrateLogGPOptions): Promise<{ file: 
   log(`measuring shared memory (2 ranks, 1 node, ${stat} of each point)... `);
   const shmJob = await measure(2, 2, 1, BUDGET_MS, stat, undefined);
   log(`${shmJob.rounds} rounds\nmeasuring the network (2 ranks, 2 nodes${o.transport ? `, ${o.transport}` : ''})... `);
-  const netJob = await measure(2, 1, 1, BUDGET_MS, stat, o.transport);
-  log(`${netJob.rounds} rounds\n`);
+  const netJob = await measure(2, 1, 1, BUDGET_MS, stat, o.transport, CROWD_BARRIERS);
+  log(`${netJob.rounds} rounds, barrier exits ${netJob.barrierSpreadUs!.toFixed(1)} us apart\n`);
   const levels: Crowd['levels'] = [];
   const crowdSamples: Array<{ ranks: number; shm: LogGPJobResult; net: LogGPJobResult }> = [];
   for (const ranks of crowd) {
@@ -197,6 +197,7 @@ export async function calibrateLogGP(o: CalibrateLogGPOptions): Promise<{ file: 
     source: `calibrated on ${hostname()} at ${new Date().toISOString()} (${stat} per point)`,
     shm: fitLogGOPS(shmJob, true, limit),
     net: fitLogGOPS(netJob, false, limit),
+    barrierSpreadUs: netJob.barrierSpreadUs!,
     ...kernelSpeeds(),
     ...(levels.length > 0 ? { crowd: { cores, levels } } : {}),
   };

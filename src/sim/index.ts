@@ -42,8 +42,9 @@ export interface SimulateOptions {
 const SPREAD_RUNS = 15;
 
 /**
- * Where the parameters carry a measured barrier spread (a crowded host, crowdedParams): the
- * ranks leave the barrier evenly spread over it, in an order drawn per run from the seed.
+ * Where the parameters carry a measured barrier spread (params.barrierSpreadUs) and the layout
+ * spans nodes: the ranks leave the barrier evenly spread over it, in an order drawn per run
+ * from the seed.
  */
 function spreadExits(ranks: number, spreadUs: number, seed: number): Float64Array {
   const order = Int32Array.from({ length: ranks }, (_, i) => i);
@@ -79,7 +80,8 @@ function slowest(end: Float64Array, startAt: Float64Array | null): number {
 export function simulate(spec: Omit<CallSpec, 'bytes'>, sizes: readonly number[], params: SimParams, opts: SimulateOptions = {}): SimRow[] {
   const rows: SimRow[] = [];
   const startAt = opts.afterBarrier === true ? barrierExits(spec, params, opts) : null;
-  const spread = opts.afterBarrier === true ? params.barrierSpreadUs ?? 0 : 0;
+  const spansNodes = spec.ranks > spec.ppn;
+  const spread = opts.afterBarrier === true && spansNodes ? params.barrierSpreadUs ?? 0 : 0;
   for (const bytes of sizes) {
     const t0 = performance.now();
     const prog = buildProgram({ ...spec, bytes }, params);
@@ -100,7 +102,7 @@ export function simulate(spec: Omit<CallSpec, 'bytes'>, sizes: readonly number[]
       pureUs = slowest(pure.done, startAt);
       events = pure.events;
     }
-    const row: SimRow = { bytes: prog.bytes, latencyUs: pureUs, algorithm: prog.algorithm, events, wallSeconds: 0 };
+    const row: SimRow = { bytes: spec.coll === 'barrier' ? 0 : prog.bytes, latencyUs: pureUs, algorithm: prog.algorithm, events, wallSeconds: 0 };
     if (opts.compute === true) {
       // nbcbench: compute as long as the pure latency between start and wait; per field the
       // maximum over ranks. No test() calls: the host executor progresses only in wait().

@@ -71,9 +71,12 @@ export interface SimParams {
    */
   crowd?: Crowd;
   /**
-   * How far apart (us) the ranks leave a barrier: the median spread between the first and the
-   * last. Set by crowdedParams() from the crowd levels; nbcbench timing (afterBarrier) then
-   * starts the ranks that far apart. Absent: the simulated barrier's own exits.
+   * How far apart (us) ranks on different nodes leave a barrier: the median spread between the
+   * first and the last. Calibrated on the network pair (2 ranks, 2 nodes) and per crowd level
+   * (crowdedParams() interpolates); nbcbench timing (afterBarrier) then starts the ranks of a
+   * layout that spans nodes that far apart. Ranks of one node are threads of one process and
+   * leave a shared-memory barrier together (0 us median), so a one-node layout keeps the
+   * simulated barrier's own exits. Absent: the simulated barrier's own exits.
    */
   barrierSpreadUs?: number;
 }

@@ -444,6 +444,36 @@ function reuse(w: Communicator): number {
   o.algorithm = 'no-such-algorithm';
   const codes = errorCodes({ changed: () => w.allreduce(send, all, 'sum', o) });
   eq('options changed in place', [codes.changed], ['NBC_ERR_ARG']);
+  return checks + 1 + reuseCounts(w);
+}
+
+/**
+ * A v collective's count arrays are compared by value: the same buffers with displacements
+ * changed in place between calls must land where the new values say (a plan kept from the
+ * first call would put them where the old ones did), and values made bad in place are refused.
+ */
+function reuseCounts(w: Communicator): number {
+  const p = w.size;
+  const ones = Array.from({ length: p }, () => 1);
+  const displs = Array.from({ length: p }, (_, r) => r);
+  const mine = Float64Array.of(w.rank + 1);
+  const got = new Float64Array(p);
+  const send = Float64Array.from({ length: p }, (_, r) => 100 * w.rank + r);
+  const recv = new Float64Array(p);
+  let checks = 0;
+  for (const reversed of [false, true, false]) {
+    for (let r = 0; r < p; r++) displs[r] = reversed ? p - 1 - r : r;
+    w.allgatherv(mine, got, ones, displs);
+    eq(`allgatherv, displacements ${reversed ? 'reversed' : 'in order'} in place`, Array.from(got), Array.from({ length: p }, (_, i) => (reversed ? p - i : i + 1)));
+    w.alltoallv(send, ones, displs, recv, ones, displs);
+    // block r of send goes to rank r; with reversed displacements, send's element p-1-r does.
+    eq(`alltoallv, displacements ${reversed ? 'reversed' : 'in order'} in place`, Array.from(recv),
+      Array.from({ length: p }, (_, i) => { const from = reversed ? p - 1 - i : i; return 100 * from + (reversed ? p - 1 - w.rank : w.rank); }));
+    checks += 2;
+  }
+  displs[p - 1] = p;
+  const codes = errorCodes({ bad: () => w.allgatherv(mine, got, ones, displs) });
+  eq('displacement made bad in place', [codes.bad], ['NBC_ERR_COUNT']);
   return checks + 1;
 }
 
