@@ -14,6 +14,8 @@
 # first size) measures that ramp, while the calibration's 8 s of rounds is at steady state, so
 # the validation warms up with 2000 calls.
 # QUICK=1 runs a tiny configuration (a few minutes); MEDIUM=1 every collective on 2 layouts. OUT=dir (default bench/results/sim).
+# RESIM=1 measures nothing: after a change to the model, it fits OUT's calibration again from
+# the samples it keeps (nbc calibrate --loggp --refit) and simulates OUT's measured points again.
 # Full run: about 2 hours on the 2-core reference VM (each point measured twice), almost all of
 # it in step 2's nbc bench; MEDIUM=1 took 22.5 min.
 set -euo pipefail
@@ -55,7 +57,16 @@ else
 fi
 
 echo "== 1. calibration"
-$NBC calibrate --loggp --out "$OUT/loggp.json"
+if [[ "${RESIM:-0}" == 1 ]]; then
+  $NBC calibrate --loggp --refit "$OUT/loggp.json"
+else
+  $NBC calibrate --loggp --out "$OUT/loggp.json"
+fi
+
+simulate() { # coll ranks ppn alg sizes tag: the simulated twin of a validation point
+  $NBC sim "$1" --ranks "$2" --ppn "$3" --algorithm "$4" --sizes "$5" --params "$OUT/loggp.json" --after-barrier --host-cores "$(nproc)" \
+    --json "$OUT/val/sim-$6.json" > /dev/null 2>> "$OUT/val/bench-$6.err"
+}
 
 algorithms() { # coll nodes -> the algorithms a call can name on the host executor
   node --input-type=module -e "
@@ -65,6 +76,16 @@ algorithms() { # coll nodes -> the algorithms a call can name on the host execut
 }
 
 echo "== 2. validation: nbc bench vs nbc sim (same session, parameters from step 1)"
+if [[ "${RESIM:-0}" == 1 ]]; then
+  for f in "$OUT"/val/bench-*.json; do
+    tag=$(basename "$f" .json); tag=${tag#bench-}
+    read -r coll ranks ppn alg sizes < <(node -e "const r = JSON.parse(require('fs').readFileSync('$f', 'utf8'));
+      console.log(r.op, r.ranks, r.ppn, r.algorithm, r.results.map((x) => x.bytes).join(','))")
+    [[ $coll == barrier ]] && sizes=8
+    simulate "$coll" "$ranks" "$ppn" "$alg" "$sizes" "$tag"
+  done
+  COLLS=""
+fi
 for coll in $COLLS; do
   for cfg in $CONFIGS; do
     ranks=${cfg%:*}; ppn=${cfg#*:}; nodes=$(( (ranks + ppn - 1) / ppn ))
@@ -72,8 +93,7 @@ for coll in $COLLS; do
       tag="$coll-$ranks-$ppn-$alg"
       if $NBC bench "$coll" --ranks "$ranks" --ppn "$ppn" --algorithm "$alg" --sizes "$SIZES" --iters "$ITERS" --warmup "$WARMUP" --plain \
           --json "$OUT/val/bench-$tag.json" > /dev/null 2> "$OUT/val/bench-$tag.err"; then
-        $NBC sim "$coll" --ranks "$ranks" --ppn "$ppn" --algorithm "$alg" --sizes "$SIZES" --params "$OUT/loggp.json" --after-barrier --host-cores "$(nproc)" \
-          --json "$OUT/val/sim-$tag.json" > /dev/null 2>> "$OUT/val/bench-$tag.err"
+        simulate "$coll" "$ranks" "$ppn" "$alg" "$SIZES" "$tag"
         # The same measurement again: how far nbc bench is from itself is the floor under the error.
         $NBC bench "$coll" --ranks "$ranks" --ppn "$ppn" --algorithm "$alg" --sizes "$SIZES" --iters "$ITERS" --warmup "$WARMUP" --plain \
           --json "$OUT/val/repeat-$tag.json" > /dev/null 2>> "$OUT/val/bench-$tag.err" || true

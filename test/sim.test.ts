@@ -5,7 +5,7 @@ import { select } from '../src/coll/select.ts';
 import { DEFAULT_CONFIG } from '../src/config.ts';
 import { buildProgram, programOf, runProgram, simulate, toGoal, PRESETS, parseSimParams, crowdedParams, DEFAULT_SIM_PARAMS, type CallSpec, type SimNoise, type SimParams } from '../src/sim/index.ts';
 import { parseSimOp } from '../src/cli/sim.ts';
-import { fitLogGOPS } from '../src/sim/calibrate.ts';
+import { fitLogGOPS, modelOneWay, refitLogGP } from '../src/sim/calibrate.ts';
 import { EventQueue } from '../src/sim/heap.ts';
 import type { LogGPJobArgs, LogGPJobResult } from '../src/sim/loggp-job.ts';
 import { fileURLToPath } from 'node:url';
@@ -65,15 +65,25 @@ test('ranks that start late receive what arrived before, and nbcbench timing mea
   // posts its receive at 10 (or long before, at 1): either way it receives from 10 to 11.
   near(runProgram(programOf(ping(101)), P, { startAt: new Float64Array([3, 10]) }).done, [4, 11], 'late receiver');
   near(runProgram(programOf(ping(101)), P, { startAt: new Float64Array([3, 1]) }).done, [4, 11], 'early receiver');
-  // 4 ranks on 2 nodes: the hier barrier lets the leaders (0, 2) out at 9.5 and the others at
-  // 11, so ranks 1 and 3 call the bcast 1.5 us late. A binomial bcast from rank 0, all starting
-  // at 0, ends on rank 3 at 9.084; rank 3 starting at 1.5 ends at 9.084 + 1.5 (it only waits for
-  // data), so the slowest rank's own time falls to 7.584 and nothing else is slower.
+  // 4 ranks on 2 nodes, all starting at 0: the hier barrier lets the leaders (0, 2) out at 9.5
+  // and the others at 11; a binomial bcast from rank 0 ends on rank 3 at 9.084.
   const exits = runProgram(buildProgram({ coll: 'barrier', ranks: 4, ppn: 2, executor: 'host', bytes: 0 }, P), P).done;
   near(exits, [9.5, 11, 9.5, 11], 'barrier exits');
-  const spec = { coll: 'bcast', ranks: 4, ppn: 2, executor: 'host', algorithm: 'binomial' } as const;
-  assert.ok(Math.abs(simulate(spec, [8], P)[0]!.latencyUs - 9.084) < 1e-9, 'all start together');
-  assert.ok(Math.abs(simulate(spec, [8], P, { afterBarrier: true })[0]!.latencyUs - 7.584) < 1e-9, 'after a barrier');
+  assert.ok(Math.abs(simulate({ coll: 'bcast', ranks: 4, ppn: 2, executor: 'host', algorithm: 'binomial' }, [8], P)[0]!.latencyUs - 9.084) < 1e-9, 'all start together');
+});
+
+test("nbcbench's loop: a rank a call lets go early leaves the next barrier early and waits that much longer", { timeout: 5_000 }, () => {
+  // 2 ranks on 2 nodes, binomial bcast of 8 B; each run starts its NICs idle.
+  // Round 1: the barrier (send o, L, receive o) lets both out at 7; the root sends [7, 8], the
+  // message arrives 8 + 7 x 0.01 + 5 = 13.07, rank 1 receives [13.07, 14.07].
+  // Round 2: the root enters the barrier at 8, its message reaches rank 1 at 14; rank 1 enters
+  // at 14.07, sends [14.07, 15.07], receives [15.07, 16.07] and leaves; the root receives rank
+  // 1's message at 20.07 and leaves at 21.07. So rank 1 calls 5 us before the root: the bcast
+  // reaches it at 27.14 and it is done at 28.14, 12.07 after its own call. Round 3 repeats it
+  // (the measured call): 12.07, where a simultaneous start gives the one-way time, 7.07.
+  const spec = { coll: 'bcast', ranks: 2, ppn: 1, executor: 'host', algorithm: 'binomial' } as const;
+  assert.ok(Math.abs(simulate(spec, [8], P)[0]!.latencyUs - 7.07) < 1e-9, 'all start together');
+  assert.ok(Math.abs(simulate(spec, [8], P, { afterBarrier: true })[0]!.latencyUs - 12.07) < 1e-9, 'in the loop');
 });
 
 test('a call\'s own cost (callUs) delays each rank\'s first action on the host executor', { timeout: 5_000 }, () => {
@@ -88,10 +98,13 @@ test('with a measured barrier spread, ranks start that far apart and the median 
   // 2 ranks, recursive doubling, 8 B, rank starts 10 us apart: the late rank's message leaves at
   // 10 + 0.008 (copy in) + 1 (o) and reaches the early one 5.07 later, which receives it (o),
   // reduces (0.016) and, if rank 0, copies back (0.008): 17.094-17.102 us after its own start.
-  // The late rank finds the early one's message waiting: about 2 us. Either order: the same.
+  // The late rank finds the early one's message waiting: about 2 us. Either order: the same,
+  // but for the loop's own skew (nbcbench's loop, above): rank 0 copies back last, 0.008 per
+  // call, and the barrier lets the later rank out first, so by the measured call rank 0 waits
+  // 0.016 more: 17.118 at most.
   const spec = { coll: 'allreduce', ranks: 2, ppn: 1, executor: 'host', algorithm: 'recursive-doubling' } as const;
   const us = simulate(spec, [8], { ...P, barrierSpreadUs: 10 }, { afterBarrier: true })[0]!.latencyUs;
-  assert.ok(us >= 17.094 - 1e-9 && us <= 17.102 + 1e-9, `${us} us`);
+  assert.ok(us >= 17.094 - 1e-9 && us <= 17.118 + 1e-9, `${us} us`);
   // Without afterBarrier the spread is not used: both start at 0.
   assert.ok(Math.abs(simulate(spec, [8], { ...P, barrierSpreadUs: 10 })[0]!.latencyUs - 7.102) < 1e-9);
   // Nor on one node (its ranks leave a barrier together): the same as without a spread.
@@ -389,6 +402,33 @@ test('the LogGP fit takes G from the ping-pong slope, g from the trains, and kee
   assert.ok(Math.abs(slow.o - 4.5) < 1e-12 && Math.abs(slow.L - 1) < 1e-12, 'o capped at 0.45 x one way');
   assert.ok(Math.abs(slow.G - 0.0005) < 1e-12 && Math.abs(slow.O - 0.0005) < 1e-12, 'shm splits the slope between G and O');
   assert.equal(slow.g, 4.5, 'g is never below o');
+});
+
+test('the LogGP fit keeps a handshake above the eager limit only where the ping-pongs show one', { timeout: 5_000 }, () => {
+  // o 2, L 6, G 0.001: eager one way 10 + (s-1) x 0.001; a handshake adds 2(o + L) = 16.
+  const trains = [1, 2, 3, 4].map((k) => ({ messages: k, postUs: 2 * k, totalUs: 10 + 3 * k }));
+  const sizes = [1, 1001, 4001, 16001, 64001];
+  const oneWay = (s: number, handshake: boolean): number => 10 + (s - 1) * 0.001 + (handshake && s > 8192 ? 16 : 0);
+  const pushed = fitLogGOPS({ rounds: 10, trains, pingPong: sizes.map((bytes) => ({ bytes, us: oneWay(bytes, false) })) }, false, 8192);
+  assert.equal(pushed.S, 64001, 'no handshake: eager up to the largest size measured');
+  assert.ok(Math.abs(pushed.G - 0.001) < 1e-9);
+  const shaken = fitLogGOPS({ rounds: 10, trains, pingPong: sizes.map((bytes) => ({ bytes, us: oneWay(bytes, true) })) }, false, 8192);
+  assert.equal(shaken.S, 8192, 'a handshake: rendezvous above the eager limit');
+  assert.ok(Math.abs(shaken.G - 0.001) < 1e-9, 'G from the eager sizes only');
+  for (const bytes of sizes) assert.ok(Math.abs(modelOneWay(shaken, bytes) - oneWay(bytes, true)) < 1e-9, `${bytes} B`);
+});
+
+test('a calibration fits again from the samples it keeps; one without samples is refused', { timeout: 5_000 }, () => {
+  const trains = [1, 2, 3, 4].map((k) => ({ messages: k, postUs: 2 * k, totalUs: 10 + 3 * k }));
+  const job = { rounds: 10, trains, pingPong: [1, 1001, 16001].map((bytes) => ({ bytes, us: 10 + (bytes - 1) * 0.001 })) };
+  const file = { version: 1, measuredAt: 'then', host: 'h', params: { ...P, callUs: 99 },
+    samples: { shm: job, net: job, crowd: [], call: { measuredUs: 50, modelUs: 0, callUs: 99 }, cores: 2, eagerLimit: 8192, reduceUsPerByte: 0.002, copyUsPerByte: 0.001 } };
+  const again = refitLogGP(file);
+  assert.deepEqual(again.params.net, { L: 6, o: 2, g: 3, G: 0.001, O: 0, S: 16001 });
+  // The cost per call: the same measurement less what the refitted model charges for it.
+  const model = (again.samples as { call: { modelUs: number } }).call.modelUs;
+  assert.ok(model > 0 && Math.abs(again.params.callUs! - (50 - model)) < 1e-9);
+  assert.throws(() => refitLogGP({ version: 1, measuredAt: 'then', host: 'h', params: P }), { code: 'NBC_ERR_ARG', message: /keeps no samples/ });
 });
 
 test('the LogGP job measures every pair at once: XOR 1 inside a node, XOR ppn across nodes', { timeout: 60_000 }, async () => {

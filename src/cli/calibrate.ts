@@ -24,7 +24,10 @@ import { launch } from '../runtime/launcher.js';
 import { paramsFilePath, writeParamsFile } from '../runtime/params-file.js';
 import { machineInfo } from './bench.js';
 import { NbcArgError } from '../errors.js';
-import { calibrateLogGP } from '../sim/calibrate.js';
+import { readFileSync } from 'node:fs';
+import { calibrateLogGP, refitLogGP } from '../sim/calibrate.js';
+import { parseSimParamsFile } from '../sim/params.js';
+import { writeSimParamsFile } from '../sim/params-file.js';
 import { positiveInt } from './args.js';
 
 const CALIBRATE_JOB = fileURLToPath(new URL('../bench/calibrate-job.js', import.meta.url));
@@ -49,6 +52,7 @@ interface CalibrateOptions {
   transport?: string;
   stat: string;
   crowd?: string;
+  refit?: string;
   iters: number;
   ranks: number;
   json?: boolean;
@@ -128,6 +132,20 @@ function report(measured: Measured[]): string {
     `direct scatter: measured vs model (1 B fitted; 64 KiB predicted by eq. 3)\n${check.toString()}\n`;
 }
 
+/** `--loggp --refit FILE`: the calibration in FILE fitted again from its samples. */
+function refitFile(from: string, out: string | undefined): { file: string; content: ReturnType<typeof refitLogGP> } {
+  let text: string;
+  try {
+    text = readFileSync(from, 'utf8');
+  } catch (err) {
+    throw new NbcArgError(`Cannot refit ${from}: ${(err as Error).message}; expected a file written by nbc calibrate --loggp`, { cause: err });
+  }
+  const content = refitLogGP(parseSimParamsFile(text, from));
+  const file = out ?? from;
+  writeSimParamsFile(file, content);
+  return { file, content };
+}
+
 export function registerCalibrate(program: Command): void {
   program.command('calibrate')
     .description("measure seed 004's cost model (start-up, per-byte, constant) per path and store it as JSON for selection")
@@ -138,12 +156,14 @@ export function registerCalibrate(program: Command): void {
     .option('--loggp', "instead: measure the simulator's LogGOPS parameters (Netgauge's method) and write them for nbc sim (default file: NBC_SIM_PARAMS, else loggp.json beside params.json)")
     .option('--transport <t>', 'with --loggp: the path between nodes to measure, ucx or tcp (default: auto)')
     .option('--stat <s>', 'with --loggp: statistic of each point over its rounds, median or min', 'median')
+    .option('--refit <file>', "with --loggp: measure nothing; fit the samples FILE keeps again with this version's rules and write the result to --out (default: FILE)")
     .option('--crowd <list>', "with --loggp: crowds to measure, ranks on this host (multiples of 4 above its cores), or 'none' (default: 2, 4 and 8 per core, up to 64)")
     .action(async (o: CalibrateOptions) => {
+      if (o.refit !== undefined && o.loggp !== true) throw new NbcArgError('Cannot use --refit without --loggp: only LogGOPS calibrations keep their samples');
       if (o.loggp === true) {
         if (o.stat !== 'median' && o.stat !== 'min') throw new NbcArgError(`Cannot calibrate with --stat ${o.stat}: expected median or min`);
         const crowd = o.crowd === undefined ? undefined : o.crowd === 'none' ? [] : o.crowd.split(',').map((x) => positiveInt(x));
-        const { file, content } = await calibrateLogGP({ out: o.out, transport: o.transport, stat: o.stat, crowd });
+        const { file, content } = o.refit !== undefined ? refitFile(o.refit, o.out) : await calibrateLogGP({ out: o.out, transport: o.transport, stat: o.stat, crowd });
         const p = content.params;
         const row = (name: string, x: typeof p.shm): string =>
           `${name}: L ${x.L.toFixed(3)} us, o ${x.o.toFixed(3)} us, g ${x.g.toFixed(3)} us, G ${x.G.toExponential(3)} us/B, O ${x.O.toExponential(3)} us/B, S ${x.S} B\n`;

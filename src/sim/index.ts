@@ -8,7 +8,7 @@
 import { overlapPct, statOf } from '../bench/metrics.js';
 import type { BenchRow } from '../bench/result.js';
 import { runProgram, splitmix32, type SimNoise } from './engine.js';
-import { buildProgram, type CallSpec } from './program.js';
+import { buildProgram, type CallSpec, type Program } from './program.js';
 import type { SimParams } from './params.js';
 
 export { runProgram, type RunResult, type SimNoise } from './engine.js';
@@ -43,8 +43,8 @@ const SPREAD_RUNS = 15;
 
 /**
  * Where the parameters carry a measured barrier spread (params.barrierSpreadUs) and the layout
- * spans nodes: the ranks leave the barrier evenly spread over it, in an order drawn per run
- * from the seed.
+ * spans nodes: the ranks leave the barrier evenly spread over it (on top of loopExits), in an
+ * order drawn per run from the seed.
  */
 function spreadExits(ranks: number, spreadUs: number, seed: number): Float64Array {
   const order = Int32Array.from({ length: ranks }, (_, i) => i);
@@ -60,13 +60,32 @@ function spreadExits(ranks: number, spreadUs: number, seed: number): Float64Arra
   return at;
 }
 
-/** When each rank leaves a barrier of `spec`'s shape, from the first to leave (afterBarrier). */
-function barrierExits(spec: Omit<CallSpec, 'bytes'>, params: SimParams, opts: SimulateOptions): Float64Array {
-  const prog = buildProgram({ coll: 'barrier', ranks: spec.ranks, ppn: spec.ppn, executor: 'host', bytes: 0, ...(spec.config ? { config: spec.config } : {}) }, params);
-  const done = runProgram(prog, params, { noise: opts.noise ?? null, seed: opts.seed }).done;
+/** Rounds of nbcbench's loop (a barrier, then the call) simulated up to the measured call. */
+const LOOP_ROUNDS = 3;
+
+/** The ranks' times (the first `ranks` procs) from the earliest. */
+function fromFirst(t: Float64Array, ranks: number): Float64Array {
+  const at = t.slice(0, ranks);
   let first = Infinity;
-  for (let r = 0; r < done.length; r++) first = Math.min(first, done[r]!);
-  return done.map((t) => t - first);
+  for (let r = 0; r < ranks; r++) first = Math.min(first, at[r]!);
+  for (let r = 0; r < ranks; r++) at[r]! -= first;
+  return at;
+}
+
+/**
+ * When each rank leaves the barrier before the measured call (afterBarrier), from the first
+ * to leave. In nbcbench's loop each rank enters the barrier as its previous call ends, so a
+ * call that lets some ranks go early (a bcast's root, a gather's leaves) has them leave the
+ * next barrier early too, and they then wait that much longer inside the call: 2 ranks on 2
+ * nodes, a bcast's receiver waits about two one-way times, not one. LOOP_ROUNDS rounds of
+ * barrier and call settle that.
+ */
+function loopExits(barrier: Program, prog: Program, params: SimParams, opts: SimulateOptions): Float64Array {
+  const run = (p: Program, startAt: Float64Array | null): Float64Array =>
+    runProgram(p, params, { noise: opts.noise ?? null, seed: opts.seed, startAt }).done;
+  let exits = fromFirst(run(barrier, null), prog.ranks);
+  for (let k = 1; k < LOOP_ROUNDS; k++) exits = fromFirst(run(barrier, fromFirst(run(prog, exits), prog.ranks)), prog.ranks);
+  return exits;
 }
 
 /** The slowest rank's time from its start to `end` (nbcbench's per-call maximum over ranks). */
@@ -79,19 +98,24 @@ function slowest(end: Float64Array, startAt: Float64Array | null): number {
 /** Simulates `spec` at every size; one row per size, in the given order. */
 export function simulate(spec: Omit<CallSpec, 'bytes'>, sizes: readonly number[], params: SimParams, opts: SimulateOptions = {}): SimRow[] {
   const rows: SimRow[] = [];
-  const startAt = opts.afterBarrier === true ? barrierExits(spec, params, opts) : null;
+  const barrier = opts.afterBarrier === true
+    ? buildProgram({ coll: 'barrier', ranks: spec.ranks, ppn: spec.ppn, executor: 'host', bytes: 0, ...(spec.config ? { config: spec.config } : {}) }, params)
+    : null;
   const spansNodes = spec.ranks > spec.ppn;
   const spread = opts.afterBarrier === true && spansNodes ? params.barrierSpreadUs ?? 0 : 0;
   for (const bytes of sizes) {
     const t0 = performance.now();
     const prog = buildProgram({ ...spec, bytes }, params);
+    const startAt = barrier === null ? null : loopExits(barrier, prog, params, opts);
     let pureUs: number;
     let events = 0;
     if (spread > 0) {
-      // nbcbench's statistic over iterations (median of the per-call maximum), over orderings.
+      // nbcbench's statistic over iterations (median of the per-call maximum), over orderings
+      // of the measured spread, on top of where the loop lets the ranks go.
       const runs: number[] = [];
       for (let k = 0; k < SPREAD_RUNS; k++) {
         const at = spreadExits(prog.ranks, spread, (opts.seed ?? 1) * 7919 + k);
+        for (let r = 0; r < prog.ranks; r++) at[r]! += startAt![r]!;
         const r = runProgram(prog, params, { noise: opts.noise ?? null, seed: opts.seed, startAt: at });
         events += r.events;
         runs.push(slowest(r.done, at));
