@@ -76,9 +76,9 @@ function fromFirst(t: Float64Array, ranks: number): Float64Array {
  * When each rank leaves the barrier before the measured call (afterBarrier), from the first
  * to leave. In nbcbench's loop each rank enters the barrier as its previous call ends, so a
  * call that lets some ranks go early (a bcast's root, a gather's leaves) has them leave the
- * next barrier early too, and they then wait that much longer inside the call: 2 ranks on 2
- * nodes, a bcast's receiver waits about two one-way times, not one. LOOP_ROUNDS rounds of
- * barrier and call settle that.
+ * next barrier early too, and they then wait that much longer inside the call (how much
+ * depends on the path: with L 5 and o 1, a bcast's receiver on another node waits 12.07 us
+ * instead of 7.07, test/sim.test.ts). LOOP_ROUNDS rounds of barrier and call settle that.
  */
 function loopExits(barrier: Program, prog: Program, params: SimParams, opts: SimulateOptions): Float64Array {
   const run = (p: Program, startAt: Float64Array | null): Float64Array =>
