@@ -1,4 +1,5 @@
-// Summaries for scripts/bench-sim.sh: node scripts/sim-summary.mjs validation|scale|seeds OUT
+// Summaries for scripts/bench-sim.sh: node scripts/sim-summary.mjs validation|scale|seeds OUT;
+// node scripts/sim-summary.mjs across OUT_A OUT_B: how far two runs' measurements of the same points differ.
 import { readFileSync, readdirSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { renderSpec } from '../dist/bench/chart.js';
@@ -136,7 +137,26 @@ if (mode === 'validation') {
   }
   writeFileSync(join(out, 'seeds.md'), lines.join('\n') + '\n');
   console.log(lines.join('\n'));
+} else if (mode === 'across') {
+  // How far the measurement moves between two runs of the validation: per point both runs
+  // measured (the mean of each run's two measurements), |b - a| / a, the median; by default
+  // only the collectives whose code did not change between the runs (ONLY=op,op,...).
+  const other = process.argv[4];
+  if (other === undefined) {
+    console.error('usage: node scripts/sim-summary.mjs across OUT_A OUT_B');
+    process.exit(2);
+  }
+  const only = (process.env.ONLY ?? '').split(',').filter((x) => x !== '');
+  const key = (p) => `${p.op}|${p.ranks}|${p.ppn}|${p.algorithm}|${p.bytes}`;
+  const a = new Map(read(join(out, 'validation.json')).points.map((p) => [key(p), p]));
+  const diffs = [];
+  for (const p of read(join(other, 'validation.json')).points) {
+    const q = a.get(key(p));
+    if (q === undefined || (only.length > 0 && !only.includes(p.op))) continue;
+    diffs.push(Math.abs(p.measuredUs - q.measuredUs) / q.measuredUs);
+  }
+  console.log(`${diffs.length} points measured in both ${out} and ${other}${only.length ? ` (${only.join(', ')})` : ''}: they differ by ${pct(median(diffs))} (median)`);
 } else {
-  console.error('usage: node scripts/sim-summary.mjs validation|scale|seeds OUT');
+  console.error('usage: node scripts/sim-summary.mjs validation|scale|seeds OUT, or across OUT_A OUT_B');
   process.exit(2);
 }
