@@ -247,7 +247,7 @@ export class Communicator extends Comm {
   // ---- reduce / allreduce ---------------------------------------------------------------
 
   reduce(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): void {
-    this.launchPlan(this.memoPlan('reduce', opts, () => planReduce(this.planner, send, recv, op, root, opts), send, recv, op, root)).wait();
+    this.ireduce(send, recv, op, root, opts).wait();
   }
   ireduce(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): Request {
     return this.launchPlan(this.memoPlan('reduce', opts, () => planReduce(this.planner, send, recv, op, root, opts), send, recv, op, root));
@@ -297,7 +297,7 @@ export class Communicator extends Comm {
   // ---- gather / scatter -----------------------------------------------------------------
 
   gather(send: BufOrInPlace, recv: Buf | null | undefined, root: number, opts?: CollOptions): void {
-    this.launchPlan(this.memoPlan('gather', opts, () => planGather(this.planner, send, recv, root, opts), send, recv, root)).wait();
+    this.igather(send, recv, root, opts).wait();
   }
   igather(send: BufOrInPlace, recv: Buf | null | undefined, root: number, opts?: CollOptions): Request {
     return this.launchPlan(this.memoPlan('gather', opts, () => planGather(this.planner, send, recv, root, opts), send, recv, root));
@@ -307,7 +307,7 @@ export class Communicator extends Comm {
   }
 
   scatter(send: Buf | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): void {
-    this.launchPlan(this.memoPlan('scatter', opts, () => planScatter(this.planner, send, recv, root, opts), send, recv, root)).wait();
+    this.iscatter(send, recv, root, opts).wait();
   }
   iscatter(send: Buf | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): Request {
     return this.launchPlan(this.memoPlan('scatter', opts, () => planScatter(this.planner, send, recv, root, opts), send, recv, root));
@@ -317,7 +317,7 @@ export class Communicator extends Comm {
   }
 
   gatherv(send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts, displs: Counts, root: number, opts?: CollOptions): void {
-    this.launchPlan(this.memoPlan('gatherv', opts, () => planGatherv(this.planner, send, recv, counts, displs, root, opts), send, recv, root, undefined, [counts, displs])).wait();
+    this.igatherv(send, recv, counts, displs, root, opts).wait();
   }
   igatherv(send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts, displs: Counts, root: number, opts?: CollOptions): Request {
     return this.launchPlan(this.memoPlan('gatherv', opts, () => planGatherv(this.planner, send, recv, counts, displs, root, opts), send, recv, root, undefined, [counts, displs]));
@@ -327,7 +327,7 @@ export class Communicator extends Comm {
   }
 
   scatterv(send: Buf | null | undefined, counts: Counts, displs: Counts, recv: BufOrInPlace, root: number, opts?: CollOptions): void {
-    this.launchPlan(this.memoPlan('scatterv', opts, () => planScatterv(this.planner, send, counts, displs, recv, root, opts), send, recv, root, undefined, [counts, displs])).wait();
+    this.iscatterv(send, counts, displs, recv, root, opts).wait();
   }
   iscatterv(send: Buf | null | undefined, counts: Counts, displs: Counts, recv: BufOrInPlace, root: number, opts?: CollOptions): Request {
     return this.launchPlan(this.memoPlan('scatterv', opts, () => planScatterv(this.planner, send, counts, displs, recv, root, opts), send, recv, root, undefined, [counts, displs]));
@@ -338,16 +338,14 @@ export class Communicator extends Comm {
 
   // ---- allgather ------------------------------------------------------------------------
 
-  allgather(send: BufOrInPlace, recv: Buf, opts?: CollOptions): void {
-    this.launchPlan(this.memoPlan('allgather', opts, () => planAllgather(this.planner, send, recv, opts), send, recv)).wait();
-  }
+  allgather(send: BufOrInPlace, recv: Buf, opts?: CollOptions): void { this.iallgather(send, recv, opts).wait(); }
   iallgather(send: BufOrInPlace, recv: Buf, opts?: CollOptions): Request {
     return this.launchPlan(this.memoPlan('allgather', opts, () => planAllgather(this.planner, send, recv, opts), send, recv));
   }
   allgatherInit(send: BufOrInPlace, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(planAllgather(this.planner, send, recv, opts)); }
 
   allgatherv(send: BufOrInPlace, recv: Buf, counts: Counts, displs: Counts, opts?: CollOptions): void {
-    this.launchPlan(this.memoPlan('allgatherv', opts, () => planAllgatherv(this.planner, send, recv, counts, displs, opts), send, recv, undefined, undefined, [counts, displs])).wait();
+    this.iallgatherv(send, recv, counts, displs, opts).wait();
   }
   iallgatherv(send: BufOrInPlace, recv: Buf, counts: Counts, displs: Counts, opts?: CollOptions): Request {
     return this.launchPlan(this.memoPlan('allgatherv', opts, () => planAllgatherv(this.planner, send, recv, counts, displs, opts), send, recv, undefined, undefined, [counts, displs]));
@@ -385,8 +383,7 @@ export class Communicator extends Comm {
   alltoallInit(send: BufOrInPlace, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(planAlltoall(this.planner, send, recv, opts)); }
 
   alltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): void {
-    this.launchPlan(this.memoPlan('alltoallv', opts, () => planAlltoallv(this.planner, send, scounts, sdispls, recv, rcounts, rdispls, opts),
-      send, recv, undefined, undefined, [scounts, sdispls, rcounts, rdispls])).wait();
+    this.ialltoallv(send, scounts, sdispls, recv, rcounts, rdispls, opts).wait();
   }
   ialltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): Request {
     return this.launchPlan(this.memoPlan('alltoallv', opts, () => planAlltoallv(this.planner, send, scounts, sdispls, recv, rcounts, rdispls, opts),
@@ -399,7 +396,7 @@ export class Communicator extends Comm {
   // ---- reduce-scatter --------------------------------------------------------------------
 
   reduceScatterBlock(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): void {
-    this.launchPlan(this.memoPlan('reduceScatterBlock', opts, () => planReduceScatter(this.planner, 'reduceScatterBlock', send, recv, null, op, opts), send, recv, op)).wait();
+    this.ireduceScatterBlock(send, recv, op, opts).wait();
   }
   ireduceScatterBlock(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): Request {
     return this.launchPlan(this.memoPlan('reduceScatterBlock', opts, () => planReduceScatter(this.planner, 'reduceScatterBlock', send, recv, null, op, opts), send, recv, op));
@@ -408,7 +405,7 @@ export class Communicator extends Comm {
     return this.persistent(planReduceScatter(this.planner, 'reduceScatterBlock', send, recv, null, op, opts));
   }
   reduceScatter(send: BufOrInPlace, recv: Buf, counts: Counts, op: OpLike, opts?: CollOptions): void {
-    this.launchPlan(this.memoPlan('reduceScatter', opts, () => planReduceScatter(this.planner, 'reduceScatter', send, recv, counts, op, opts), send, recv, op, undefined, [counts])).wait();
+    this.ireduceScatter(send, recv, counts, op, opts).wait();
   }
   ireduceScatter(send: BufOrInPlace, recv: Buf, counts: Counts, op: OpLike, opts?: CollOptions): Request {
     return this.launchPlan(this.memoPlan('reduceScatter', opts, () => planReduceScatter(this.planner, 'reduceScatter', send, recv, counts, op, opts), send, recv, op, undefined, [counts]));
@@ -419,31 +416,31 @@ export class Communicator extends Comm {
 
   // ---- scan / exscan ------------------------------------------------------------------------
 
-  private memoScan(kind: 'scan' | 'exscan', send: BufOrInPlace, recv: Buf, op: OpLike, opts: CollOptions | undefined): Plan {
-    return this.memoPlan(kind, opts, () => planScan(this.planner, kind, send, recv, op, opts), send, recv, op);
-  }
 
-  scan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): void { this.launchPlan(this.memoScan('scan', send, recv, op, opts)).wait(); }
-  iscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): Request { return this.launchPlan(this.memoScan('scan', send, recv, op, opts)); }
+  scan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): void { this.iscan(send, recv, op, opts).wait(); }
+  iscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): Request {
+    return this.launchPlan(this.memoPlan('scan', opts, () => planScan(this.planner, 'scan', send, recv, op, opts), send, recv, op));
+  }
   scanInit(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): PersistentRequest { return this.persistent(planScan(this.planner, 'scan', send, recv, op, opts)); }
-  exscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): void { this.launchPlan(this.memoScan('exscan', send, recv, op, opts)).wait(); }
-  iexscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): Request { return this.launchPlan(this.memoScan('exscan', send, recv, op, opts)); }
+  exscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): void { this.iexscan(send, recv, op, opts).wait(); }
+  iexscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): Request {
+    return this.launchPlan(this.memoPlan('exscan', opts, () => planScan(this.planner, 'exscan', send, recv, op, opts), send, recv, op));
+  }
   exscanInit(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): PersistentRequest { return this.persistent(planScan(this.planner, 'exscan', send, recv, op, opts)); }
 
   // ---- neighbour collectives (Cartesian and distributed-graph communicators) ----------------------------------------
 
 
-  neighborAllgather(send: Buf, recv: Buf, opts?: CollOptions): void { this.launchPlan(this.memoPlan('neighborAllgather', opts, () => planNeighborAllgather(this.planner, send, recv, opts), send, recv)).wait(); }
+  neighborAllgather(send: Buf, recv: Buf, opts?: CollOptions): void { this.ineighborAllgather(send, recv, opts).wait(); }
   ineighborAllgather(send: Buf, recv: Buf, opts?: CollOptions): Request { return this.launchPlan(this.memoPlan('neighborAllgather', opts, () => planNeighborAllgather(this.planner, send, recv, opts), send, recv)); }
   neighborAllgatherInit(send: Buf, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(planNeighborAllgather(this.planner, send, recv, opts)); }
 
-  neighborAlltoall(send: Buf, recv: Buf, opts?: CollOptions): void { this.launchPlan(this.memoPlan('neighborAlltoall', opts, () => planNeighborAlltoall(this.planner, send, recv, opts), send, recv)).wait(); }
+  neighborAlltoall(send: Buf, recv: Buf, opts?: CollOptions): void { this.ineighborAlltoall(send, recv, opts).wait(); }
   ineighborAlltoall(send: Buf, recv: Buf, opts?: CollOptions): Request { return this.launchPlan(this.memoPlan('neighborAlltoall', opts, () => planNeighborAlltoall(this.planner, send, recv, opts), send, recv)); }
   neighborAlltoallInit(send: Buf, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(planNeighborAlltoall(this.planner, send, recv, opts)); }
 
   neighborAlltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): void {
-    this.launchPlan(this.memoPlan('neighborAlltoallv', opts, () => planNeighborAlltoallv(this.planner, send, scounts, sdispls, recv, rcounts, rdispls, opts),
-      send, recv, undefined, undefined, [scounts, sdispls, rcounts, rdispls])).wait();
+    this.ineighborAlltoallv(send, scounts, sdispls, recv, rcounts, rdispls, opts).wait();
   }
   ineighborAlltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): Request {
     return this.launchPlan(this.memoPlan('neighborAlltoallv', opts, () => planNeighborAlltoallv(this.planner, send, scounts, sdispls, recv, rcounts, rdispls, opts),
