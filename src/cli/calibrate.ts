@@ -12,6 +12,7 @@
  * eq. 3. Each job measures for at most BUDGET_MS, so a run stays under a minute on a busy
  * 2-core machine.
  */
+import { readFileSync } from 'node:fs';
 import { cpus, hostname, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import Table from 'cli-table3';
@@ -24,7 +25,6 @@ import { launch } from '../runtime/launcher.js';
 import { paramsFilePath, writeParamsFile } from '../runtime/params-file.js';
 import { machineInfo } from './bench.js';
 import { NbcArgError } from '../errors.js';
-import { readFileSync } from 'node:fs';
 import { calibrateLogGP, refitLogGP } from '../sim/calibrate.js';
 import { parseSimParamsFile } from '../sim/params.js';
 import { writeSimParamsFile } from '../sim/params-file.js';

@@ -163,22 +163,21 @@ export function defaultCrowd(cores: number): number[] {
  * messages and kernels with the parameters just fitted. On the fastest path, so little else
  * is left in the difference.
  */
-async function measureCall(params: SimParams): Promise<{ measuredUs: number; modelUs: number; callUs: number }> {
+async function measureCall(params: SimParams): Promise<CalibrationSamples['call']> {
   const args: OpJobArgs = {
     op: 'allreduce', sizes: [8], iters: 2000, warmup: 2000, algorithm: 'recursive-doubling', executor: 'host',
     compute: 'busy', testInterval: { kind: 'none' }, noise: null, stat: 'median', perRank: false,
   };
   const r = await launch(OP_JOB, { ranks: 2, ppn: 2, args: [JSON.stringify(args)], output: 'pipe', timeoutMs: 120_000 });
   if (r.exitCode !== 0) throw new Error(`the call-cost job failed (exit ${r.exitCode}):\n${r.stderr}`);
-  const measuredUs = (r.ranks.find((x) => x.rank === 0)!.result as OpJobResult).rows[0]!.latencyUs;
-  const modelUs = callModelUs(params);
-  return { measuredUs, modelUs, callUs: Math.max(0, measuredUs - modelUs) };
+  return callCost((r.ranks.find((x) => x.rank === 0)!.result as OpJobResult).rows[0]!.latencyUs, params);
 }
 
-/** What the model charges the call-cost job for its messages and kernels (no cost per call). */
-function callModelUs(params: SimParams): number {
+/** The cost per call: the call-cost job's `measuredUs` less what `params` charge it for its messages and kernels. */
+function callCost(measuredUs: number, params: SimParams): CalibrationSamples['call'] {
   const spec = { coll: 'allreduce', ranks: 2, ppn: 2, executor: 'host', algorithm: 'recursive-doubling' } as const;
-  return simulate(spec, [8], { ...params, callUs: 0 }, { afterBarrier: true })[0]!.latencyUs;
+  const modelUs = simulate(spec, [8], { ...params, callUs: 0 }, { afterBarrier: true })[0]!.latencyUs;
+  return { measuredUs, modelUs, callUs: Math.max(0, measuredUs - modelUs) };
 }
 
 export interface CalibrateLogGPOptions {
@@ -289,7 +288,6 @@ export function refitLogGP(content: SimParamsFile): SimParamsFile {
     cores: s.cores ?? p.crowd?.cores ?? 1, eagerLimit: s.eagerLimit ?? p.net.S,
     reduceUsPerByte: s.reduceUsPerByte ?? p.reduceUsPerByte, copyUsPerByte: s.copyUsPerByte ?? p.copyUsPerByte,
   });
-  const modelUs = callModelUs(fitted);
-  const params: SimParams = { ...fitted, callUs: Math.max(0, s.call.measuredUs - modelUs) };
-  return { ...content, params, samples: { ...s, call: { ...s.call, modelUs, callUs: params.callUs! } } };
+  const call = callCost(s.call.measuredUs, fitted);
+  return { ...content, params: { ...fitted, callUs: call.callUs }, samples: { ...s, call } };
 }
