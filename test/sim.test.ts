@@ -5,9 +5,9 @@ import { select } from '../src/coll/select.ts';
 import { DEFAULT_CONFIG } from '../src/config.ts';
 import { buildProgram, programOf, runProgram, simulate, toGoal, PRESETS, parseSimParams, crowdedParams, DEFAULT_SIM_PARAMS, type CallSpec, type SimNoise, type SimParams } from '../src/sim/index.ts';
 import { parseSimOp } from '../src/cli/sim.ts';
-import { fitLogGOPS, modelOneWay, refitLogGP } from '../src/sim/calibrate.ts';
+import { fitLogGOPS, modelOneWay, refitLogGP, splitAtSpread } from '../src/sim/calibrate.ts';
 import { EventQueue } from '../src/sim/heap.ts';
-import type { LogGPJobArgs, LogGPJobResult } from '../src/sim/loggp-job.ts';
+import { jitterQuantiles, type LogGPJobArgs, type LogGPJobResult } from '../src/sim/loggp-job.ts';
 import { fileURLToPath } from 'node:url';
 import { launch } from 'nbcoll';
 
@@ -92,6 +92,58 @@ test('a call\'s own cost (callUs) delays each rank\'s first action on the host e
   near(runProgram(programOf(ping(101)), { ...P, callUs: 2 }).done, [3, 10], 'callUs');
   assert.deepEqual(parseSimParams({ ...P, callUs: 2 }, 'c.json').callUs, 2);
   assert.throws(() => parseSimParams({ ...P, callUs: -1 }, 'c.json'), { code: 'NBC_ERR_ARG', message: /callUs is -1/ });
+});
+
+test('across nodes a call costs callNetUs where the parameters have it, on one node callUs', { timeout: 5_000 }, () => {
+  // callNetUs 4: the send starts at 4, leaves at 5, arrives 5 + 1 + 5 = 11, received by 12.
+  near(runProgram(programOf(ping(101)), { ...P, callUs: 2, callNetUs: 4 }).done, [5, 12], 'across nodes');
+  // One node: callUs 2, then the shared-memory ping of the first test, 2 later: [2.6, 4.2].
+  near(runProgram(programOf(ping(101), 2), { ...P, callUs: 2, callNetUs: 4 }).done, [2.6, 4.2], 'one node');
+  assert.throws(() => parseSimParams({ ...P, callNetUs: -1 }, 'c.json'), { code: 'NBC_ERR_ARG', message: /callNetUs is -1/ });
+});
+
+test('a receiver overhead of its own (oRecv) replaces o on the receiving side', { timeout: 5_000 }, () => {
+  // oRecv 3: the 101 B ping arrives at 7 as before and is taken in from 7 to 10.
+  near(runProgram(programOf(ping(101)), { ...P, net: { ...P.net, oRecv: 3 } }).done, [1, 10], 'oRecv');
+  assert.equal(modelOneWay({ ...P.net, oRecv: 3 }, 101), 1 + 3 + 5 + 100 * 0.01);
+  assert.throws(() => parseSimParams({ ...P, net: { ...P.net, oRecv: -1 } }, 'c.json'), { code: 'NBC_ERR_ARG', message: /net.oRecv is -1/ });
+});
+
+test('jitter: each flight is L plus a draw from the path\'s quantiles, seeded, never below 0, and a channel keeps its order', { timeout: 10_000 }, () => {
+  // J constant 2: the ping arrives 2 later, at 9, and is received by 10; no seed, no jitter.
+  const flat = { ...P, net: { ...P.net, J: [2, 2] } };
+  near(runProgram(programOf(ping(101)), flat, { jitterSeed: 7 }).done, [1, 10], 'constant jitter');
+  near(runProgram(programOf(ping(101)), flat).done, [1, 8], 'without a seed');
+  // J -9 would take L below 0: the flight takes 0, arrives 1 + 1 (100 x G), received by 3.
+  near(runProgram(programOf(ping(101)), { ...P, net: { ...P.net, J: [-9, -9] } }, { jitterSeed: 7 }).done, [1, 3], 'clamped at 0');
+  // Between quantiles: 0..20 us, so the ping is received between 8 and 28, per seed the same.
+  const wide = { ...P, net: { ...P.net, J: [0, 20] } };
+  const seen = new Set<number>();
+  for (let seed = 1; seed <= 20; seed++) {
+    const t = runProgram(programOf(ping(101)), wide, { jitterSeed: seed }).done[1]!;
+    assert.ok(t >= 8 && t <= 28, `seed ${seed}: ${t}`);
+    assert.equal(runProgram(programOf(ping(101)), wide, { jitterSeed: seed }).done[1], t, `seed ${seed} again`);
+    seen.add(t);
+  }
+  assert.ok(seen.size > 15, `the seed moves the draws: ${seen.size} distinct of 20`);
+  // Two messages on one channel, 901 B then 1 B, received in that order into receives of those
+  // sizes: a draw that let the second overtake the first would match it to the 901 B receive.
+  const a = new ScheduleBuilder('two');
+  a.send(1, { buf: SEND, offset: 0, bytes: 901 });
+  a.send(1, { buf: SEND, offset: 0, bytes: 1 });
+  const b = new ScheduleBuilder('two');
+  b.recv(0, { buf: RECV, offset: 0, bytes: 901 });
+  b.recv(0, { buf: RECV, offset: 0, bytes: 1 });
+  const two = programOf([a.build(), b.build()]);
+  for (let seed = 1; seed <= 50; seed++) assert.doesNotThrow(() => runProgram(two, wide, { jitterSeed: seed }), `seed ${seed}`);
+  // nbcbench timing over draws of zero jitter is the timing without it; jitter: false ignores J.
+  const spec = { coll: 'allreduce', ranks: 4, ppn: 2, executor: 'host', algorithm: 'recursive-doubling' } as const;
+  const plain = simulate(spec, [8], P, { afterBarrier: true })[0]!.latencyUs;
+  const zero = { ...P, net: { ...P.net, J: [0, 0] }, shm: { ...P.shm, J: [0, 0] } };
+  assert.equal(simulate(spec, [8], zero, { afterBarrier: true })[0]!.latencyUs, plain);
+  assert.equal(simulate(spec, [8], wide, { afterBarrier: true, jitter: false })[0]!.latencyUs, plain);
+  assert.ok(simulate(spec, [8], wide, { afterBarrier: true })[0]!.latencyUs > plain, 'a positive jitter lengthens the call');
+  assert.throws(() => parseSimParams({ ...P, net: { ...P.net, J: [3, 1] } }, 'c.json'), { code: 'NBC_ERR_ARG', message: /net.J is \[3,1\]; expected .*ascending/ });
 });
 
 test('with a measured barrier spread, ranks start that far apart and the median over exit orders is taken', { timeout: 5_000 }, () => {
@@ -416,6 +468,24 @@ test('the LogGP fit keeps a handshake above the eager limit only where the ping-
   assert.equal(shaken.S, 8192, 'a handshake: rendezvous above the eager limit');
   assert.ok(Math.abs(shaken.G - 0.001) < 1e-9, 'G from the eager sizes only');
   for (const bytes of sizes) assert.ok(Math.abs(modelOneWay(shaken, bytes) - oneWay(bytes, true)) < 1e-9, `${bytes} B`);
+});
+
+test('the network path takes L from the barrier spread beside it, the receiver the rest of the one-way time', { timeout: 5_000 }, () => {
+  // Fitted: o 2, L 6 (one way 10). A spread of 7: L 7, oRecv 10 - 2 - 7 = 1, nothing left over.
+  const m = { L: 6, o: 2, g: 3, G: 0.001, O: 0, S: 8192 };
+  const job = (barrierSpreadUs?: number): LogGPJobResult => ({ rounds: 1, pingPong: [], trains: [], ...(barrierSpreadUs === undefined ? {} : { barrierSpreadUs }) });
+  assert.deepEqual(splitAtSpread(m, job(7)), { path: { ...m, L: 7, oRecv: 1 }, spreadUs: 0 });
+  // Short: L 3, oRecv 5. Long: L at most one way less o (8), oRecv 0, and 4 us left as spread.
+  assert.deepEqual(splitAtSpread(m, job(3)), { path: { ...m, L: 3, oRecv: 5 }, spreadUs: 0 });
+  assert.deepEqual(splitAtSpread(m, job(12)), { path: { ...m, L: 8, oRecv: 0 }, spreadUs: 4 });
+  for (const s of [3, 7, 12]) assert.equal(modelOneWay(splitAtSpread(m, job(s)).path, 1), 10, `the one-way time is kept (spread ${s})`);
+  assert.deepEqual(splitAtSpread(m, job()), { path: m });
+});
+
+test('the jitter quantiles are 0 .. 99 % of the samples less their median', { timeout: 5_000 }, () => {
+  const J = jitterQuantiles(Array.from({ length: 101 }, (_, i) => 100 - i));
+  assert.equal(J.length, 100);
+  J.forEach((v, k) => assert.ok(Math.abs(v - (k - 50)) < 1e-12, `quantile ${k} %: ${v}`));
 });
 
 test('a calibration fits again from the samples it keeps; one without samples is refused', { timeout: 5_000 }, () => {

@@ -166,14 +166,14 @@ export function registerCalibrate(program: Command): void {
         const { file, content } = o.refit !== undefined ? refitFile(o.refit, o.out) : await calibrateLogGP({ out: o.out, transport: o.transport, stat: o.stat, crowd });
         const p = content.params;
         const row = (name: string, x: typeof p.shm): string =>
-          `${name}: L ${x.L.toFixed(3)} us, o ${x.o.toFixed(3)} us, g ${x.g.toFixed(3)} us, G ${x.G.toExponential(3)} us/B, O ${x.O.toExponential(3)} us/B, S ${x.S} B\n`;
+          `${name}: L ${x.L.toFixed(3)} us, o ${x.o.toFixed(3)} us${x.oRecv === undefined ? '' : ` (receiver ${x.oRecv.toFixed(3)} us)`}, g ${x.g.toFixed(3)} us, G ${x.G.toExponential(3)} us/B, O ${x.O.toExponential(3)} us/B, S ${x.S} B\n`;
         if (o.json) process.stdout.write(JSON.stringify(content, null, 2) + '\n');
         else {
           const crowdRows = (p.crowd?.levels ?? []).map((l) => row(`shm, ${l.ranks} ranks`, l.shm) + row(`net, ${l.ranks} ranks`, l.net) +
-            (l.barrierSpreadUs === undefined ? '' : `${l.ranks} ranks leave a barrier ${l.barrierSpreadUs.toFixed(1)} us apart (median)\n`)).join('');
-          const spread = p.barrierSpreadUs === undefined ? '' : `2 ranks on 2 nodes leave a barrier ${p.barrierSpreadUs.toFixed(1)} us apart (median)\n`;
+            (l.barrierSpreadUs === undefined ? '' : `${l.ranks} ranks: barrier exits spread ${l.barrierSpreadUs.toFixed(1)} us beyond L\n`)).join('');
+          const spread = p.barrierSpreadUs === undefined ? '' : `2 ranks on 2 nodes: barrier exits spread ${p.barrierSpreadUs.toFixed(1)} us beyond L\n`;
           process.stdout.write(row('shm', p.shm) + row('net', p.net) + spread + crowdRows +
-            `reduce ${(1e-3 / p.reduceUsPerByte).toFixed(2)} GB/s, copy ${(1e-3 / p.copyUsPerByte).toFixed(2)} GB/s, ${(p.callUs ?? 0).toFixed(1)} us per call\nwritten to ${file}\n`);
+            `reduce ${(1e-3 / p.reduceUsPerByte).toFixed(2)} GB/s, copy ${(1e-3 / p.copyUsPerByte).toFixed(2)} GB/s, ${(p.callUs ?? 0).toFixed(1)} us per call (${(p.callNetUs ?? p.callUs ?? 0).toFixed(1)} us across nodes)\nwritten to ${file}\n`);
         }
         return;
       }

@@ -23,7 +23,8 @@
  *   blocking receive side: measured o_s reached 0.54x (shm) and 0.57x (UCX) of the one-way
  *   time on the reference VM, leaving no room for L. So o is capped at 0.45x the one-way
  *   time, which keeps 2o + L equal to the measured one-way latency; the raw o_s stays in the
- *   file's samples.
+ *   file's samples. Between nodes, where the barrier spread is measured beside the path, L is
+ *   what that spread shows and the receiver's overhead oRecv the rest (splitAtSpread).
  * - S: where the data show a handshake. The transport sends messages above NBC_EAGER_LIMIT
  *   (default 8192) by its rendezvous, but most of its rendezvous push: a shared-memory send
  *   leaves the payload in the arena and a UCX send follows its header at once, so no
@@ -32,7 +33,11 @@
  *   handshake above the eager limit (G from the eager sizes) or none up to the largest size
  *   measured (G from all), and the one whose model reproduces the measured ping-pongs better
  *   (mean relative error) is kept. Beyond the sizes measured a handshake is assumed.
- * Kernels: a sum of two 1 MiB float64 vectors and a 1 MiB copy, fastest of 20.
+ * - J: the smallest message's one-way times over the rounds, at quantiles 0, 1, .., 99 %, less
+ *   their median (half a round trip each: a hiccup of one message shows at half its size, twice
+ *   as often, so the mean is kept). Where several pairs measured, the median per quantile.
+ * Kernels: a sum of two 1 MiB float64 vectors and a 1 MiB copy, fastest of 20. The library's
+ * own cost per call: on one node (callUs) and across nodes (callNetUs), measureCall().
  */
 import { availableParallelism, hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -82,7 +87,7 @@ export function fitLine(xs: readonly number[], ys: readonly number[]): { slope: 
  * o + (s-1)G + L + o + (s-1)O; by rendezvous, a request and a clear-to-send (o + L each) first.
  */
 export function modelOneWay(m: LogGOPS, s: number): number {
-  const eager = 2 * m.o + m.L + Math.max(0, s - 1) * (m.G + m.O);
+  const eager = m.o + (m.oRecv ?? m.o) + m.L + Math.max(0, s - 1) * (m.G + m.O);
   return s <= m.S ? eager : eager + 2 * (m.o + m.L);
 }
 
@@ -97,6 +102,7 @@ export function fitLogGOPS(job: LogGPJobResult, shm: boolean, eagerLimit: number
   const withS = (perByte: number, S: number): LogGOPS => ({
     L: Math.max(0, smallest.us - 2 * o), o, g: Math.max(o, gap),
     G: shm ? perByte / 2 : perByte, O: shm ? perByte / 2 : 0, S,
+    ...(job.jitterUs === undefined ? {} : { J: job.jitterUs }),
   });
   const eagerPoints = job.pingPong.filter((p) => p.bytes <= eagerLimit);
   const handshake = withS(slope(eagerPoints.length >= 2 ? eagerPoints : job.pingPong), eagerLimit);
@@ -104,6 +110,24 @@ export function fitLogGOPS(job: LogGPJobResult, shm: boolean, eagerLimit: number
   // The mean, not the median: only a few sizes lie above the eager limit, and they decide.
   const misfit = (m: LogGOPS): number => job.pingPong.reduce((sum, p) => sum + Math.abs(modelOneWay(m, p.bytes) - p.us) / p.us, 0);
   return misfit(pushed) < misfit(handshake) ? pushed : handshake;
+}
+
+/**
+ * The network path with L taken from the barrier spread measured beside it: in a loop of
+ * 2-rank barriers the later rank's message reaches the other L after the later one left (each
+ * sends, then takes in the other's message, which for the later rank has long arrived), so
+ * the median spread of their exits is L as the loop sees it. L is capped at what the one-way
+ * time leaves after the send's o; the receiver's overhead (oRecv) is the rest of the one-way
+ * time, and the spread L does not explain is returned to be applied on top (barrierSpreadUs).
+ * On the reference VM over UCX: one way 13.2 us, o 5.9, spread 7.6: L 7.2, oRecv 0, 0.3 left.
+ * Without a spread, the path as fitted.
+ */
+export function splitAtSpread(m: LogGOPS, job: LogGPJobResult): { path: LogGOPS; spreadUs?: number } {
+  const spread = job.barrierSpreadUs;
+  if (spread === undefined) return { path: m };
+  const oneWay = m.o + (m.oRecv ?? m.o) + m.L;
+  const L = Math.min(spread, oneWay - m.o);
+  return { path: { ...m, L, oRecv: oneWay - m.o - L }, spreadUs: spread - L };
 }
 
 function kernelSpeeds(): { reduceUsPerByte: number; copyUsPerByte: number } {
@@ -145,6 +169,7 @@ function medianOfPairs(pairs: LogGPJobResult[]): LogGPJobResult {
     rounds: Math.min(...pairs.map((p) => p.rounds)),
     pingPong: first.pingPong.map((x, j) => ({ bytes: x.bytes, us: med((p) => p.pingPong[j]!.us) })),
     trains: first.trains.map((x, i) => ({ messages: x.messages, postUs: med((p) => p.trains[i]!.postUs), totalUs: med((p) => p.trains[i]!.totalUs) })),
+    ...(first.jitterUs === undefined ? {} : { jitterUs: first.jitterUs.map((_, k) => med((p) => p.jitterUs![k]!)) }),
   };
 }
 
@@ -157,26 +182,30 @@ export function defaultCrowd(cores: number): number[] {
 }
 
 /**
- * The library's own cost per call (params.callUs): a recursive-doubling allreduce of 8 B on 2
- * ranks of one node, timed as nbc bench times it (the op job: 2000 calls to warm up, a barrier
+ * The library's own cost per call (params.callUs; with `ppn` 1, callNetUs): a
+ * recursive-doubling allreduce of 8 B on 2 ranks, of one node (ppn 2) or of two (ppn 1, the
+ * job's transport), timed as nbc bench times it (the op job: 2000 calls to warm up, a barrier
  * before each, the slowest rank's time, the median), less what the model charges for its
- * messages and kernels with the parameters just fitted. On the fastest path, so little else
- * is left in the difference.
+ * messages and kernels with the parameters just fitted. The smallest call on each path, so
+ * little else is left in the difference.
  */
-async function measureCall(params: SimParams): Promise<CalibrationSamples['call']> {
+async function measureCall(params: SimParams, ppn: 1 | 2, transport: string | undefined): Promise<CalibrationSamples['call']> {
   const args: OpJobArgs = {
     op: 'allreduce', sizes: [8], iters: 2000, warmup: 2000, algorithm: 'recursive-doubling', executor: 'host',
     compute: 'busy', testInterval: { kind: 'none' }, noise: null, stat: 'median', perRank: false,
   };
-  const r = await launch(OP_JOB, { ranks: 2, ppn: 2, args: [JSON.stringify(args)], output: 'pipe', timeoutMs: 120_000 });
-  if (r.exitCode !== 0) throw new Error(`the call-cost job failed (exit ${r.exitCode}):\n${r.stderr}`);
-  return callCost((r.ranks.find((x) => x.rank === 0)!.result as OpJobResult).rows[0]!.latencyUs, params);
+  const r = await launch(OP_JOB, {
+    ranks: 2, ppn, args: [JSON.stringify(args)], output: 'pipe', timeoutMs: 120_000,
+    transport: ppn === 1 && transport !== undefined ? parseTransport(transport) : undefined,
+  });
+  if (r.exitCode !== 0) throw new Error(`the call-cost job (2 ranks, ppn ${ppn}) failed (exit ${r.exitCode}):\n${r.stderr}`);
+  return callCost((r.ranks.find((x) => x.rank === 0)!.result as OpJobResult).rows[0]!.latencyUs, params, ppn);
 }
 
-/** The cost per call: the call-cost job's `measuredUs` less what `params` charge it for its messages and kernels. */
-function callCost(measuredUs: number, params: SimParams): CalibrationSamples['call'] {
-  const spec = { coll: 'allreduce', ranks: 2, ppn: 2, executor: 'host', algorithm: 'recursive-doubling' } as const;
-  const modelUs = simulate(spec, [8], { ...params, callUs: 0 }, { afterBarrier: true })[0]!.latencyUs;
+/** The cost per call: the call-cost job's `measuredUs` (2 ranks, `ppn`) less what `params` charge it for its messages and kernels. */
+function callCost(measuredUs: number, params: SimParams, ppn: 1 | 2): CalibrationSamples['call'] {
+  const spec = { coll: 'allreduce', ranks: 2, ppn, executor: 'host', algorithm: 'recursive-doubling' } as const;
+  const modelUs = simulate(spec, [8], { ...params, callUs: 0, callNetUs: 0 }, { afterBarrier: true })[0]!.latencyUs;
   return { measuredUs, modelUs, callUs: Math.max(0, measuredUs - modelUs) };
 }
 
@@ -221,10 +250,13 @@ export async function calibrateLogGP(o: CalibrateLogGPOptions): Promise<{ file: 
   const kernels = kernelSpeeds();
   const fitted = fitSamples({ shm: shmJob, net: netJob, crowd: crowdSamples }, { source, cores, eagerLimit: limit, ...kernels });
   log('measuring the cost of a call (allreduce of 8 B, 2 ranks, 1 node)... ');
-  const call = await measureCall(fitted);
-  const params: SimParams = { ...fitted, callUs: call.callUs };
+  const call = await measureCall(fitted, 2, o.transport);
   log(`${call.measuredUs.toFixed(1)} us measured, ${call.modelUs.toFixed(1)} us in messages and kernels: ${call.callUs.toFixed(1)} us per call\n`);
-  const samples: CalibrationSamples = { shm: shmJob, net: netJob, crowd: crowdSamples, call, cores, eagerLimit: limit, ...kernels };
+  log('... and across nodes (2 ranks, 2 nodes)... ');
+  const callNet = await measureCall(fitted, 1, o.transport);
+  log(`${callNet.measuredUs.toFixed(1)} us measured, ${callNet.modelUs.toFixed(1)} us in messages and kernels: ${callNet.callUs.toFixed(1)} us per call\n`);
+  const params: SimParams = { ...fitted, callUs: call.callUs, callNetUs: callNet.callUs };
+  const samples: CalibrationSamples = { shm: shmJob, net: netJob, crowd: crowdSamples, call, callNet, cores, eagerLimit: limit, ...kernels };
   const content: SimParamsFile = { version: SIM_PARAMS_VERSION, measuredAt: new Date().toISOString(), host: hostname(), params, samples };
   const file = o.out ?? simParamsFilePath();
   writeSimParamsFile(file, content);
@@ -237,6 +269,8 @@ export interface CalibrationSamples {
   net: LogGPJobResult;
   crowd: Array<{ ranks: number; shm: LogGPJobResult; net: LogGPJobResult }>;
   call: { measuredUs: number; modelUs: number; callUs: number };
+  /** The same across nodes (callNetUs); absent in files written before it was measured. */
+  callNet?: { measuredUs: number; modelUs: number; callUs: number };
   /** Absent in files written before refits existed: then taken from the parameters. */
   cores?: number;
   eagerLimit?: number;
@@ -254,17 +288,19 @@ interface FitContext {
 
 /** The parameters the samples give under this version's rules, less the cost per call. */
 function fitSamples(s: Pick<CalibrationSamples, 'shm' | 'net' | 'crowd'>, c: FitContext): SimParams {
+  const spread = (us: number | undefined): { barrierSpreadUs?: number } => (us === undefined ? {} : { barrierSpreadUs: us });
+  // Crowd levels keep their whole spread: there it comes from time slices, which no L shows.
   const levels: Crowd['levels'] = s.crowd.map((l) => ({
-    ranks: l.ranks, shm: fitLogGOPS(l.shm, true, c.eagerLimit), net: fitLogGOPS(l.net, false, c.eagerLimit),
-    ...(l.net.barrierSpreadUs === undefined ? {} : { barrierSpreadUs: l.net.barrierSpreadUs }),
+    ranks: l.ranks, shm: fitLogGOPS(l.shm, true, c.eagerLimit), net: fitLogGOPS(l.net, false, c.eagerLimit), ...spread(l.net.barrierSpreadUs),
   }));
   const shm = fitLogGOPS(s.shm, true, c.eagerLimit);
+  const net = splitAtSpread(fitLogGOPS(s.net, false, c.eagerLimit), s.net);
   return {
     ...DEFAULT_SIM_PARAMS,
     source: c.source,
     shm,
-    net: fitLogGOPS(s.net, false, c.eagerLimit),
-    ...(s.net.barrierSpreadUs === undefined ? {} : { barrierSpreadUs: s.net.barrierSpreadUs }),
+    net: net.path,
+    ...spread(net.spreadUs),
     reduceUsPerByte: c.reduceUsPerByte,
     copyUsPerByte: c.copyUsPerByte,
     // An offloaded post is one ring record to the engine: a shared-memory send's overhead.
@@ -288,6 +324,11 @@ export function refitLogGP(content: SimParamsFile): SimParamsFile {
     cores: s.cores ?? p.crowd?.cores ?? 1, eagerLimit: s.eagerLimit ?? p.net.S,
     reduceUsPerByte: s.reduceUsPerByte ?? p.reduceUsPerByte, copyUsPerByte: s.copyUsPerByte ?? p.copyUsPerByte,
   });
-  const call = callCost(s.call.measuredUs, fitted);
-  return { ...content, params: { ...fitted, callUs: call.callUs }, samples: { ...s, call } };
+  const call = callCost(s.call.measuredUs, fitted, 2);
+  const callNet = s.callNet === undefined ? undefined : callCost(s.callNet.measuredUs, fitted, 1);
+  return {
+    ...content,
+    params: { ...fitted, callUs: call.callUs, ...(callNet === undefined ? {} : { callNetUs: callNet.callUs }) },
+    samples: { ...s, call, ...(callNet === undefined ? {} : { callNet }) },
+  };
 }

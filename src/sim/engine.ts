@@ -14,9 +14,10 @@
  *   clear-to-send once its receive is posted (o, L), then the data goes as above.
  * - recv: matched in posting order per (source, destination, sub-tag), as MPI's non-overtaking
  *   rule (and the library's matching) does; once matched and arrived, the receiver's CPU spends
- *   o + (s-1)O and its injector g + (s-1)G.
+ *   o (oRecv where the path has one) + (s-1)O and its injector g + (s-1)G.
  * - reduce, copy: the CPU for bytes x reduceUsPerByte (copyUsPerByte);
- * - the call itself (host executor): callUs of the rank's CPU before its first action.
+ * - the call itself (host executor): callUs of the rank's CPU before its first action
+ *   (callNetUs where the call's ranks span nodes).
  * Every CPU and injector is a FIFO resource: work starts at max(ready, free). A rank's CPU
  * suffers OS noise (seed 000): a burst of D every 1/F, at a phase drawn per rank from the
  * seed; work that meets a burst waits for its end. Engines (offload) and aggregation nodes are
@@ -27,8 +28,13 @@
  * procs are the engines, which first wait for every member's post and fold (foldUs), exchange
  * (a schedule among engines, or the fabric's tree), and write back (writebackUs).
  *
+ * Jitter: a path may carry the spread of its measured one-way times (LogGOPS.J, quantiles less
+ * the median); with a jitter seed, each message's flight is L plus a draw from it, so the
+ * median of many runs shows what a chain or a race of messages costs beyond the sum of
+ * medians (the slowest of several exchanges, nbcbench's per-call maximum).
+ *
  * Determinism: events with equal times run in the order they were scheduled (heap.ts), noise
- * phases come from a seeded generator, so one seed gives one result.
+ * phases and jitter come from seeded generators, so one seed gives one result.
  *
  * Speed (issue #15: 10^5 ranks, millions of events): the hot path allocates nothing per
  * event. Events are integers in typed arrays (heap.ts); every send and receive is given its
@@ -69,6 +75,11 @@ export interface RunOptions {
   computeUs?: number | null;
   /** When each rank makes its call, us (default: all at 0). */
   startAt?: Float64Array | null;
+  /**
+   * Seed of the message jitter: where a path carries measured jitter (LogGOPS.J), every
+   * message's flight takes L plus a draw from it. Absent or null: every flight takes L.
+   */
+  jitterSeed?: number | null;
 }
 
 export interface RunResult {
@@ -180,6 +191,10 @@ class Simulation {
   private readonly phase: Float64Array | null;
   private readonly noiseD: number;
   private readonly noiseP: number;
+  /** Draws of the message jitter (jitterSeed), or null. */
+  private readonly jitterRng: (() => number) | null;
+  /** With jitter: per channel, when its last message arrived (messages do not overtake). */
+  private readonly chanArrived: Float64Array | null;
   /** Per proc: the open round, its actions left, and actions left overall. */
   private readonly round: Int32Array;
   private readonly roundLeft: Int32Array;
@@ -239,6 +254,9 @@ class Simulation {
     } else {
       this.phase = null;
     }
+    const js = opts.jitterSeed ?? null;
+    this.jitterRng = js === null ? null : splitmix32(js);
+    this.chanArrived = js === null ? null : new Float64Array(ch.count);
     this.round = new Int32Array(prog.procs);
     this.roundLeft = new Int32Array(prog.procs);
     this.remaining = new Int32Array(prog.procs);
@@ -270,6 +288,35 @@ class Simulation {
     burst = next + full * P;
     rem -= full * free;
     return burst + D + rem;
+  }
+
+  /**
+   * How long a message's flight on path `m` takes: L, or with jitter L plus a draw from the
+   * path's measured quantiles (linear between them), never below 0.
+   */
+  private flight(m: LogGOPS): number {
+    const J = m.J;
+    const rng = this.jitterRng;
+    if (J === undefined || rng === null) return m.L;
+    const x = rng() * (J.length - 1);
+    const i = Math.floor(x);
+    const j = i + 1 < J.length ? J[i]! + (J[i + 1]! - J[i]!) * (x - i) : J[i]!;
+    return Math.max(0, m.L + j);
+  }
+
+  /**
+   * When send `i`'s message (eager data or a rendezvous request) that left at `t` arrives: t +
+   * flight, and with jitter never before the channel's previous message (the transport and the
+   * matching keep a channel's messages in order, so a draw may not let one overtake another).
+   */
+  private arrival(i: number, m: LogGOPS, t: number): number {
+    const at = t + this.flight(m);
+    const last = this.chanArrived;
+    if (last === null) return at;
+    const ch = this.chan[i]!;
+    const when = Math.max(at, last[ch]!);
+    last[ch] = when;
+    return when;
   }
 
   /** Runs CPU work on `cpu` as soon as it is free after `t`; returns when it ends. */
@@ -340,8 +387,8 @@ class Simulation {
   /** A proc begins its schedule: round 0, or the DAG's roots, in the builder's order. */
   private start(p: number): void {
     const prog = this.prog;
-    // Host: the call's own CPU cost on the rank comes first (params.callUs).
-    const call = this.params.callUs ?? 0;
+    // Host: the call's own CPU cost on the rank comes first (params.callUs, callNetUs across nodes).
+    const call = (prog.nodes > 1 ? this.params.callNetUs : undefined) ?? this.params.callUs ?? 0;
     if (call > 0 && prog.mode === 'host') this.cpu(p, this.now, call);
     if (this.remaining[p] === 0) {
       this.finishProc(p);
@@ -387,11 +434,11 @@ class Simulation {
       const slot = net ? this.procNode[p]! : c;
       if (s <= m.S) {
         this.inject(c, inj, slot, m, s, now);
-        this.heap.push(this.leave + Math.max(0, s - 1) * m.G + m.L, EV_ARRIVE, i, 0);
+        this.heap.push(this.arrival(i, m, this.leave + Math.max(0, s - 1) * m.G), EV_ARRIVE, i, 0);
         this.heap.push(this.busyEnd, EV_DONE, i, 0);
       } else {
         this.inject(c, inj, slot, m, 0, now);
-        this.heap.push(this.leave + m.L, EV_ARRIVE, i, 1);
+        this.heap.push(this.arrival(i, m, this.leave), EV_ARRIVE, i, 1);
       }
     } else if (k === A_RECV) {
       const msg = this.match(this.chan[i]!, true, i);
@@ -471,7 +518,7 @@ class Simulation {
     const m = net ? this.net : this.shm;
     if (rts) {
       const t = this.cpu(c, this.now, m.o);
-      this.heap.push(t + m.L, EV_CTS, i, r);
+      this.heap.push(t + this.flight(m), EV_CTS, i, r);
     } else {
       this.takeIn(r, i, m, net);
     }
@@ -488,7 +535,7 @@ class Simulation {
     const inj = net ? this.netRecv : this.shmRecv;
     const slot = net ? this.procNode[p]! : c;
     const start = Math.max(this.now, this.cpuFree[c]!, inj[slot]!);
-    const end = this.advance(c, start, m.o + Math.max(0, s - 1) * m.O);
+    const end = this.advance(c, start, (m.oRecv ?? m.o) + Math.max(0, s - 1) * m.O);
     this.cpuFree[c] = end;
     inj[slot] = start + m.g + Math.max(0, s - 1) * m.G;
     this.heap.push(end, EV_DONE, r, 0);
@@ -503,7 +550,7 @@ class Simulation {
     const m = net ? this.net : this.shm;
     const s = this.bytesOf[i]!;
     this.inject(c, net ? this.netSend : this.shmSend, net ? this.procNode[p]! : c, m, s, this.now);
-    this.heap.push(this.leave + Math.max(0, s - 1) * m.G + m.L, EV_DATA, i, r);
+    this.heap.push(this.leave + Math.max(0, s - 1) * m.G + this.flight(m), EV_DATA, i, r);
     this.heap.push(this.busyEnd, EV_DONE, i, 0);
   }
 

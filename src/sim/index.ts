@@ -36,10 +36,19 @@ export interface SimulateOptions {
    * its completion. Default: every rank calls at 0, and the latency is the last completion.
    */
   afterBarrier?: boolean;
+  /**
+   * With afterBarrier: draw every message's flight from its path's measured jitter (LogGOPS.J)
+   * where the parameters carry it. Default true.
+   */
+  jitter?: boolean;
 }
 
-/** Runs with measured barrier spread: one per ordering of the ranks' exits, the median taken. */
-const SPREAD_RUNS = 15;
+/**
+ * Runs per size where nbcbench's statistic is a median over calls that differ (a measured
+ * barrier spread, jitter): one per ordering of the ranks' exits and draw of the messages'
+ * flights, the median of their slowest ranks taken.
+ */
+const RUNS = 31;
 
 /**
  * Where the parameters carry a measured barrier spread (params.barrierSpreadUs) and the layout
@@ -80,9 +89,9 @@ function fromFirst(t: Float64Array, ranks: number): Float64Array {
  * depends on the path: with L 5 and o 1, a bcast's receiver on another node waits 12.07 us
  * instead of 7.07, test/sim.test.ts). LOOP_ROUNDS rounds of barrier and call settle that.
  */
-function loopExits(barrier: Program, prog: Program, params: SimParams, opts: SimulateOptions): Float64Array {
+function loopExits(barrier: Program, prog: Program, params: SimParams, opts: SimulateOptions, jitterSeeds: (() => number) | null): Float64Array {
   const run = (p: Program, startAt: Float64Array | null): Float64Array =>
-    runProgram(p, params, { noise: opts.noise ?? null, seed: opts.seed, startAt }).done;
+    runProgram(p, params, { noise: opts.noise ?? null, seed: opts.seed, startAt, jitterSeed: jitterSeeds === null ? null : jitterSeeds() }).done;
   let exits = fromFirst(run(barrier, null), prog.ranks);
   for (let k = 1; k < LOOP_ROUNDS; k++) exits = fromFirst(run(barrier, fromFirst(run(prog, exits), prog.ranks)), prog.ranks);
   return exits;
@@ -103,20 +112,28 @@ export function simulate(spec: Omit<CallSpec, 'bytes'>, sizes: readonly number[]
     : null;
   const spansNodes = spec.ranks > spec.ppn;
   const spread = opts.afterBarrier === true && spansNodes ? params.barrierSpreadUs ?? 0 : 0;
+  const jittered = opts.afterBarrier === true && opts.jitter !== false && (params.net.J !== undefined || params.shm.J !== undefined);
   for (const bytes of sizes) {
     const t0 = performance.now();
     const prog = buildProgram({ ...spec, bytes }, params);
-    const startAt = barrier === null ? null : loopExits(barrier, prog, params, opts);
+    const startAt = barrier === null ? null : loopExits(barrier, prog, params, opts, null);
     let pureUs: number;
     let events = 0;
-    if (spread > 0) {
+    if (spread > 0 || jittered) {
       // nbcbench's statistic over iterations (median of the per-call maximum), over orderings
-      // of the measured spread, on top of where the loop lets the ranks go.
+      // of the measured spread and draws of the jitter, each run with its own loop.
       const runs: number[] = [];
-      for (let k = 0; k < SPREAD_RUNS; k++) {
-        const at = spreadExits(prog.ranks, spread, (opts.seed ?? 1) * 7919 + k);
-        for (let r = 0; r < prog.ranks; r++) at[r]! += startAt![r]!;
-        const r = runProgram(prog, params, { noise: opts.noise ?? null, seed: opts.seed, startAt: at });
+      for (let k = 0; k < RUNS; k++) {
+        const seed = (opts.seed ?? 1) * 7919 + k;
+        // Every program run of this one (the loop's barriers and calls, the measured call) draws its own flights.
+        const draw = splitmix32(seed ^ 0x5bd1e995);
+        const jitterSeeds = jittered ? (): number => Math.floor(draw() * 4294967296) : null;
+        const at = jitterSeeds !== null && barrier !== null ? loopExits(barrier, prog, params, opts, jitterSeeds) : startAt!.slice();
+        if (spread > 0) {
+          const by = spreadExits(prog.ranks, spread, seed);
+          for (let r = 0; r < prog.ranks; r++) at[r]! += by[r]!;
+        }
+        const r = runProgram(prog, params, { noise: opts.noise ?? null, seed: opts.seed, startAt: at, jitterSeed: jitterSeeds === null ? null : jitterSeeds() });
         events += r.events;
         runs.push(slowest(r.done, at));
       }

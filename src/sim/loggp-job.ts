@@ -13,7 +13,9 @@
  * Every point is measured once per round and rounds repeat until the budget is spent; each
  * point keeps the statistic `stat` of its samples: `min` (the path's own cost, which other
  * programs only add to) or `median` (what nbcbench reports by default, and what a crowded
- * host really charges). The measuring ranks return their points.
+ * host really charges). The measuring ranks return their points, and beside them how the
+ * smallest message's one-way time spreads over rounds (jitterUs): the simulator draws each
+ * message's latency from that spread.
  */
 import type { Communicator } from '../coll/communicator.js';
 import { statOf, type Stat } from '../bench/metrics.js';
@@ -45,6 +47,25 @@ export interface LogGPJobResult {
   trains: Array<{ messages: number; postUs: number; totalUs: number }>;
   /** With `barriers`: the median spread of the ranks' barrier exits, us (rank 0 only). */
   barrierSpreadUs?: number;
+  /**
+   * The smallest size's one-way time over rounds at the quantiles 0, 1, .., 99 %, less its
+   * median (us): 100 values, the 51st 0. The top 1 % is left out: GC pauses and scheduler
+   * hiccups of milliseconds, which nbcbench's median over calls does not see, but which drawn
+   * from a last segment of 1 % up to the maximum would land in every hundredth message.
+   */
+  jitterUs?: number[];
+}
+
+/** Quantiles 0, 1, .., 99 % of the samples (linear between order statistics), less their median. */
+export function jitterQuantiles(samples: readonly number[]): number[] {
+  const s = [...samples].sort((a, b) => a - b);
+  const at = (q: number): number => {
+    const x = q * (s.length - 1);
+    const i = Math.floor(x);
+    return i + 1 < s.length ? s[i]! + (s[i + 1]! - s[i]!) * (x - i) : s[i]!;
+  };
+  const mid = at(0.5);
+  return Array.from({ length: 100 }, (_, k) => at(k / 100) - mid);
 }
 
 const TAG_GO = 11;
@@ -143,8 +164,10 @@ function pairPoints(world: Communicator, a: LogGPJobArgs, peer: number, lead: bo
   }
   if (!lead) return null;
   const stat = a.stat ?? 'min';
+  const smallest = a.sizes.indexOf(Math.min(...a.sizes));
   return {
     rounds,
+    jitterUs: jitterQuantiles(pp[smallest]!),
     pingPong: a.sizes.map((bytes, j) => ({ bytes, us: statOf(pp[j]!, stat) })),
     trains: Array.from({ length: a.maxTrain }, (_, i) => ({ messages: i + 1, postUs: statOf(post[i]!, stat), totalUs: statOf(total[i]!, stat) })),
   };

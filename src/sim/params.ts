@@ -29,6 +29,19 @@ export interface LogGOPS {
   G: number;
   O: number;
   S: number;
+  /**
+   * The receiver's CPU overhead per message where it differs from o (optional; absent: o). A
+   * calibration of the network path splits the one-way time this way: L is what the barrier
+   * spread shows (barrierSpreadUs), the send's o is measured, and the receiver pays the rest.
+   */
+  oRecv?: number;
+  /**
+   * Jitter (optional): the path's one-way time at evenly spaced quantiles (at least 2,
+   * ascending; a calibration writes 0, 1, .., 99 %) less its median, us. With it, nbcbench
+   * timing (afterBarrier) draws each message's flight from L + J (linear between quantiles,
+   * never below 0) over many runs.
+   */
+  J?: number[];
 }
 
 /** The aggregation fabric (seed 003): a tree of radix `radix` and `levels` levels of ANs. */
@@ -63,6 +76,11 @@ export interface SimParams {
    * schedule starts. Calibrated (nbc calibrate --loggp); absent: 0.
    */
   callUs?: number;
+  /**
+   * The same where the call's ranks span nodes: the transport's progress and wake-ups in every
+   * wait add to it. Calibrated on 2 ranks over 2 nodes; absent: callUs.
+   */
+  callNetUs?: number;
   agg: AggParams;
   /**
    * Only a calibration of an emulated cluster writes this: how the paths behave when the
@@ -71,12 +89,15 @@ export interface SimParams {
    */
   crowd?: Crowd;
   /**
-   * How far apart (us) ranks on different nodes leave a barrier: the median spread between the
-   * first and the last. Calibrated on the network pair (2 ranks, 2 nodes) and per crowd level
-   * (crowdedParams() interpolates); nbcbench timing (afterBarrier) then starts the ranks of a
-   * layout that spans nodes that far apart. Ranks of one node are threads of one process and
-   * leave a shared-memory barrier together (0 us median), so a one-node layout keeps the
-   * simulated barrier's own exits. Absent: the simulated barrier's own exits.
+   * How far apart (us), beyond what the simulated barrier itself leaves them, ranks on
+   * different nodes leave a barrier. The calibration measures the median spread between the
+   * first and the last on the network pair (2 ranks, 2 nodes) and per crowd level; of it, the
+   * path's L shows in the simulated loop (in a loop of 2-rank barriers the later rank's message
+   * reaches the other L after it left), and the rest is written here (crowdedParams()
+   * interpolates). nbcbench timing (afterBarrier) then starts the ranks of a layout that spans
+   * nodes that much further apart. Ranks of one node are threads of one process and leave a
+   * shared-memory barrier together (0 us median), so a one-node layout keeps the simulated
+   * barrier's own exits. Absent: the simulated barrier's own exits.
    */
   barrierSpreadUs?: number;
 }
@@ -95,10 +116,15 @@ export interface Crowd {
 
 export const SIM_PARAMS_VERSION = 1;
 
-/** LogGOPS between `a` (at x = 0) and `b` (at x = 1); S from `a`. */
+/** LogGOPS between `a` (at x = 0) and `b` (at x = 1); S from `a`; J quantile by quantile where both have it alike. */
 function between(a: LogGOPS, b: LogGOPS, x: number): LogGOPS {
   const at = (u: number, v: number): number => u + (v - u) * x;
-  return { L: at(a.L, b.L), o: at(a.o, b.o), g: at(a.g, b.g), G: at(a.G, b.G), O: at(a.O, b.O), S: a.S };
+  const J = a.J !== undefined && b.J !== undefined && a.J.length === b.J.length ? a.J.map((u, k) => at(u, b.J![k]!)) : (x < 0.5 ? a.J : b.J);
+  const oRecv = a.oRecv === undefined && b.oRecv === undefined ? undefined : at(a.oRecv ?? a.o, b.oRecv ?? b.o);
+  return {
+    L: at(a.L, b.L), o: at(a.o, b.o), g: at(a.g, b.g), G: at(a.G, b.G), O: at(a.O, b.O), S: a.S,
+    ...(oRecv === undefined ? {} : { oRecv }), ...(J === undefined ? {} : { J }),
+  };
 }
 
 /**
@@ -268,6 +294,14 @@ function parsePath(value: unknown, where: string, name: string): LogGOPS {
   }
   const out = {} as LogGOPS;
   for (const f of PATH_FIELDS) out[f] = finiteNonNegative(p[f], where, `${name}.${f}`);
+  if (p.oRecv !== undefined) out.oRecv = finiteNonNegative(p.oRecv, where, `${name}.oRecv`);
+  if (p.J !== undefined) {
+    const J = p.J;
+    if (!Array.isArray(J) || J.length < 2 || !J.every((v, k) => typeof v === 'number' && Number.isFinite(v) && (k === 0 || v >= (J[k - 1] as number)))) {
+      throw new NbcArgError(`Cannot use the simulator parameters from ${where}: ${name}.J is ${JSON.stringify(J)}; expected at least 2 finite numbers in ascending order (us)`);
+    }
+    out.J = J as number[];
+  }
   return out;
 }
 
@@ -297,6 +331,7 @@ export function parseSimParams(value: unknown, where: string): SimParams {
     ...(o.crowd === undefined ? {} : { crowd: parseCrowd(o.crowd, where) }),
     ...(o.barrierSpreadUs === undefined ? {} : { barrierSpreadUs: finiteNonNegative(o.barrierSpreadUs, where, 'barrierSpreadUs') }),
     ...(o.callUs === undefined ? {} : { callUs: finiteNonNegative(o.callUs, where, 'callUs') }),
+    ...(o.callNetUs === undefined ? {} : { callNetUs: finiteNonNegative(o.callNetUs, where, 'callNetUs') }),
   };
 }
 
