@@ -14,6 +14,7 @@
 # first size) measures that ramp, while the calibration's 8 s of rounds is at steady state, so
 # the validation warms up with 2000 calls.
 # QUICK=1 runs a tiny configuration (a few minutes); MEDIUM=1 every collective on 2 layouts. OUT=dir (default bench/results/sim).
+# COLLS="..." and CONFIGS="ranks:ppn ..." replace the mode's collectives and layouts (a full run in parts).
 # RESIM=1 measures nothing: after a change to the model, it fits OUT's calibration again from
 # the samples it keeps (nbc calibrate --loggp --refit) and simulates OUT's measured points again.
 # Full run: about 2 hours on the 2-core reference VM (each point measured twice), almost all of
@@ -27,8 +28,8 @@ mkdir -p "$OUT/val" "$OUT/scale" "$OUT/seeds"
 ALL_COLLS="barrier bcast reduce allreduce gather scatter allgather alltoall reduceScatterBlock scan exscan gatherv scatterv allgatherv alltoallv reduceScatter"
 if [[ "${MEDIUM:-0}" == 1 ]]; then
   # Every collective's algorithms on two layouts, two sizes: about 15 min.
-  COLLS="$ALL_COLLS"
-  CONFIGS="2:1 4:2"
+  COLLS=${COLLS:-$ALL_COLLS}
+  CONFIGS=${CONFIGS:-"2:1 4:2"}
   SIZES="8,16K"
   ITERS=100
   WARMUP=2000
@@ -36,8 +37,8 @@ if [[ "${MEDIUM:-0}" == 1 ]]; then
   SCALE_SIZES="8,64K"
   SEED_PROCS="64"
 elif [[ "${QUICK:-0}" == 1 ]]; then
-  COLLS="allreduce bcast"
-  CONFIGS="2:1 4:2"
+  COLLS=${COLLS:-"allreduce bcast"}
+  CONFIGS=${CONFIGS:-"2:1 4:2"}
   SIZES="8,4K"
   ITERS=100
   WARMUP=2000
@@ -45,9 +46,9 @@ elif [[ "${QUICK:-0}" == 1 ]]; then
   SCALE_SIZES="8,64K"
   SEED_PROCS="64"
 else
-  COLLS="$ALL_COLLS"
+  COLLS=${COLLS:-$ALL_COLLS}
   # ranks:ppn, 1..4 emulated nodes
-  CONFIGS="2:2 2:1 4:4 4:2 4:1 8:4 8:2 16:4"
+  CONFIGS=${CONFIGS:-"2:2 2:1 4:4 4:2 4:1 8:4 8:2 16:4"}
   SIZES="8,1K,16K,64K"
   ITERS=200
   WARMUP=2000
