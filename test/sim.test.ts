@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { ScheduleBuilder, RECV, SEND, type Schedule } from '../src/sched/schedule.ts';
 import { select } from '../src/coll/select.ts';
 import { DEFAULT_CONFIG } from '../src/config.ts';
-import { buildProgram, programOf, runProgram, simulate, toGoal, PRESETS, parseSimParams, crowdedParams, DEFAULT_SIM_PARAMS, type CallSpec, type SimNoise, type SimParams } from '../src/sim/index.ts';
+import { barrierLoopSpread, buildProgram, programOf, runProgram, simulate, toGoal, PRESETS, parseSimParams, crowdedParams, DEFAULT_SIM_PARAMS, type CallSpec, type SimNoise, type SimParams } from '../src/sim/index.ts';
 import { parseSimOp } from '../src/cli/sim.ts';
 import { fitLogGOPS, modelOneWay, refitLogGP, splitAtSpread } from '../src/sim/calibrate.ts';
 import { EventQueue } from '../src/sim/heap.ts';
@@ -480,6 +480,28 @@ test('the network path takes L from the barrier spread beside it, the receiver t
   assert.deepEqual(splitAtSpread(m, job(12)), { path: { ...m, L: 8, oRecv: 0 }, spreadUs: 4 });
   for (const s of [3, 7, 12]) assert.equal(modelOneWay(splitAtSpread(m, job(s)).path, 1), 10, `the one-way time is kept (spread ${s})`);
   assert.deepEqual(splitAtSpread(m, job()), { path: m });
+});
+
+test('a crowd level draws no jitter and keeps of its measured barrier spread what the simulated loop does not show', { timeout: 10_000 }, () => {
+  // 2 ranks on 2 nodes leave a loop of barriers together: both send, both receive, symmetric.
+  assert.equal(barrierLoopSpread(2, 1, P), 0);
+  const trains = [1, 2, 3, 4].map((k) => ({ messages: k, postUs: 2 * k, totalUs: 10 + 3 * k }));
+  const job = (oneWayUs: number, jitterUs: number[]): LogGPJobResult => ({ rounds: 10, trains, jitterUs, pingPong: [1, 1001, 16001].map((bytes) => ({ bytes, us: oneWayUs + (bytes - 1) * 0.001 })) });
+  const level = (barrierSpreadUs: number) => ({ ranks: 8, shm: job(20, [-5, 0, 50]), net: { ...job(100, [-5, 0, 50]), barrierSpreadUs } });
+  const file = (barrierSpreadUs: number) => ({ version: 1, measuredAt: 'then', host: 'h', params: P,
+    samples: { shm: job(10, [-1, 0, 1]), net: job(10, [-1, 0, 1]), crowd: [level(barrierSpreadUs)], call: { measuredUs: 50, modelUs: 0, callUs: 0 }, cores: 2, eagerLimit: 8192, reduceUsPerByte: 0.002, copyUsPerByte: 0.001 } });
+  const fitted = refitLogGP(file(5000)).params;
+  assert.deepEqual(fitted.net.J, [-1, 0, 1], 'the uncrowded paths keep their jitter');
+  const lv = fitted.crowd!.levels[0]!;
+  assert.equal(lv.net.J, undefined);
+  assert.equal(lv.shm.J, undefined);
+  // The loop of 8 ranks, 2 per node, on the level's paths spreads them some (cross-node rounds
+  // of one way 100 us): the level keeps the rest of the 5 ms measured, and none of a spread
+  // smaller than the model's own.
+  const own = barrierLoopSpread(8, 2, { ...DEFAULT_SIM_PARAMS, shm: lv.shm, net: lv.net, reduceUsPerByte: 0.002, copyUsPerByte: 0.001 });
+  assert.ok(own > 0 && own < 5000, `own spread ${own} us`);
+  assert.ok(Math.abs(lv.barrierSpreadUs! - (5000 - own)) < 1e-9, `${lv.barrierSpreadUs} us kept`);
+  assert.equal(refitLogGP(file(own / 2)).params.crowd!.levels[0]!.barrierSpreadUs, 0);
 });
 
 test('the jitter quantiles are 0 .. 99 % of the samples less their median', { timeout: 5_000 }, () => {

@@ -50,7 +50,7 @@ import { parseTransport } from '../runtime/node-main.js';
 import { DEFAULT_SIM_PARAMS, SIM_PARAMS_VERSION, type Crowd, type LogGOPS, type SimParams, type SimParamsFile } from './params.js';
 import type { LogGPJobArgs, LogGPJobResult } from './loggp-job.js';
 import { simParamsFilePath, writeSimParamsFile } from './params-file.js';
-import { simulate } from './index.js';
+import { barrierLoopSpread, simulate } from './index.js';
 
 const JOB = fileURLToPath(new URL('./loggp-job.js', import.meta.url));
 const OP_JOB = fileURLToPath(new URL('../bench/op-job.js', import.meta.url));
@@ -128,6 +128,11 @@ export function splitAtSpread(m: LogGOPS, job: LogGPJobResult): { path: LogGOPS;
   const oneWay = m.o + (m.oRecv ?? m.o) + m.L;
   const L = Math.min(spread, oneWay - m.o);
   return { path: { ...m, L, oRecv: oneWay - m.o - L }, spreadUs: spread - L };
+}
+
+function withoutJitter(m: LogGOPS): LogGOPS {
+  const { J: _, ...rest } = m;
+  return rest;
 }
 
 function kernelSpeeds(): { reduceUsPerByte: number; copyUsPerByte: number } {
@@ -289,10 +294,15 @@ interface FitContext {
 /** The parameters the samples give under this version's rules, less the cost per call. */
 function fitSamples(s: Pick<CalibrationSamples, 'shm' | 'net' | 'crowd'>, c: FitContext): SimParams {
   const spread = (us: number | undefined): { barrierSpreadUs?: number } => (us === undefined ? {} : { barrierSpreadUs: us });
-  // Crowd levels keep their whole spread: there it comes from time slices, which no L shows.
-  const levels: Crowd['levels'] = s.crowd.map((l) => ({
-    ranks: l.ranks, shm: fitLogGOPS(l.shm, true, c.eagerLimit), net: fitLogGOPS(l.net, false, c.eagerLimit), ...spread(l.net.barrierSpreadUs),
-  }));
+  const levels: Crowd['levels'] = s.crowd.map((l) => {
+    // No jitter (Crowd), o both ways, and of the measured spread what the simulated loop of the
+    // same barriers (the level's ranks, 2 per node, as measured) does not show itself.
+    const shm = withoutJitter(fitLogGOPS(l.shm, true, c.eagerLimit));
+    const net = withoutJitter(fitLogGOPS(l.net, false, c.eagerLimit));
+    const measured = l.net.barrierSpreadUs;
+    const own = measured === undefined ? 0 : barrierLoopSpread(l.ranks, 2, { ...DEFAULT_SIM_PARAMS, shm, net, reduceUsPerByte: c.reduceUsPerByte, copyUsPerByte: c.copyUsPerByte });
+    return { ranks: l.ranks, shm, net, ...spread(measured === undefined ? undefined : Math.max(0, measured - own)) };
+  });
   const shm = fitLogGOPS(s.shm, true, c.eagerLimit);
   const net = splitAtSpread(fitLogGOPS(s.net, false, c.eagerLimit), s.net);
   return {

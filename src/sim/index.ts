@@ -7,6 +7,7 @@
  */
 import { overlapPct, statOf } from '../bench/metrics.js';
 import type { BenchRow } from '../bench/result.js';
+import { DEFAULT_CONFIG } from '../config.js';
 import { runProgram, splitmix32, type SimNoise } from './engine.js';
 import { buildProgram, type CallSpec, type Program } from './program.js';
 import type { SimParams } from './params.js';
@@ -95,6 +96,20 @@ function loopExits(barrier: Program, prog: Program, params: SimParams, opts: Sim
   let exits = fromFirst(run(barrier, null), prog.ranks);
   for (let k = 1; k < LOOP_ROUNDS; k++) exits = fromFirst(run(barrier, fromFirst(run(prog, exits), prog.ranks)), prog.ranks);
   return exits;
+}
+
+/**
+ * How far apart (us, first to last) `ranks` ranks, `ppn` per node, leave the last of LOOP_ROUNDS
+ * barriers run back to back, each rank entering the next as it left the last, under `params`
+ * (no barrier spread is added, no jitter drawn), on a host where they are crowded (oversubscribed):
+ * the spread the model makes itself, which the calibration takes from the measured one.
+ */
+export function barrierLoopSpread(ranks: number, ppn: number, params: SimParams): number {
+  const barrier = buildProgram({ coll: 'barrier', ranks, ppn, executor: 'host', bytes: 0, config: { ...DEFAULT_CONFIG, oversubscribed: true } }, params);
+  const exits = loopExits(barrier, barrier, params, {}, null);
+  let last = 0;
+  for (let r = 0; r < ranks; r++) last = Math.max(last, exits[r]!);
+  return last;
 }
 
 /** The slowest rank's time from its start to `end` (nbcbench's per-call maximum over ranks). */

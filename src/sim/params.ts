@@ -106,20 +106,23 @@ export interface SimParams {
  * The paths of one host at several crowd sizes: with `ranks` ranks busy on its `cores` cores at
  * once (pairs exchanging messages), each path's LogGOPS as measured. A rank that waits then
  * yields its core and parks (the launcher's spin budget is 0 when ranks and node processes
- * outnumber the cores), so a message costs wake-ups and time slices, not only the path.
+ * outnumber the cores), so a message costs wake-ups and time slices, not only the path. The
+ * calibration gives crowd levels no jitter (J): there the spread of a message's time is the
+ * time slices of the ranks, which barrierSpreadUs holds, shared by every message of a call
+ * rather than drawn for each.
  */
 export interface Crowd {
   cores: number;
-  /** Per level, also the median spread of the ranks' barrier exits (us), where measured. */
+  /** Per level, also the barrier spread beyond the simulated loop's own (us, SimParams.barrierSpreadUs), where measured. */
   levels: Array<{ ranks: number; shm: LogGOPS; net: LogGOPS; barrierSpreadUs?: number }>;
 }
 
 export const SIM_PARAMS_VERSION = 1;
 
-/** LogGOPS between `a` (at x = 0) and `b` (at x = 1); S from `a`; J quantile by quantile where both have it alike. */
+/** LogGOPS between `a` (at x = 0) and `b` (at x = 1); S from `a`; J quantile by quantile where both have it alike, else none. */
 function between(a: LogGOPS, b: LogGOPS, x: number): LogGOPS {
   const at = (u: number, v: number): number => u + (v - u) * x;
-  const J = a.J !== undefined && b.J !== undefined && a.J.length === b.J.length ? a.J.map((u, k) => at(u, b.J![k]!)) : (x < 0.5 ? a.J : b.J);
+  const J = a.J !== undefined && b.J !== undefined && a.J.length === b.J.length ? a.J.map((u, k) => at(u, b.J![k]!)) : undefined;
   const oRecv = a.oRecv === undefined && b.oRecv === undefined ? undefined : at(a.oRecv ?? a.o, b.oRecv ?? b.o);
   return {
     L: at(a.L, b.L), o: at(a.o, b.o), g: at(a.g, b.g), G: at(a.G, b.G), O: at(a.O, b.O), S: a.S,
