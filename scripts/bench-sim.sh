@@ -17,8 +17,9 @@
 # COLLS="..." and CONFIGS="ranks:ppn ..." replace the mode's collectives and layouts (a full run in parts).
 # RESIM=1 measures nothing: after a change to the model, it fits OUT's calibration again from
 # the samples it keeps (nbc calibrate --loggp --refit) and simulates OUT's measured points again.
-# Full run: about 2 hours on the 2-core reference VM (each point measured twice), almost all of
-# it in step 2's nbc bench; MEDIUM=1 took 22.5 min.
+# Full run: about 3.3 hours on the 2-core reference VM (296 groups of points, each measured
+# twice, 1.5 groups a minute on 2026-11-24), almost all of it in step 2's nbc bench, so it is
+# best run in parts (COLLS=...); MEDIUM=1 took 22.5 min.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NBC="node dist/cli/nbc.js"
