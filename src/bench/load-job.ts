@@ -173,9 +173,15 @@ function slow(w: Communicator, a: SlowArgs): SlowResult {
   // would wait the whole stall there (MPI's progress rule), and its sender with it.
   w.alltoall(new Int32Array(w.size), new Int32Array(w.size));
   w.alltoall(new Int32Array(w.size), new Int32Array(w.size));
-  w.barrier(); // every clock starts together
+  // One end for everyone, on the host's clock (performance.timeOrigin + now(), shared by the
+  // processes of one host): the senders stop sending when the receiver resumes. Each timing
+  // its own `seconds` from a barrier, a sender that left it late on a crowded host kept
+  // sending after the receiver had resumed, and was counted as if it had sent into the stall
+  // (CI, 2026-11-24: 3165 messages where the ring holds ~580).
+  const until = Float64Array.of(performance.timeOrigin + performance.now() + a.seconds * 1000);
+  w.bcast(until, 0);
+  const running = (): boolean => performance.timeOrigin + performance.now() < until[0]!;
   if (w.rank !== 0) {
-    const t0 = performance.now();
     const window = a.window ?? 64;
     const msgs = Array.from({ length: a.sender === 'isend' ? window : 1 }, () => new Int32Array(words));
     let seq = 0;
@@ -184,7 +190,7 @@ function slow(w: Communicator, a: SlowArgs): SlowResult {
     // buffering): the window is tested, not waited for, so that the stall's end is announced
     // while it is still out, and waited for after.
     let out: Request[] = [];
-    while ((performance.now() - t0) / 1000 < a.seconds) {
+    while (running()) {
       if ((seq & 1023) === 0) heapMb = Math.max(heapMb, getHeapStatistics().total_heap_size / 1048576);
       if (a.sender === 'send') {
         stamp(msgs[0]!, w.rank, seq);
@@ -209,9 +215,8 @@ function slow(w: Communicator, a: SlowArgs): SlowResult {
   // The receiver stands still: no library call at all, or blocked on the last sender's release.
   const stallStart = Date.now();
   if (a.receiver === 'compute') {
-    const t0 = performance.now();
     let x = 0;
-    while ((performance.now() - t0) / 1000 < a.seconds) for (let i = 0; i < 1e5; i++) x = (x * 1664525 + 1013904223) | 0;
+    while (running()) for (let i = 0; i < 1e5; i++) x = (x * 1664525 + 1013904223) | 0;
     if (x === 0.5) console.log('unreachable'); // keeps the loop from being optimised away
   }
   let stallEnd = Date.now(); // computing: the stall ends here; blocked: once the release arrives
