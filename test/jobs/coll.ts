@@ -787,37 +787,57 @@ function hierMessageCounts(w: Communicator): Record<string, number> {
 }
 
 /**
- * A rank computes for 100 ms without calling into nbcoll. Offloaded, the collective is found
+ * A rank computes for 200 ms without calling into nbcoll. Offloaded, the collective is found
  * finished (ready(), which makes no progress) before wait(); host-executed, it cannot be.
  * Rank 0 starts 5 ms after the others (busy, without calling into nbcoll), so the others'
  * results depend on a contribution that arrives after their initiating call returned: a
- * host-executed collective cannot complete on them without a call into nbcoll. (Rank 0
- * itself may find its partners' messages waiting and complete inside its initiating call.)
+ * host-executed collective cannot complete on them without a call into nbcoll. Whether it did
+ * arrive after is checked, not assumed: every rank notes on the host's clock (timeOrigin +
+ * now(), one clock for the processes of a host) when its initiating call returned and rank 0
+ * when it made its call, and a host-executed attempt counts only where the rank's call returned
+ * first (on a crowded host a rank can leave the barrier more than 5 ms late, find rank 0's
+ * contribution waiting, and complete inside its initiating call). `hostChecked`: how many did.
+ * Rank 0 itself may find its partners' messages waiting and complete inside its call.
  */
-function completesWhileComputing(w: Communicator): { offload: boolean; host: boolean } {
+function completesWhileComputing(w: Communicator): { offload: boolean; host: boolean; hostChecked: number } {
   const x = Float64Array.of(w.rank);
   const busy = (ms: number): void => {
     const t0 = performance.now();
     while (performance.now() - t0 < ms) { /* compute, no calls into nbcoll */ }
   };
-  const result = { offload: false, host: false };
+  const clock = (): number => performance.timeOrigin + performance.now();
+  const ATTEMPTS = 3;
+  const returned = new Float64Array(ATTEMPTS); // host-executed: when this rank's call returned
+  const readyHost: boolean[] = [];
+  const result = { offload: false, host: false, hostChecked: 0 };
   // Warm-up: the engines open their links to each other on first use (with the UCX
   // transport the barrier does not go through them), which must not fall in the window.
   w.iallreduce(x, new Float64Array(1), 'sum', { executor: 'offload' }).wait();
   // Three attempts each (every rank makes every call): on 2 shared cores an engine can miss
   // one 200 ms window to the scheduler; the offloaded collective must complete in some
   // window, the host-executed one (nobody calls into nbcoll) in none.
-  for (let attempt = 0; attempt < 3; attempt++) {
+  for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
     for (const executor of ['offload', 'host'] as const) {
       const y = new Float64Array(1);
       w.barrier();
       if (w.rank === 0) busy(5);
+      const called = clock();
       const r = w.iallreduce(x, y, 'sum', { executor });
+      if (executor === 'host') returned[attempt] = w.rank === 0 ? called : clock();
       busy(200);
-      result[executor] ||= r.ready();
+      if (executor === 'offload') result.offload ||= r.ready();
+      else readyHost.push(r.ready());
       r.wait();
       eq(`${executor} sum`, [y[0]], [(w.size * (w.size - 1)) / 2]);
     }
+  }
+  // Rank 0's call times, to every rank.
+  const rootCalled = w.rank === 0 ? returned.slice() : new Float64Array(ATTEMPTS);
+  w.bcast(rootCalled, 0);
+  for (let a = 0; a < ATTEMPTS; a++) {
+    if (w.rank !== 0 && returned[a]! >= rootCalled[a]!) continue;
+    result.hostChecked++;
+    result.host ||= readyHost[a]!;
   }
   return result;
 }
