@@ -131,7 +131,8 @@ export function simulate(spec: Omit<CallSpec, 'bytes'>, sizes: readonly number[]
   for (const bytes of sizes) {
     const t0 = performance.now();
     const prog = buildProgram({ ...spec, bytes }, params);
-    const startAt = barrier === null ? null : loopExits(barrier, prog, params, opts, null);
+    // The loop without jitter: where the ranks start, unless every run draws its own (then only the compute run needs it).
+    const startAt = barrier === null || (jittered && opts.compute !== true) ? null : loopExits(barrier, prog, params, opts, null);
     let pureUs: number;
     let events = 0;
     if (spread > 0 || jittered) {
