@@ -226,12 +226,23 @@ static void free_endpoint(napi_env env, void *data, void *hint) {
 }
 
 /*
- * ucxConnect(worker, address): an endpoint to the worker at `address` (a Uint8Array). Peer
- * errors are handled (UCP_ERR_HANDLING_MODE_PEER): when the peer dies, pending operations on
- * the endpoint fail instead of hanging, and ucxFailed(ep) says why.
+ * ucxConnect(worker, address, handleErrors = true): an endpoint to the worker at `address` (a
+ * Uint8Array). With handleErrors, peer errors are handled (UCP_ERR_HANDLING_MODE_PEER): when
+ * the peer dies or its link breaks, pending operations on the endpoint fail instead of
+ * hanging, and ucxFailed(ep) says why. Without (UCP_ERR_HANDLING_MODE_NONE, as MPI libraries
+ * run UCX by default), UCX 1.13 may move rendezvous payloads over tcp with put_zcopy straight
+ * into the receive buffer instead of as active messages copied on arrival, at the price that
+ * a failed link is fatal to the process or goes unnoticed (docs/architecture.md, "Between
+ * nodes over UCX").
  */
 static napi_value Connect(napi_env env, napi_callback_info info) {
-  ARGS(2);
+  ARGS(3);
+  bool handle_errors = true;
+  if (argc >= 3) {
+    napi_valuetype t;
+    CHECK(napi_typeof(env, argv[2], &t));
+    if (t == napi_boolean) CHECK(napi_get_value_bool(env, argv[2], &handle_errors));
+  }
   ucp_worker_h worker = external_of(env, argv[0]);
   void *data;
   size_t len;
@@ -242,6 +253,10 @@ static napi_value Connect(napi_env env, napi_callback_info info) {
     .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER,
     .address = data, .err_mode = UCP_ERR_HANDLING_MODE_PEER, .err_handler = { .cb = ep_error, .arg = e },
   };
+  if (!handle_errors) {
+    ep.field_mask &= ~(uint64_t)(UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER);
+    ep.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+  }
   ucs_status_t st = ucp_ep_create(worker, &ep, &e->ep);
   if (st != UCS_OK) {
     free(e);

@@ -16,7 +16,7 @@ const openmpi = (file, bytes) => {
 };
 const lines = [];
 for (const t of transports) {
-  const lat = [], bw = [], latRatio = [], bwPct = [], tcpLimit = [];
+  const lat = [], bw = [], latRatio = [], bwPct = [], bwPeerPct = [], tcpLimit = [];
   for (let r = 1; r <= rounds; r++) {
     const p = json(`p2p-${t}-r${r}.json`);
     const small = p.results.find((x) => x.bytes === 8);
@@ -28,10 +28,12 @@ for (const t of transports) {
     if (u) {
       latRatio.push(small.latencyUs / u.tagLatUs);
       bwPct.push((100 * big.bandwidthGBs) / u.tagBwGBs);
+      if (u.tagBwPeerGBs !== undefined) bwPeerPct.push((100 * big.bandwidthGBs) / u.tagBwPeerGBs);
     }
   }
   lines.push(`p2p 8 B one way, ${t}: ${fmt(lat, 2)} us` + (latRatio.length ? ` = ${fmt(latRatio, 2)} x ucx_perftest tag_lat (median ${med(latRatio).toFixed(2)}x)` : ` (raw Node TCP ping-pong ${fmt(tcpLimit, 2)} us; median ${med(lat.map((x, i) => x / tcpLimit[i])).toFixed(2)}x)`));
-  lines.push(`p2p 1 MiB bandwidth, ${t}: ${fmt(bw, 2)} GB/s` + (bwPct.length ? ` = ${fmt(bwPct, 0)} % of ucx_perftest tag_bw (median ${med(bwPct).toFixed(0)} %)` : ''));
+  lines.push(`p2p 1 MiB bandwidth, ${t}: ${fmt(bw, 2)} GB/s` + (bwPct.length ? ` = ${fmt(bwPct, 0)} % of ucx_perftest tag_bw (median ${med(bwPct).toFixed(0)} %)` : '') +
+    (bwPeerPct.length ? `, ${fmt(bwPeerPct, 0)} % of tag_bw -e (median ${med(bwPeerPct).toFixed(0)} %)` : ''));
 }
 for (const [shape, sizes] of [['2x1', [8, 524288]], ['2x4', [8]]]) {
   for (const bytes of sizes) {

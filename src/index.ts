@@ -11,6 +11,7 @@ export { Communicator, PersistentRequest } from './coll/communicator.js';
 export type { CartComm, CollOptions, DistGraphComm } from './coll/communicator.js';
 export { ALGORITHMS, RULES } from './coll/select.js';
 export { Op } from './ops/op.js';
+export type { UcxErrMode } from './p2p/ucx.js';
 export type { OpLike, UserOpFunction } from './ops/op.js';
 export { dimsCreate } from './comm/topology.js';
 export type { DistGraphOptions } from './comm/topology.js';

@@ -44,6 +44,16 @@ describe('chaos (short form)', () => {
 });
 
 describe('chaos regressions', () => {
+  test('chaos: a node SIGKILLed over UCX without peer error handling (NBC_UCX_ERR_MODE=none) still stops the job, named, exit 137', { ...T, skip: transports.includes('ucx') ? false : 'needs the UCX transport' }, async () => {
+    // Without UCP_ERR_HANDLING_MODE_PEER, UCX does not fail the survivors' operations; the
+    // launcher, which sees the node die, must still stop the job and name it.
+    const r = await runTrial({ seed: 11, nodes: 3, ppn: 1, mode: 'host', transport: 'ucx', ops: 400, fault: 'kill-node', at: 100, target: 1 },
+      { NBC_UCX_ERR_MODE: 'none' });
+    assert.equal(r.verdict, 'stopped', `${r.detail}\n${r.log}`);
+    assert.equal(r.exitCode, 137, r.log);
+    assert.match(r.message, /^nbc: job failed \(exit code 137\): node 1 \(pid \d+, ranks 1\.\.1\) was killed by SIGKILL$/);
+  });
+
   test('chaos: a node SIGKILLed while its peers report the lost links first is named as the cause, exit 137', T, async () => {
     // 4 nodes over TCP: the three survivors see their links to node 2 reset at once, and often
     // tell the launcher before node 2's exit reaches it; the launcher must still name node 2.

@@ -46,30 +46,33 @@ function ucxMissing(): string | false {
   return false;
 }
 
-test('the native addon\'s UCX primitives move tagged messages between two workers over tcp on loopback (8 B eager to 4 MiB rendezvous)', { skip: ucxMissing() }, () => {
-  const a = nativeAddon().addon as Required<NativeAddon>;
-  const ctx = a.ucxInit();
-  const w1 = a.ucxWorker(ctx);
-  const w2 = a.ucxWorker(ctx);
-  const ep = a.ucxConnect(w1, new Uint8Array(a.ucxAddress(w2)));
-  const info = new BigUint64Array(2);
-  for (const [n, tag] of [[8, 7n], [100_000, 1n << 40n], [4 << 20, 0xfeedn]] as const) {
-    const src = new Uint8Array(n).map((_, i) => (i * 31) & 255);
-    const dst = new Uint8Array(n);
-    const r = a.ucxRecv(w2, tag, 0xffffffffffffffffn, dst);
-    const s = a.ucxSend(ep, tag, src);
-    let rs = 1;
-    let ss = s < 0 ? 2 : 1; // -1: the send completed inside the call
-    const deadline = performance.now() + 10_000;
-    while (rs === 1 || ss === 1) {
-      a.ucxProgress(w1);
-      a.ucxProgress(w2);
-      if (ss === 1) ss = a.ucxTest(s, new BigUint64Array(2));
-      if (rs === 1) rs = a.ucxTest(r, info);
-      assert.ok(performance.now() < deadline, `${n} bytes: no completion within 10 s`);
+for (const handleErrors of [true, false]) {
+  test(`the native addon's UCX primitives move tagged messages between two workers over tcp on loopback (8 B eager to 4 MiB rendezvous), ${handleErrors ? 'with' : 'without'} peer error handling`, { skip: ucxMissing() }, () => {
+    const a = nativeAddon().addon as Required<NativeAddon>;
+    const ctx = a.ucxInit();
+    const w1 = a.ucxWorker(ctx);
+    const w2 = a.ucxWorker(ctx);
+    const ep = a.ucxConnect(w1, new Uint8Array(a.ucxAddress(w2)), handleErrors);
+    const info = new BigUint64Array(2);
+    for (const [n, tag] of [[8, 7n], [100_000, 1n << 40n], [4 << 20, 0xfeedn]] as const) {
+      const src = new Uint8Array(n).map((_, i) => (i * 31) & 255);
+      const dst = new Uint8Array(n);
+      const r = a.ucxRecv(w2, tag, 0xffffffffffffffffn, dst);
+      const s = a.ucxSend(ep, tag, src);
+      let rs = 1;
+      let ss = s < 0 ? 2 : 1; // -1: the send completed inside the call
+      const deadline = performance.now() + 10_000;
+      while (rs === 1 || ss === 1) {
+        a.ucxProgress(w1);
+        a.ucxProgress(w2);
+        if (ss === 1) ss = a.ucxTest(s, new BigUint64Array(2));
+        if (rs === 1) rs = a.ucxTest(r, info);
+        assert.ok(performance.now() < deadline, `${n} bytes: no completion within 10 s`);
+      }
+      assert.deepEqual([ss, rs], [2, 2], `${n} bytes: send and receive completed`);
+      assert.deepEqual([info[0], info[1]], [BigInt(n), tag], 'the receive reports the length and the sender tag');
+      assert.ok(Buffer.from(src).equals(Buffer.from(dst)), `${n} bytes arrived intact`);
     }
-    assert.deepEqual([ss, rs], [2, 2], `${n} bytes: send and receive completed`);
-    assert.deepEqual([info[0], info[1]], [BigInt(n), tag], 'the receive reports the length and the sender tag');
-    assert.ok(Buffer.from(src).equals(Buffer.from(dst)), `${n} bytes arrived intact`);
-  }
-});
+    assert.equal(a.ucxFailed(ep), null, 'the endpoint is healthy');
+  });
+}

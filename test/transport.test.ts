@@ -65,6 +65,40 @@ for (const transport of ['tcp', 'ucx'] as const) {
   });
 }
 
+describe('UCX without peer error handling (NBC_UCX_ERR_MODE=none)', { skip: ucxMissing() }, () => {
+  const NONE = { NBC_UCX_ERR_MODE: 'none' };
+  async function okNone(job: string, ranks: number, ppn: number, args: string[]) {
+    const r = await runOn('ucx', job, ranks, ppn, args, NONE);
+    assert.equal(r.exitCode, 0, `${job} ${args.join(' ')} on ${ranks} ranks (ppn ${ppn}) over ucx, err mode none, failed: ${r.failure}\n${r.stderr}`);
+    return r;
+  }
+
+  test('every rank runs its endpoints in the mode asked for, and the default is peer', T, async () => {
+    const none = await okNone('p2p.ts', 4, 2, ['transport']);
+    for (const x of none.ranks) assert.deepEqual((x.result as { ucxErrMode: string }).ucxErrMode, 'none');
+    const dflt = await okOn('ucx', 'p2p.ts', 4, 2, ['transport']);
+    for (const x of dflt.ranks) assert.deepEqual((x.result as { ucxErrMode: string }).ucxErrMode, 'peer');
+    const tcp = await okOn('tcp', 'p2p.ts', 4, 2, ['transport']);
+    for (const x of tcp.ranks) assert.equal((x.result as { ucxErrMode: string | null }).ucxErrMode, null);
+  });
+
+  test('p2p semantics and collectives hold: ring, order, truncation, 16 MiB, requests, allreduce and alltoall', T, async () => {
+    await okNone('p2p.ts', 6, 2, ['ring', '8']);
+    await okNone('p2p.ts', 2, 1, ['order']);
+    const r = await okNone('p2p.ts', 2, 1, ['truncate', '3000000']);
+    assert.equal(r.ranks[0]!.result, 'NBC_ERR_TRUNCATE');
+    await okNone('p2p.ts', 2, 1, ['big', String(16 * 1024 * 1024)]);
+    await okNone('p2p.ts', 2, 1, ['requests']);
+    for (const coll of ['allreduce', 'alltoall']) await okNone('coll.ts', 5, 2, ['props', coll]);
+  });
+
+  test('a value other than peer or none stops the job at start, naming the variable and the choices', T, async () => {
+    const r = await runOn('ucx', 'p2p.ts', 2, 1, ['transport'], { NBC_UCX_ERR_MODE: 'fast' });
+    assert.equal(r.exitCode, 2, r.stderr);
+    assert.match(r.stderr, /NBC_UCX_ERR_MODE=fast: expected peer \(the default.*\) or none \(.*\) \[NBC_ERR_ARG\]/);
+  });
+});
+
 test('--transport ucx refuses an emulated link, and a node without UCX, saying why; auto falls back to tcp', T, async () => {
   const withLink = await launch(jobPath('p2p.ts'), { ranks: 2, ppn: 1, args: ['transport'], output: 'pipe', timeoutMs: 60_000, transport: 'ucx', link: 'latency=10us' });
   assert.notEqual(withLink.exitCode, 0);

@@ -331,6 +331,11 @@ export interface UcxPerftestLimit {
   tagLatUs: number;
   /** `tag_bw` at `bwBytes`, overall (GB/s, 10^9 bytes). */
   tagBwGBs: number;
+  /**
+   * `tag_bw` with peer error handling (`-e`, UCP_ERR_HANDLING_MODE_PEER, nbcoll's default UCX
+   * mode): UCX 1.13 then sends rendezvous payloads over tcp as active messages.
+   */
+  tagBwPeerGBs: number;
   bwBytes: number;
   /** UCX_TLS it ran with. */
   tls: string;
@@ -349,15 +354,16 @@ export function ucxPerftestMissing(): string | null {
  * [iterations, median latency us, average latency us, overall latency us, average MB/s,
  * overall MB/s, ...] (ucx_perftest's MB are 2^20 bytes).
  */
-async function ucxPerftestRow(test: 'tag_lat' | 'tag_bw', bytes: number, iters: number, tls: string): Promise<number[]> {
+async function ucxPerftestRow(test: 'tag_lat' | 'tag_bw', bytes: number, iters: number, tls: string, peerErrors = false): Promise<number[]> {
   const port = await freePort();
   const env = { ...process.env, UCX_TLS: tls };
-  const server = spawn('ucx_perftest', ['-p', String(port)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const mode = peerErrors ? ['-e'] : [];
+  const server = spawn('ucx_perftest', ['-p', String(port), ...mode], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   try {
     // the server listens at once; retry the client while it starts
     for (let attempt = 0; ; attempt++) {
       const out = await new Promise<{ code: number | null; text: string }>((resolve) => {
-        const c = spawn('ucx_perftest', ['127.0.0.1', '-p', String(port), '-t', test, '-s', String(bytes), '-n', String(iters)],
+        const c = spawn('ucx_perftest', ['127.0.0.1', '-p', String(port), ...mode, '-t', test, '-s', String(bytes), '-n', String(iters)],
           { env, stdio: ['ignore', 'pipe', 'pipe'] });
         let text = '';
         c.stdout.on('data', (d: Buffer) => { text += d.toString(); });
@@ -390,12 +396,14 @@ async function freePort(): Promise<number> {
 
 /**
  * The UCX limits beside which the UCX transport is printed: `ucx_perftest` tag latency (8 B,
- * median) and tag bandwidth (`bwBytes`), over tcp on loopback. Null where ucx_perftest is not
- * installed.
+ * median) and tag bandwidth (`bwBytes`) without and with peer error handling, over tcp on
+ * loopback. Null where ucx_perftest is not installed.
  */
 export async function ucxPerftestLimit(bwBytes = 1 << 20, tls = 'tcp'): Promise<UcxPerftestLimit | null> {
   if (ucxPerftestMissing() !== null) return null;
   const lat = await ucxPerftestRow('tag_lat', 8, 20_000, tls);
-  const bw = await ucxPerftestRow('tag_bw', bwBytes, Math.max(200, Math.min(5_000, Math.floor(2e9 / bwBytes))), tls);
-  return { tagLatUs: lat[1]!, tagBwGBs: (bw[5]! * 1048576) / 1e9, bwBytes, tls };
+  const bwIters = Math.max(200, Math.min(5_000, Math.floor(2e9 / bwBytes)));
+  const bw = await ucxPerftestRow('tag_bw', bwBytes, bwIters, tls);
+  const bwPeer = await ucxPerftestRow('tag_bw', bwBytes, bwIters, tls, true);
+  return { tagLatUs: lat[1]!, tagBwGBs: (bw[5]! * 1048576) / 1e9, tagBwPeerGBs: (bwPeer[5]! * 1048576) / 1e9, bwBytes, tls };
 }

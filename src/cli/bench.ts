@@ -17,6 +17,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { NbcArgError } from '../errors.js';
 import { atomicsPingPongOneWayUs, tcpPingPongOneWayUs, typedArraySetGBs, ucxPerftestLimit, ucxPerftestMissing } from '../bench/limits.js';
 import { parseTransport, ucxUnavailable, type TransportChoice } from '../runtime/node-main.js';
+import { ucxErrModeFromEnv } from '../p2p/ucx.js';
 import { parseNoise, parseTestInterval, STATS, type Stat } from '../bench/metrics.js';
 import { BENCH_OPS, opKind, type OpJobArgs, type OpJobResult } from '../bench/op-job.js';
 import type { P2pRow } from '../bench/p2p-job.js';
@@ -166,6 +167,7 @@ async function benchP2p(o: BenchOptions, ranks: number, ppn: number, sizes: numb
   const transport = intra ? null : resolvedTransport(o);
   let ucxLimit: Awaited<ReturnType<typeof ucxPerftestLimit>> = null;
   let ucxMissing: string | null = null;
+  const errMode = ucxErrModeFromEnv();
   if (transport === 'ucx') {
     // The UCX transport's own limit, over the same UCX transports nbcoll's ranks use.
     ucxMissing = ucxPerftestMissing();
@@ -189,7 +191,8 @@ async function benchP2p(o: BenchOptions, ranks: number, ppn: number, sizes: numb
     bandwidthPctOfLimit: setGBs.has(row.bytes) ? (100 * row.bandwidthGBs) / setGBs.get(row.bytes)! : null,
   }));
   const path = intra ? 'intra-node (shared memory)'
-    : transport === 'ucx' ? `inter-node (UCX rank to rank, UCX_TLS=${process.env.UCX_TLS ?? 'tcp,self'} on loopback)` : 'inter-node (TCP loopback, through the engines)';
+    : transport === 'ucx' ? `inter-node (UCX rank to rank, UCX_TLS=${process.env.UCX_TLS ?? 'tcp,self'} on loopback, NBC_UCX_ERR_MODE=${errMode})`
+      : 'inter-node (TCP loopback, through the engines)';
   const table = new Table({
     head: ['size', 'latency us', `limit us (${intra ? 'Atomics' : 'TCP'} ping-pong)`, 'bandwidth GB/s', 'TypedArray.set GB/s', '% of set', 'shared-memory copy GB/s'],
     colAligns: ['right', 'right', 'right', 'right', 'right', 'right', 'right'],
@@ -209,17 +212,21 @@ async function benchP2p(o: BenchOptions, ranks: number, ppn: number, sizes: numb
     } else {
       const small = rows.find((row) => row.bytes === 8) ?? rows[0]!;
       const big = rows.find((row) => row.bytes === ucxLimit.bwBytes);
+      const pct = (limit: number): string => big === undefined ? '' : ` (= ${((100 * big.bandwidthGBs) / limit).toFixed(0)} %)`;
       process.stdout.write(
         `UCX limit, ucx_perftest over ${ucxLimit.tls} on loopback, same run: tag_lat 8 B ${ucxLimit.tagLatUs.toFixed(2)} us ` +
         `(nbcoll ${small.bytes} B ${small.latencyUs.toFixed(2)} us = ${(small.latencyUs / ucxLimit.tagLatUs).toFixed(2)}x); ` +
-        `tag_bw ${ucxLimit.bwBytes} B ${ucxLimit.tagBwGBs.toFixed(2)} GB/s` +
-        (big === undefined ? '\n' : ` (nbcoll ${big.bandwidthGBs.toFixed(2)} GB/s = ${((100 * big.bandwidthGBs) / ucxLimit.tagBwGBs).toFixed(0)} %)\n`));
+        `tag_bw ${ucxLimit.bwBytes} B${big === undefined ? '' : ` (nbcoll ${big.bandwidthGBs.toFixed(2)} GB/s)`}: ` +
+        `${ucxLimit.tagBwGBs.toFixed(2)} GB/s${pct(ucxLimit.tagBwGBs)}, ` +
+        `with peer error handling (-e) ${ucxLimit.tagBwPeerGBs.toFixed(2)} GB/s${pct(ucxLimit.tagBwPeerGBs)}; ` +
+        `nbcoll ran NBC_UCX_ERR_MODE=${errMode}\n`);
     }
   }
   if (o.json) {
     writeJson(o.json, {
       op: 'p2p', kind: 'p2p', ranks, ppn, path, transport, buffers: o.plain ? 'plain' : 'registered', machine: machineInfo(),
-      limits: { latencyUs: limitLatencyUs, kind: intra ? 'atomics-ping-pong' : 'tcp-ping-pong', ucxPerftest: ucxLimit }, results: rows,
+      limits: { latencyUs: limitLatencyUs, kind: intra ? 'atomics-ping-pong' : 'tcp-ping-pong', ucxPerftest: ucxLimit },
+      ...(transport === 'ucx' ? { ucxErrMode: errMode } : {}), results: rows,
     });
   }
 }

@@ -11,6 +11,7 @@ import { EXECUTORS } from '../sched/executors.js';
 import { nativeAddon } from '../runtime/native.js';
 import { paramsFilePath, readParamsFile } from '../runtime/params-file.js';
 import { DEFAULT_YIELD_US, ucxUnavailable } from '../runtime/node-main.js';
+import { ucxErrModeFromEnv } from '../p2p/ucx.js';
 
 /** The installed UCX version and a space, from `ucx_info -v` where present, else ''. */
 function ucxVersion(): string {
@@ -27,6 +28,17 @@ export interface InfoLine {
   what: string;
   available: boolean;
   detail: string;
+}
+
+/** The UCX error mode NBC_UCX_ERR_MODE asks for, in words (or what is wrong with it). */
+function errModeText(): string {
+  try {
+    return ucxErrModeFromEnv() === 'peer'
+      ? 'NBC_UCX_ERR_MODE=peer: a failed peer fails the operations on it'
+      : 'NBC_UCX_ERR_MODE=none: no peer error handling, faster large messages';
+  } catch (err) {
+    return (err as Error).message;
+  }
 }
 
 export function collectInfo(): InfoLine[] {
@@ -58,7 +70,7 @@ export function collectInfo(): InfoLine[] {
     {
       what: 'transport ucx', available: noUcx === null,
       detail: noUcx === null
-        ? `rank to rank over UCX ${ucxVersion()}between nodes (UCX_TLS=${process.env.UCX_TLS ?? 'tcp,self'}); chosen by --transport auto (the default) when every node has it`
+        ? `rank to rank over UCX ${ucxVersion()}between nodes (UCX_TLS=${process.env.UCX_TLS ?? 'tcp,self'}, ${errModeText()}); chosen by --transport auto (the default) when every node has it`
         : `${noUcx}${native.addon !== null && !ucxHeaders ? ' (libucx-dev is not installed)' : ''}`,
     },
     { what: 'wait: UCX events', available: noUcx === null, detail: noUcx === null ? 'a parked rank sleeps in poll(2) on its UCX worker and its eventfd doorbell' : 'needs the UCX transport' },

@@ -12,6 +12,7 @@ import { NbcArgError, NbcCommError, NbcCountError, NbcRankError } from '../error
 import { ANY_SOURCE, ANY_TAG, PROC_NULL } from '../p2p/constants.js';
 import { completedRequest, Request, type Status } from '../p2p/request.js';
 import type { MessageTrace, Transport, TransportStats } from '../p2p/transport.js';
+import type { UcxErrMode } from '../p2p/ucx.js';
 import {
   cartCoords, cartNeighborhood, cartRank, cartShift, dimsCreate, distGraphProblem, edgeCounts, edgeMismatch, graphNeighborhood,
   type DistGraphOptions, type Neighborhood,
@@ -518,10 +519,17 @@ export class Comm {
   }
   private hood: Neighborhood | undefined = undefined;
 
-  /** Message and byte counts of this rank (all communicators), and how it reaches other nodes. */
-  stats(): { host: TransportStats; interNode: 'ucx' | 'tcp' } {
+  /**
+   * Message and byte counts of this rank (all communicators), how it reaches other nodes, and,
+   * over UCX, how its endpoints treat a failed peer (NBC_UCX_ERR_MODE; null over TCP).
+   */
+  stats(): { host: TransportStats; interNode: 'ucx' | 'tcp'; ucxErrMode: UcxErrMode | null } {
     const ucx = this.transport.ucx;
-    return { host: { ...this.transport.stats, ucxPeakInFlight: ucx?.peakHeadersInFlight ?? 0 }, interNode: ucx === null ? 'tcp' : 'ucx' };
+    return {
+      host: { ...this.transport.stats, ucxPeakInFlight: ucx?.peakHeadersInFlight ?? 0 },
+      interNode: ucx === null ? 'tcp' : 'ucx',
+      ucxErrMode: ucx?.errMode ?? null,
+    };
   }
 
   /**

@@ -20,7 +20,7 @@
  * Wire-up: every rank's worker address travels through the job's authenticated rendezvous
  * (node-main); an endpoint is created the first time a rank sends to a peer.
  */
-import { NbcPeerFailedError } from '../errors.js';
+import { NbcArgError, NbcPeerFailedError } from '../errors.js';
 import type { NativeAddon, UcxHandle } from '../runtime/native.js';
 import { HEADER_BYTES } from '../shm/layout.js';
 
@@ -32,6 +32,28 @@ export type UcxAddon = Required<Pick<NativeAddon,
 /** Whether `addon` carries everything the UCX path needs. */
 export function isUcxAddon(addon: NativeAddon | null): addon is NativeAddon & UcxAddon {
   return addon !== null && addon.ucxPoll !== undefined && addon.pollFds !== undefined;
+}
+
+/**
+ * How a rank's UCX endpoints treat a failed peer (NBC_UCX_ERR_MODE, job-wide):
+ * - `peer` (default): UCP_ERR_HANDLING_MODE_PEER. Operations on a peer that died or whose
+ *   link broke fail with NBC_ERR_PEER_FAILED naming it. UCX 1.13 then moves rendezvous
+ *   payloads over tcp as active-message fragments copied on arrival.
+ * - `none`: UCP_ERR_HANDLING_MODE_NONE, as MPI libraries run UCX unless asked for fault
+ *   tolerance. Rendezvous payloads go by put_zcopy straight into the receive buffer (about 1.5x
+ *   the bandwidth on tcp, BENCHMARKS.md), but a link that breaks while both ends live aborts
+ *   the process (UCX's own message) or goes unnoticed. A dead node still stops the job: the
+ *   launcher and the engines' links see it.
+ */
+export type UcxErrMode = 'peer' | 'none';
+
+/** The UCX error mode the environment asks for (NBC_UCX_ERR_MODE); NbcArgError on a bad value. */
+export function ucxErrModeFromEnv(env: NodeJS.ProcessEnv = process.env): UcxErrMode {
+  const v = env.NBC_UCX_ERR_MODE;
+  if (v === undefined || v === '' || v === 'peer') return 'peer';
+  if (v === 'none') return 'none';
+  throw new NbcArgError(`NBC_UCX_ERR_MODE=${v}: expected peer (the default: operations on a failed peer raise NBC_ERR_PEER_FAILED) ` +
+    `or none (UCX without peer error handling, as MPI runs it: faster large messages, but a broken link aborts the process or goes unnoticed)`);
 }
 
 /**
@@ -98,10 +120,11 @@ export class UcxPath {
 
   /**
    * `worldRank` names this worker in error messages and is the tag of its header messages
-   * (a node engine passes its own id); `maxEager` bounds the payload of a header message.
+   * (a node engine passes its own id); `maxEager` bounds the payload of a header message;
+   * `errMode` is how its endpoints treat a failed peer.
    */
   constructor(private readonly addon: UcxAddon, readonly worldRank: number, readonly maxEager: number,
-    private readonly kind: 'rank' | 'engine' = 'rank') {
+    private readonly kind: 'rank' | 'engine' = 'rank', readonly errMode: UcxErrMode = 'peer') {
     const context = addon.ucxInit();
     this.worker = addon.ucxWorker(context);
     this.address = new Uint8Array(addon.ucxAddress(this.worker));
@@ -126,7 +149,7 @@ export class UcxPath {
       if (address === null || address === undefined) {
         throw new NbcPeerFailedError(`${this.name(this.worldRank)} has no UCX address for ${this.name(peer)}; expected the wire-up to have exchanged every worker address`);
       }
-      ep = this.addon.ucxConnect(this.worker, address);
+      ep = this.addon.ucxConnect(this.worker, address, this.errMode === 'peer');
       this.eps[peer] = ep;
     }
     return ep;

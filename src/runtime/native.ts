@@ -22,8 +22,8 @@ export interface NativeAddon {
   /** A worker for this thread (UCS_THREAD_MODE_SINGLE). */
   ucxWorker?(context: UcxHandle): UcxHandle;
   ucxAddress?(worker: UcxHandle): ArrayBuffer;
-  /** An endpoint to the worker at `address`, with peer error handling. */
-  ucxConnect?(worker: UcxHandle, address: Uint8Array): UcxHandle;
+  /** An endpoint to the worker at `address`, with peer error handling unless `handleErrors` is false. */
+  ucxConnect?(worker: UcxHandle, address: Uint8Array, handleErrors?: boolean): UcxHandle;
   /** Null while the endpoint is healthy, else the UCX error that broke it. */
   ucxFailed?(endpoint: UcxHandle): string | null;
   /** A tagged send of `data` (its first `length` bytes): an operation id, or -1 when it completed in the call. */

@@ -15,7 +15,7 @@ import { NbcArgError, NbcError, NbcLaunchError } from '../errors.js';
 import { LinkManager } from '../net/link.js';
 import { createNodeShared, DEFAULT_RING_BYTES, DEFAULT_SLICE_BYTES, ring, setFdSignal } from '../shm/node-shared.js';
 import { kAbortWord } from '../shm/layout.js';
-import { isUcxAddon, UcxPath } from '../p2p/ucx.js';
+import { isUcxAddon, ucxErrModeFromEnv, UcxPath } from '../p2p/ucx.js';
 import { OF_BYTES, OF_FRAGMENT } from '../sched/offload.js';
 import type { Placement } from '../p2p/transport.js';
 import { AggClient } from '../agg/client.js';
@@ -193,6 +193,7 @@ export async function runNode(o: NodeOptions): Promise<number> {
   // ---- wire-up ----------------------------------------------------------------------
   const choice = o.transport ?? 'auto';
   const noUcx = ucxUnavailable();
+  const ucxErrMode = ucxErrModeFromEnv();
   if (choice === 'ucx' && o.link !== undefined) {
     throw new NbcArgError(`Cannot emulate links (--link) with --transport ucx: emulation applies to the engines' TCP links; expected --transport tcp or auto`);
   }
@@ -256,7 +257,7 @@ export async function runNode(o: NodeOptions): Promise<number> {
   if (useUcx) {
     const addon = nativeAddon().addon!;
     setFdSignal(addon.signalFd!);
-    if (isUcxAddon(addon)) engineUcx = new UcxPath(addon, nodeRank, OF_BYTES + OF_FRAGMENT, 'engine');
+    if (isUcxAddon(addon)) engineUcx = new UcxPath(addon, nodeRank, OF_BYTES + OF_FRAGMENT, 'engine', ucxErrMode);
   }
 
   // ---- placement --------------------------------------------------------------------
@@ -371,6 +372,7 @@ export async function runNode(o: NodeOptions): Promise<number> {
       yieldFromIdle: canYield,
       yieldUs,
       ucx: useUcx,
+      ucxErrMode,
     };
     const w = new Worker(rankMain, { workerData: boot, argv: o.args, stdout: true, stderr: true, name: `nbc rank ${rank}` });
     workers.push(w);

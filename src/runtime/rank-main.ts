@@ -13,7 +13,7 @@ import { pathToFileURL } from 'node:url';
 import type { RankContext } from '../comm/comm.js';
 import { Communicator } from '../coll/communicator.js';
 import { Transport, type Placement } from '../p2p/transport.js';
-import { isUcxAddon, UcxPath } from '../p2p/ucx.js';
+import { isUcxAddon, UcxPath, type UcxErrMode } from '../p2p/ucx.js';
 import { setFdSignal, type NodeShared } from '../shm/node-shared.js';
 import { configFromEnv } from './config.js';
 import { nativeAddon } from './native.js';
@@ -40,6 +40,8 @@ export interface RankBoot {
   yieldUs?: number;
   /** Ranks of other nodes are reached over UCX (the node checked that the addon has it). */
   ucx?: boolean;
+  /** How UCX endpoints treat a failed peer (NBC_UCX_ERR_MODE, checked by the node). */
+  ucxErrMode?: UcxErrMode;
 }
 
 export type RankReport =
@@ -66,7 +68,7 @@ if (boot.ucx === true) {
   const addon = nativeAddon().addon;
   if (!isUcxAddon(addon)) throw new Error('the UCX transport was chosen but this thread has no UCX addon');
   setFdSignal(addon.signalFd);
-  ucx = new UcxPath(addon, boot.placement.worldRank, eagerLimit);
+  ucx = new UcxPath(addon, boot.placement.worldRank, eagerLimit, 'rank', boot.ucxErrMode ?? 'peer');
   const table = once(parentPort!, 'message') as Promise<[UcxTable]>;
   parentPort!.postMessage({ type: 'ucx-address', rank: boot.placement.worldRank, address: ucx.address } satisfies RankReport);
   const [msg] = await table;

@@ -190,7 +190,8 @@ function daemonPids(all: number[]): number[] {
 }
 
 /** Runs one trial to its end. Never throws for a job's failure: the verdict says what happened. */
-export async function runTrial(plan: TrialPlan): Promise<TrialResult> {
+/** `env`: more environment for the job (e.g. NBC_UCX_ERR_MODE). */
+export async function runTrial(plan: TrialPlan, env: Record<string, string> = {}): Promise<TrialResult> {
   const began = Date.now();
   const shmBefore = shmEntries();
   const fdsBefore = fdCount();
@@ -202,7 +203,7 @@ export async function runTrial(plan: TrialPlan): Promise<TrialResult> {
     '--timeout', String(TRIAL_DEADLINE_S)];
   if (plan.mode === 'agg') args.push('--agg', 'radix=2,levels=2');
   args.push(JOB, String(plan.seed), String(plan.ops), plan.mode, String(throwAt), String(throwRank), token);
-  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NBC_AGG_VERBOSE: '0' } });
+  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NBC_AGG_VERBOSE: '0', ...env } });
   let stdout = '';
   let stderr = '';
   let culprit = plan.fault === 'throw' ? `rank ${throwRank}` : '';

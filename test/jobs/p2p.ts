@@ -33,7 +33,7 @@ const modes: Record<string, (w: Communicator, args: string[]) => unknown> = {
     w.send(Int32Array.of(w.rank), peer, 5);
     r.wait();
     const s = w.stats();
-    return { interNode: s.interNode, interNodeMessages: s.host.interNodeMessages, got: got[0] };
+    return { interNode: s.interNode, ucxErrMode: s.ucxErrMode, interNodeMessages: s.host.interNodeMessages, got: got[0] };
   },
 
   ring(w, args) {
