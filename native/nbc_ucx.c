@@ -70,7 +70,8 @@ typedef struct {
   op_t op;
   ucp_tag_recv_info_t now;
   void *req;
-  napi_ref stage_ref;
+  napi_ref stage_ref;   /* keeps the stage posted into alive ... */
+  void *stage_data;     /* ... whose memory this is: a poll with the same stage keeps the ref */
 } header_rx_t;
 
 /* Workers one thread polls: a rank has one, a node's main thread one (its engine's). */
@@ -414,8 +415,11 @@ static napi_value Poll(napi_env env, napi_callback_info info) {
   header_rx_t *rx = rx_of(s, worker);
   if (rx == NULL) return throw_ucx(env, "poll (too many workers on one thread)", UCS_ERR_EXCEEDS_LIMIT);
   if (!rx->posted) {
-    if (rx->stage_ref != NULL) napi_delete_reference(env, rx->stage_ref);
-    CHECK(napi_create_reference(env, argv[1], 1, &rx->stage_ref)); /* posted into: keep alive */
+    if (rx->stage_ref == NULL || rx->stage_data != stage) { /* posted into: keep it alive */
+      if (rx->stage_ref != NULL) napi_delete_reference(env, rx->stage_ref);
+      CHECK(napi_create_reference(env, argv[1], 1, &rx->stage_ref));
+      rx->stage_data = stage;
+    }
     memset(&rx->op, 0, sizeof rx->op);
     rx->op.state = OP_PENDING;
     rx->now.length = 0;
