@@ -381,11 +381,15 @@ static napi_value Recv(napi_env env, napi_callback_info info) {
 }
 
 /*
- * ucxPoll(worker, stage: Uint8Array, out: BigUint64Array(3)) -> the length of the next header
- * message (tag bit 63 clear), received into `stage`, with out = [length, sender tag,
- * operations completed so far]; -1 when none has arrived yet (out[2] is still set, so the
- * caller tests its operations only when some finished); -2 for a message longer than
- * `stage` (a peer that breaks the protocol; the message is consumed).
+ * ucxPoll(worker, stage: Uint8Array, out: BigUint64Array(3), progress = true) -> the length of
+ * the next header message (tag bit 63 clear), received into `stage`, with out = [length,
+ * sender tag, operations completed so far]; -1 when none has arrived yet (out[2] is still set,
+ * so the caller tests its operations only when some finished); -2 for a message longer than
+ * `stage` (a peer that breaks the protocol; the message is consumed). With progress false
+ * the worker is not progressed: only a header UCX has already received is returned, which
+ * lets a caller drain a burst after one progress without paying another (an idle
+ * ucp_worker_progress over tcp is an epoll_wait system call, about 1.5 us on the reference VM,
+ * and was on the critical path of every receive).
  *
  * A receive for the next header stays posted into `stage` between calls, so a header that
  * arrives while the worker progresses is matched and copied on arrival (UCX's expected path)
@@ -403,7 +407,13 @@ static header_rx_t *rx_of(state_t *s, ucp_worker_h worker) {
 }
 
 static napi_value Poll(napi_env env, napi_callback_info info) {
-  ARGS(3);
+  ARGS(4);
+  bool progress = true;
+  if (argc >= 4) {
+    napi_valuetype t;
+    CHECK(napi_typeof(env, argv[3], &t));
+    if (t == napi_boolean) CHECK(napi_get_value_bool(env, argv[3], &progress));
+  }
   ucp_worker_h worker = external_of(env, argv[0]);
   void *stage;
   size_t cap;
@@ -445,7 +455,7 @@ static napi_value Poll(napi_env env, napi_callback_info info) {
       ucp_request_free(r);
     }
   }
-  if (rx->op.state == OP_PENDING) ucp_worker_progress(worker);
+  if (rx->op.state == OP_PENDING && progress) ucp_worker_progress(worker);
   if (n >= 3) out[2] = s->completions;
   if (rx->op.state == OP_PENDING) return int_value(env, -1);
   if (rx->req != NULL) ucp_request_free(rx->req);

@@ -1152,10 +1152,12 @@ export class Transport implements Progressor {
       }
       if (this.ucx !== null) {
         const reaped = this.ucxReaped;
-        let len: number;
-        while ((len = this.ucx.poll()) >= 0) {
+        // One progress of the worker, then what it brought without another (ucx.ts, poll).
+        let len = this.ucx.poll();
+        while (len >= 0) {
           this.handleUcx(len);
           any = true;
+          len = this.ucx.poll(false);
         }
         if (this.ucxReaped !== reaped) any = true;
       }

@@ -213,10 +213,13 @@ export class UcxPath {
 
   /**
    * Progresses the worker and returns the length of the next header, now in `inbox`, or -1.
-   * Finished operations are completed first.
+   * Finished operations are completed first. With `progress` false the worker is not
+   * progressed: only a header UCX already holds is returned. Drain loops pass false after a
+   * header, so a receive does not pay an idle progress (a system call) before its caller
+   * sees it complete.
    */
-  poll(): number {
-    const n = this.addon.ucxPoll(this.worker, this.inbox, this.info);
+  poll(progress = true): number {
+    const n = this.addon.ucxPoll(this.worker, this.inbox, this.info, progress);
     if (n >= 0) this.idleMs = 1;
     // Test the operations in flight only when UCX finished some since the last look (an
     // operation that completes inside its start call has no id and is never in the list).

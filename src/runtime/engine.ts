@@ -543,11 +543,13 @@ export class Engine {
     const ucx = this.ucx;
     if (ucx === null) return false;
     let found = false;
-    let len: number;
-    while ((len = ucx.poll()) >= 0) {
+    // One progress of the worker, then the frames it brought without another (ucx.ts, poll).
+    let len = ucx.poll();
+    while (len >= 0) {
       found = true;
       // a copy: the offload engine may keep an unexpected frame's body until its receive
       this.onFrame(ucx.lastSender, FRAME_OFFLOAD, Buffer.from(ucx.inbox.subarray(0, len)));
+      len = ucx.poll(false);
     }
     return found;
   }
