@@ -35,7 +35,7 @@ function errModeText(): string {
   try {
     return ucxErrModeFromEnv() === 'peer'
       ? 'NBC_UCX_ERR_MODE=peer: a failed peer fails the operations on it'
-      : 'NBC_UCX_ERR_MODE=none: no peer error handling, faster large messages';
+      : 'NBC_UCX_ERR_MODE=none: no peer error handling, faster streams of large messages';
   } catch (err) {
     return (err as Error).message;
   }

@@ -40,9 +40,10 @@ export function isUcxAddon(addon: NativeAddon | null): addon is NativeAddon & Uc
  *   link broke fail with NBC_ERR_PEER_FAILED naming it. UCX 1.13 then moves rendezvous
  *   payloads over tcp as active-message fragments copied on arrival.
  * - `none`: UCP_ERR_HANDLING_MODE_NONE, as MPI libraries run UCX unless asked for fault
- *   tolerance. Rendezvous payloads go by put_zcopy straight into the receive buffer (about 1.5x
- *   the bandwidth on tcp, BENCHMARKS.md), but a link that breaks while both ends live aborts
- *   the process (UCX's own message) or goes unnoticed. A dead node still stops the job: the
+ *   tolerance. Rendezvous payloads go by put_zcopy straight into the receive buffer: streams of
+ *   0.5-1 MiB messages move 1.3-2.5x faster over tcp, single messages of 128 KiB or 4 MiB
+ *   slower (put's acknowledgement; BENCHMARKS.md). A link that breaks while both ends live
+ *   then aborts the process (UCX's own message) or goes unnoticed. A dead node still stops the job: the
  *   launcher and the engines' links see it.
  */
 export type UcxErrMode = 'peer' | 'none';
@@ -53,7 +54,7 @@ export function ucxErrModeFromEnv(env: NodeJS.ProcessEnv = process.env): UcxErrM
   if (v === undefined || v === '' || v === 'peer') return 'peer';
   if (v === 'none') return 'none';
   throw new NbcArgError(`NBC_UCX_ERR_MODE=${v}: expected peer (the default: operations on a failed peer raise NBC_ERR_PEER_FAILED) ` +
-    `or none (UCX without peer error handling, as MPI runs it: faster large messages, but a broken link aborts the process or goes unnoticed)`);
+    `or none (UCX without peer error handling, as MPI runs it: faster streams of large messages, but a broken link aborts the process or goes unnoticed)`);
 }
 
 /**
