@@ -504,6 +504,19 @@ test('a crowd level draws no jitter and keeps of its measured barrier spread wha
   assert.equal(refitLogGP(file(own / 2)).params.crowd!.levels[0]!.barrierSpreadUs, 0);
 });
 
+test('a crowd level prices a byte at most at the uncrowded G times the ranks per core', { timeout: 10_000 }, () => {
+  const trains = [1, 2, 3, 4].map((k) => ({ messages: k, postUs: 2 * k, totalUs: 10 + 3 * k }));
+  const job = (gUsPerByte: number): LogGPJobResult => ({ rounds: 10, trains, pingPong: [1, 1001, 16001].map((bytes) => ({ bytes, us: 50 + (bytes - 1) * gUsPerByte })) });
+  const file = (crowdG: number) => ({ version: 1, measuredAt: 'then', host: 'h', params: P,
+    samples: { shm: job(0.0001), net: job(0.001), crowd: [{ ranks: 8, shm: job(0.0001), net: job(crowdG) }], call: { measuredUs: 50, modelUs: 0, callUs: 0 }, cores: 2, eagerLimit: 8192, reduceUsPerByte: 0.002, copyUsPerByte: 0.001 } });
+  // 8 ranks on 2 cores: a rank has a quarter of a core, so a byte costs at most 4x the uncrowded 0.001 us.
+  const capped = refitLogGP(file(0.011)).params.crowd!.levels[0]!.net;
+  assert.ok(Math.abs(capped.G - 0.004) < 1e-9, `G ${capped.G}: the measured 11x is capped at 4x`);
+  assert.ok(Math.abs(capped.L - refitLogGP(file(0.002)).params.crowd!.levels[0]!.net.L) < 1e-6, 'latency and overheads stay as measured');
+  // Measured below the cap: kept.
+  assert.ok(Math.abs(refitLogGP(file(0.002)).params.crowd!.levels[0]!.net.G - 0.002) < 1e-9);
+});
+
 test('the jitter quantiles are 0 .. 99 % of the samples less their median', { timeout: 5_000 }, () => {
   const J = jitterQuantiles(Array.from({ length: 101 }, (_, i) => 100 - i));
   assert.equal(J.length, 100);

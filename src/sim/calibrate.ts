@@ -297,8 +297,15 @@ function fitSamples(s: Pick<CalibrationSamples, 'shm' | 'net' | 'crowd'>, c: Fit
   const levels: Crowd['levels'] = s.crowd.map((l) => {
     // No jitter (Crowd), o both ways, and of the measured spread what the simulated loop of the
     // same barriers (the level's ranks, 2 per node, as measured) does not show itself.
+    // A network byte costs at most the uncrowded G times the ranks per core (the share of a
+    // core a rank gets). The level's ping-pongs run with every pair busy, and a large message
+    // also waits for its partner's time slices: measured up to 11x at 4 ranks per core, which
+    // the simulator, serializing each rank's bytes again, priced 2.4-4x above nbc bench
+    // (BENCHMARKS.md, "Validation, fourth pass").
     const shm = withoutJitter(fitLogGOPS(l.shm, true, c.eagerLimit));
-    const net = withoutJitter(fitLogGOPS(l.net, false, c.eagerLimit));
+    const crowdNet = withoutJitter(fitLogGOPS(l.net, false, c.eagerLimit));
+    const uncrowdedG = fitLogGOPS(s.net, false, c.eagerLimit).G;
+    const net = { ...crowdNet, G: Math.min(crowdNet.G, uncrowdedG * (l.ranks / c.cores)) };
     const measured = l.net.barrierSpreadUs;
     const own = measured === undefined ? 0 : barrierLoopSpread(l.ranks, 2, { ...DEFAULT_SIM_PARAMS, shm, net, reduceUsPerByte: c.reduceUsPerByte, copyUsPerByte: c.copyUsPerByte });
     return { ranks: l.ranks, shm, net, ...spread(measured === undefined ? undefined : Math.max(0, measured - own)) };
