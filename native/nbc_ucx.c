@@ -226,6 +226,14 @@ static void free_endpoint(napi_env env, void *data, void *hint) {
   free(data); /* the ucp_ep itself goes with its worker at exit */
 }
 
+/* Argument i when the caller passed a boolean there, else `fallback`. */
+static bool optional_bool(napi_env env, size_t argc, napi_value *argv, size_t i, bool fallback) {
+  napi_valuetype t;
+  bool value;
+  if (i >= argc || napi_typeof(env, argv[i], &t) != napi_ok || t != napi_boolean) return fallback;
+  return napi_get_value_bool(env, argv[i], &value) == napi_ok ? value : fallback;
+}
+
 /*
  * ucxConnect(worker, address, handleErrors = true): an endpoint to the worker at `address` (a
  * Uint8Array). With handleErrors, peer errors are handled (UCP_ERR_HANDLING_MODE_PEER): when
@@ -238,12 +246,7 @@ static void free_endpoint(napi_env env, void *data, void *hint) {
  */
 static napi_value Connect(napi_env env, napi_callback_info info) {
   ARGS(3);
-  bool handle_errors = true;
-  if (argc >= 3) {
-    napi_valuetype t;
-    CHECK(napi_typeof(env, argv[2], &t));
-    if (t == napi_boolean) CHECK(napi_get_value_bool(env, argv[2], &handle_errors));
-  }
+  bool handle_errors = optional_bool(env, argc, argv, 2, true);
   ucp_worker_h worker = external_of(env, argv[0]);
   void *data;
   size_t len;
@@ -408,12 +411,7 @@ static header_rx_t *rx_of(state_t *s, ucp_worker_h worker) {
 
 static napi_value Poll(napi_env env, napi_callback_info info) {
   ARGS(4);
-  bool progress = true;
-  if (argc >= 4) {
-    napi_valuetype t;
-    CHECK(napi_typeof(env, argv[3], &t));
-    if (t == napi_boolean) CHECK(napi_get_value_bool(env, argv[3], &progress));
-  }
+  bool progress = optional_bool(env, argc, argv, 3, true);
   ucp_worker_h worker = external_of(env, argv[0]);
   void *stage;
   size_t cap;
