@@ -294,6 +294,7 @@ interface FitContext {
 /** The parameters the samples give under this version's rules, less the cost per call. */
 function fitSamples(s: Pick<CalibrationSamples, 'shm' | 'net' | 'crowd'>, c: FitContext): SimParams {
   const spread = (us: number | undefined): { barrierSpreadUs?: number } => (us === undefined ? {} : { barrierSpreadUs: us });
+  const uncrowdedG = fitLogGOPS(s.net, false, c.eagerLimit).G;
   const levels: Crowd['levels'] = s.crowd.map((l) => {
     // No jitter (Crowd), o both ways, and of the measured spread what the simulated loop of the
     // same barriers (the level's ranks, 2 per node, as measured) does not show itself.
@@ -304,7 +305,6 @@ function fitSamples(s: Pick<CalibrationSamples, 'shm' | 'net' | 'crowd'>, c: Fit
     // (BENCHMARKS.md, "Validation, fourth pass").
     const shm = withoutJitter(fitLogGOPS(l.shm, true, c.eagerLimit));
     const crowdNet = withoutJitter(fitLogGOPS(l.net, false, c.eagerLimit));
-    const uncrowdedG = fitLogGOPS(s.net, false, c.eagerLimit).G;
     const net = { ...crowdNet, G: Math.min(crowdNet.G, uncrowdedG * (l.ranks / c.cores)) };
     const measured = l.net.barrierSpreadUs;
     const own = measured === undefined ? 0 : barrierLoopSpread(l.ranks, 2, { ...DEFAULT_SIM_PARAMS, shm, net, reduceUsPerByte: c.reduceUsPerByte, copyUsPerByte: c.copyUsPerByte });
