@@ -107,6 +107,15 @@ export class SendRequest extends Request {
   staged = -1;
   slice = -1;
   offset = 0;
+
+  /**
+   * Whether the receiver copies the payload straight out of the sender's own registered
+   * buffer (a rendezvous send from comm.alloc memory, not staged): the receiver's core then
+   * holds those cache lines, and the sender's next write to them pays for taking them back.
+   */
+  get fromOwnBuffer(): boolean {
+    return this.slice >= 0 && this.staged < 0;
+  }
 }
 
 export class RecvRequest extends Request {

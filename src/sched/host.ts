@@ -53,6 +53,21 @@ export class CollRequest extends Request {
 
 /** One start of a schedule on this rank. */
 class HostRun extends Run {
+  /**
+   * The regions from which a send of this run went out without a staging copy, so that a
+   * peer's core may hold their cache lines: (buffer, start, end) byte triples, or null while
+   * there are none. Reductions into them fold privately (HostExecutor.reduce).
+   */
+  lent: number[] | null = null;
+
+  /** Whether bytes [start, end) of `buf` overlap a lent region. */
+  lends(buf: number, start: number, end: number): boolean {
+    const l = this.lent;
+    if (l === null) return false;
+    for (let j = 0; j < l.length; j += 3) if (l[j] === buf && l[j + 1]! < end && start < l[j + 2]!) return true;
+    return false;
+  }
+
   constructor(sched: Schedule, readonly target: CollTarget, readonly bufs: CollBuffers, readonly tag: number, readonly req: CollRequest) {
     super(sched);
   }
@@ -60,11 +75,16 @@ class HostRun extends Run {
 
 const EMPTY = new Uint8Array(0);
 
+/** Below this, a fold into lent memory touches too few lines for the private route to pay. */
+const PRIVATE_FOLD_BYTES = 4096;
+
 export class HostExecutor implements Executor, Port<HostRun> {
   readonly name = 'host';
   private readonly interp = new Interpreter<HostRun>(this);
   /** Recycled scratch buffers of finished collectives. */
   private readonly tmpPool: Uint8Array[] = [];
+  /** Where reductions into lent memory fold (reduce), grown on demand. */
+  private foldBuffer = new ArrayBuffer(0);
 
   constructor(readonly transport: Transport) {}
 
@@ -144,7 +164,9 @@ export class HostExecutor implements Executor, Port<HostRun> {
     // After a failure the run still sends (nobody hangs), flagged so the data is not taken as valid.
     const tag = (run.tag + s.sub[i]!) | (run.failure === null ? 0 : TAG_INVALID);
     if (this.transport.trySendEager(a, s.bytesA[i]!, dst, t.collCtx, t.rank, tag)) return true;
-    return watch(run, i, this.transport.isend(a, dst, t.collCtx, t.rank, tag));
+    const r = this.transport.isend(a, dst, t.collCtx, t.rank, tag);
+    if (r.fromOwnBuffer) (run.lent ??= []).push(s.bufA[i]!, s.offA[i]!, s.offA[i]! + s.bytesA[i]!);
+    return watch(run, i, r);
   }
 
   recv(run: HostRun, i: number): boolean {
@@ -180,7 +202,28 @@ export class HostExecutor implements Executor, Port<HostRun> {
       reduceRegions(s.peer[i]!, dt, this.region(run, i, 0), this.region(run, i, 1));
       return;
     }
-    kernelFor(s.peer[i]!, dt)(inout, 0, typed[2 * i + 1]!, 0, inout.length);
+    const kernel = kernelFor(s.peer[i]!, dt);
+    if (inout.byteLength >= PRIVATE_FOLD_BYTES && run.lends(s.bufB[i]!, s.offB[i]!, s.offB[i]! + inout.byteLength)) {
+      // The inout region was sent from in place, and the receiver's core read it: an element
+      // loop that loads and then stores each line would wait for every line to come back
+      // (7-8x slower than a private fold on the 2-core VM, BENCHMARKS.md "Folding into lent
+      // memory"). Fold into private memory instead and write the result back in one memmove,
+      // which takes the lines back with the copy's own store stream.
+      const lent = this.region(run, i, 1);
+      const bytes = new Uint8Array(this.privateFold(lent.byteLength), 0, lent.byteLength);
+      bytes.set(lent);
+      const Ctor = ctorOf(dt) as unknown as new (buf: ArrayBufferLike, off: number, len: number) => TypedArray;
+      kernel(new Ctor(bytes.buffer, 0, inout.length), 0, typed[2 * i + 1]!, 0, inout.length);
+      lent.set(bytes);
+      return;
+    }
+    kernel(inout, 0, typed[2 * i + 1]!, 0, inout.length);
+  }
+
+  /** This executor's private fold buffer, at least `bytes` long. */
+  private privateFold(bytes: number): ArrayBuffer {
+    if (this.foldBuffer.byteLength < bytes) this.foldBuffer = new ArrayBuffer(Math.max(bytes, 2 * this.foldBuffer.byteLength));
+    return this.foldBuffer;
   }
 
   copy(run: HostRun, i: number): void {

@@ -18,6 +18,9 @@
  *   aggbits          random floats summed by the fabric: a digest of the result's bits
  *   aggfault         agg allreduce in a loop until the fabric fails under it, then a dup'ed
  *                    communicator recovers
+ *   lent             reductions over comm.alloc buffers past the eager limit (sent from in
+ *                    place, then folded privately) give the bits of the same calls on plain
+ *                    arrays and the reference's result
  */
 import assert from 'node:assert/strict';
 import {
@@ -744,6 +747,68 @@ function offloadBits(w: Communicator): string[] {
 }
 
 /**
+ * Buffers from comm.alloc are sent from in place (no staging copy), and the host executor folds
+ * into such a region through private memory (HostExecutor.reduce). For every reducing
+ * collective's algorithms, with a commutative float sum of random values and a non-commutative
+ * op where the algorithm takes one, the results must be bitwise those of plain arrays, and equal
+ * the reference on exact inputs. 6,000 doubles: past the 8 KiB eager limit, and in blocks of
+ * more than 4 KiB for every rank count the tests use.
+ */
+function lentBuffers(w: Communicator): number {
+  const n = 6000;
+  let checks = 0;
+  const fill = (a: Float64Array, r: number, exact: boolean): Float64Array => {
+    let x = 7654321 + r * 13;
+    for (let i = 0; i < a.length; i++) {
+      x = (x * 48271) % 2147483647;
+      a[i] = exact ? (x % 4) - 1 : (x / 2147483647 - 0.5) * 1e3;
+    }
+    return a;
+  };
+  const reg = (k: number): Float64Array => w.alloc(Float64Array, k);
+  for (const [coll, ops] of [['allreduce', ['sum', 'matmul']], ['reduce', ['sum', 'matmul']], ['reduceScatterBlock', ['sum']]] as const) {
+    for (const alg of Object.keys(ALGORITHMS[coll])) {
+      if (ALGORITHMS[coll][alg]!.executors !== undefined || (alg === 'hier' && w.size === 1)) continue;
+      for (const opName of ops) {
+        const op = opName === 'matmul' ? matmul : opName;
+        const exact = opName === 'matmul';
+        if (exact && ALGORITHMS[coll][alg]!.commutativeOnly === true) continue;
+        const run = (send: Float64Array, recv: Float64Array): void => {
+          const o = { algorithm: alg };
+          if (coll === 'allreduce') w.allreduce(send, recv, op, o);
+          else if (coll === 'reduce') w.reduce(send, recv, op, 0, o);
+          else w.reduceScatterBlock(send, recv, op, o);
+        };
+        const inLen = coll === 'reduceScatterBlock' ? n * w.size : n;
+        const plainIn = fill(new Float64Array(inLen), w.rank, exact);
+        const plainOut = new Float64Array(n);
+        run(plainIn, plainOut);
+        const lentIn = reg(inLen);
+        lentIn.set(plainIn);
+        const lentOut = reg(n);
+        for (let t = 0; t < 3; t++) { // again on the same buffers: their lines were lent last time
+          lentOut.fill(NaN);
+          run(lentIn, lentOut);
+          if (coll !== 'reduce' || w.rank === 0) {
+            eq(`${coll}/${alg}/${opName} start ${t}: comm.alloc buffers give plain arrays' bits`,
+              new Uint8Array(lentOut.buffer, lentOut.byteOffset, lentOut.byteLength), new Uint8Array(plainOut.buffer));
+          }
+        }
+        if (exact && (coll !== 'reduce' || w.rank === 0)) {
+          const want = referenceReduce(op, DType.Float64,
+            Array.from({ length: w.size }, (_, r) => fill(new Float64Array(n), r, true)));
+          eq(`${coll}/${alg}/${opName}: the reference`, lentOut, want);
+        }
+        w.freeMem(lentIn);
+        w.freeMem(lentOut);
+        checks++;
+      }
+    }
+  }
+  return checks;
+}
+
+/**
  * Inter-node messages of one call, summed over the communicator's ranks (from stats(): a
  * message to another node leaves through the engine).
  */
@@ -950,6 +1015,7 @@ export default function main(w: Communicator, args: string[]): unknown {
     case 'lean': return leanPaths(w);
     case 'reuse': return reuse(w);
     case 'offloadbits': return offloadBits(w);
+    case 'lent': return lentBuffers(w);
     case 'twolevel': return twoLevel(w);
     case 'completes': return completesWhileComputing(w);
     case 'offloaduserop': return errorCodes({ 'user op offloaded': () => w.allreduce(new Float64Array(4), new Float64Array(4), matmul, { executor: 'offload' }) });
