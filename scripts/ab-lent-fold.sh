@@ -3,13 +3,13 @@
 # measures), the case the private fold of the host executor is for (BENCHMARKS.md, "Folding
 # into lent memory"), with Open MPI's shared-memory allreduce (btl vader) at the same sizes in
 # the same run as the peer.
-# Usage: scripts/ab-lent-fold.sh OLD_DIST NEW_DIST [RUNS]   (RUNS pairs, default 3)
-# Prints, per layout and size, each side's latency per run and the medians; JSON rows under
-# bench/results/lent-fold/.
+# Usage: [OUT=dir] scripts/ab-lent-fold.sh OLD_DIST NEW_DIST [RUNS]   (RUNS pairs, default 3)
+# Prints, per layout and size, each side's latency per run and the medians; JSON rows and the
+# summary under OUT (default bench/results/lent-fold/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 old=$1 new=$2 runs=${3:-3}
-out=bench/results/lent-fold
+out=${OUT:-bench/results/lent-fold}
 mkdir -p "$out"
 rm -f "$out"/*.json "$out"/*.csv
 source scripts/peer-mpibench.sh
