@@ -12,7 +12,9 @@
 # of steady traffic) to settle: the median of blocks of 250 allreduces on 2 nodes fell from
 # 30-48 us to 16-18 us over the first 3000 calls. nbc bench's default warm-up (500 calls on the
 # first size) measures that ramp, while the calibration's 8 s of rounds is at steady state, so
-# the validation warms up with 2000 calls.
+# the validation warms up with 2000 calls, and (nbc bench's --warmup-time default) for at least
+# 0.5 s: on one node 2000 calls pass in ~20 ms, before the JIT has settled (an 8 B allreduce on
+# 2 ranks of one node measured 2.8-4.7 us after 2000 calls, 1.2-1.7 us after 0.5 s).
 # QUICK=1 runs a tiny configuration (a few minutes); MEDIUM=1 every collective on 2 layouts. OUT=dir (default bench/results/sim).
 # COLLS="..." and CONFIGS="ranks:ppn ..." replace the mode's collectives and layouts (a full run in parts).
 # RESIM=1 measures nothing: after a change to the model, it fits OUT's calibration again from

@@ -18,7 +18,7 @@ const NB_FIELDS = ['bytes', 'latencyUs', 'initUs', 'testUs', 'waitUs', 'overhead
 
 test('a tiny iallreduce sweep writes JSON with every field, an SVG chart and a PNG chart', T, () => {
   const dir = mkdtempSync(join(tmpdir(), 'nbcbench-'));
-  const small = ['--ranks', '2', '--sizes', '8,1K', '--iters', '20', '--warmup', '5', '--test-interval', '5us'];
+  const small = ['--ranks', '2', '--sizes', '8,1K', '--iters', '20', '--warmup', '5', '--warmup-time', '0', '--test-interval', '5us'];
   const a = nbc('iallreduce', ...small, '--json', join(dir, 'r.json'), '--chart', join(dir, 'r.svg'), '--per-rank');
   assert.equal(a.status, 0, a.stderr);
   const r = JSON.parse(readFileSync(join(dir, 'r.json'), 'utf8'));
@@ -46,7 +46,7 @@ test('a tiny iallreduce sweep writes JSON with every field, an SVG chart and a P
 });
 
 test('--osu prints OSU-format text for a blocking op, one row per size', T, () => {
-  const a = nbc('allreduce', '--ranks', '2', '--sizes', '8:128', '--iters', '20', '--warmup', '5', '--osu');
+  const a = nbc('allreduce', '--ranks', '2', '--sizes', '8:128', '--iters', '20', '--warmup', '5', '--warmup-time', '0', '--osu');
   assert.equal(a.status, 0, a.stderr);
   const lines = a.stdout.trim().split('\n');
   assert.ok(lines.some((l) => /^# OSU MPI Allreduce Latency Test/.test(l)), a.stdout);
@@ -58,12 +58,31 @@ test('--osu prints OSU-format text for a blocking op, one row per size', T, () =
 test('compare prints B/A ratios for two results', T, () => {
   const dir = mkdtempSync(join(tmpdir(), 'nbcbench-'));
   for (const name of ['a', 'b']) {
-    const r = nbc('barrier', '--ranks', '2', '--iters', '20', '--warmup', '5', '--json', join(dir, `${name}.json`));
+    const r = nbc('barrier', '--ranks', '2', '--iters', '20', '--warmup', '5', '--warmup-time', '0', '--json', join(dir, `${name}.json`));
     assert.equal(r.status, 0, r.stderr);
   }
   const c = nbc('compare', join(dir, 'a.json'), join(dir, 'b.json'));
   assert.equal(c.status, 0, c.stderr);
   assert.match(c.stdout, /ratio|B\/A/i);
+});
+
+test('--warmup-time keeps every size warming up at least that long (each size is a fresh job)', T, () => {
+  const t0 = Date.now();
+  const a = nbc('allreduce', '--ranks', '2', '--sizes', '8,1K', '--iters', '5', '--warmup', '0', '--warmup-time', '1.5s');
+  assert.equal(a.status, 0, a.stderr);
+  assert.ok(Date.now() - t0 >= 3000, `2 sizes x 1.5 s of warm-up took ${Date.now() - t0} ms in all`);
+});
+
+test('bad --warmup, --warmup-time and --iters values are refused with NBC_ERR_ARG', T, () => {
+  for (const [flag, value, want] of [
+    ['--warmup-time', 'soon', /--warmup-time 'soon': expected a duration such as 500ms, 0.5s or 0.*NBC_ERR_ARG/s],
+    ['--warmup', '-1', /--warmup '-1': expected an integer >= 0.*NBC_ERR_ARG/s],
+    ['--iters', '0', /--iters '0': expected a positive integer.*NBC_ERR_ARG/s],
+  ] as const) {
+    const r = nbc('barrier', '--ranks', '2', flag, value);
+    assert.equal(r.status, 2, `${flag} ${value}: ${r.stderr}`);
+    assert.match(r.stderr, want);
+  }
 });
 
 test('an unknown executor, or agg without a fabric, is refused with a clear message', T, () => {

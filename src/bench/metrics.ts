@@ -102,6 +102,16 @@ export function parseTestInterval(text: string): TestInterval {
   throw bad();
 }
 
+/** A duration such as 500ms, 0.5s or 200us (no unit: microseconds), in milliseconds. */
+export function parseDurationMs(option: string, text: string): number {
+  const m = /^\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*$/.exec(text);
+  const us = m === null ? undefined : TIME_UNITS[m[2]!.toLowerCase() || 'us'];
+  if (m === null || us === undefined) {
+    throw new NbcArgError(`Cannot parse ${option} '${text}': expected a duration such as 500ms, 0.5s or 0`);
+  }
+  return (Number(m[1]) * us) / 1000;
+}
+
 /** `--noise DURATION@FREQ`, e.g. 100us@1kHz: every 1/FREQ, DURATION of stolen CPU time. */
 export interface Noise {
   durationUs: number;

@@ -20,6 +20,13 @@ export interface OpJobArgs {
   sizes: number[];
   iters: number;
   warmup: number;
+  /**
+   * Warm-up also lasts at least this long (rank 0's clock), since a fresh job's JIT takes
+   * time as well as calls to settle: on 2 ranks of the 2-core VM an 8 B allreduce measured
+   * 2.8-4.7 us after 2,000 calls of warm-up and 1.3-1.7 us after 20,000 (the first 0.4 s).
+   * Absent: count only.
+   */
+  warmupMs?: number;
   algorithm?: string;
   executor: 'host' | 'offload' | 'agg';
   compute: 'busy' | 'dgemm';
@@ -158,13 +165,13 @@ export default function opJob(w: Communicator, argv: string[]): OpJobResult | nu
     const warmup = warmed ? a.warmup : Math.max(a.warmup, 500); // first size: also warm the JIT
     warmed = true;
     if (kind === 'blocking') {
+      warmUp(w, warmup, a.warmupMs ?? 0, () => { w.barrier(); bench.run(); });
       const lat = new Float64Array(iters);
-      for (let i = -warmup; i < iters; i++) {
+      for (let i = 0; i < iters; i++) {
         w.barrier();
         const t0 = performance.now();
         bench.run();
-        const t = (performance.now() - t0) * 1000;
-        if (i >= 0) lat[i] = t;
+        lat[i] = (performance.now() - t0) * 1000;
       }
       const mine = statOf(lat, a.stat);
       const maxLat = maxOverRanks(w, lat);
@@ -172,13 +179,13 @@ export default function opJob(w: Communicator, argv: string[]): OpJobResult | nu
       continue;
     }
     // 1. pure: start, then wait at once
+    warmUp(w, warmup, a.warmupMs ?? 0, () => { w.barrier(); start().wait(); });
     const pure = new Float64Array(iters);
-    for (let i = -warmup; i < iters; i++) {
+    for (let i = 0; i < iters; i++) {
       w.barrier();
       const t0 = performance.now();
       start().wait();
-      const t = (performance.now() - t0) * 1000;
-      if (i >= 0) pure[i] = t;
+      pure[i] = (performance.now() - t0) * 1000;
     }
     const pureMax = maxOverRanks(w, pure);
     const target = statOf(pureMax, a.stat); // the same on every rank
@@ -212,6 +219,23 @@ export default function opJob(w: Communicator, argv: string[]): OpJobResult | nu
     rows.push({ bytes, ...s, ...(a.perRank ? { perRank: allValues(w, mineOverall) } : {}) });
   }
   return w.rank === 0 ? { rows, checksum: dgemmChecksum() } : null;
+}
+
+/**
+ * Runs `once` `count` times, then on until `ms` have passed on rank 0's clock: rank 0 decides
+ * every 64 calls and broadcasts the decision, so every rank makes the same calls.
+ */
+function warmUp(w: Communicator, count: number, ms: number, once: () => void): void {
+  for (let i = 0; i < count; i++) once();
+  if (!(ms > 0)) return;
+  const until = performance.now() + ms;
+  const more = new Int32Array(1);
+  for (;;) {
+    more[0] = w.rank === 0 && performance.now() < until ? 1 : 0;
+    w.bcast(more, 0);
+    if (more[0] === 0) return;
+    for (let i = 0; i < 64; i++) once();
+  }
 }
 
 /** Element-wise maximum over ranks of per-iteration times (one allreduce for all iterations). */

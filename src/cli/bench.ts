@@ -13,12 +13,12 @@ import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import cliProgress from 'cli-progress';
 import Table from 'cli-table3';
-import { InvalidArgumentError, type Command } from 'commander';
+import type { Command } from 'commander';
 import { NbcArgError } from '../errors.js';
 import { atomicsPingPongOneWayUs, tcpPingPongOneWayUs, typedArraySetGBs, ucxPerftestLimit, ucxPerftestMissing } from '../bench/limits.js';
 import { parseTransport, ucxUnavailable, type TransportChoice } from '../runtime/node-main.js';
 import { ucxErrModeFromEnv } from '../p2p/ucx.js';
-import { parseNoise, parseTestInterval, STATS, type Stat } from '../bench/metrics.js';
+import { parseDurationMs, parseNoise, parseTestInterval, STATS, type Stat } from '../bench/metrics.js';
 import { BENCH_OPS, opKind, type OpJobArgs, type OpJobResult } from '../bench/op-job.js';
 import type { P2pRow } from '../bench/p2p-job.js';
 import { renderChart } from '../bench/chart.js';
@@ -40,7 +40,13 @@ export function machineInfo(): { cpu: string; cores: number; node: string } {
 
 function positiveInt(name: string, text: string): number {
   const n = Number(text);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${name} must be a positive integer, got '${text}'`);
+  if (!Number.isInteger(n) || n < 1) throw new NbcArgError(`Cannot use ${name} '${text}': expected a positive integer`);
+  return n;
+}
+
+function nonNegativeInt(name: string, text: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 0) throw new NbcArgError(`Cannot use ${name} '${text}': expected an integer >= 0`);
   return n;
 }
 
@@ -55,7 +61,7 @@ export function parseSizes(text: string): number[] {
 }
 
 interface BenchOptions {
-  ranks: string; ppn?: string; sizes: string; iters: string; warmup: string; executor: string;
+  ranks: string; ppn?: string; sizes: string; iters: string; warmup: string; warmupTime: string; executor: string;
   algorithm?: string; testInterval: string; compute: string; link?: string; noise?: string;
   stat: string; perRank?: boolean; json?: string; csv?: boolean; osu?: boolean; chart?: string;
   plain?: boolean; window: string; label?: string; metric?: string; transport?: string; agg?: string;
@@ -94,7 +100,8 @@ async function runOp(op: string, o: BenchOptions, ranks: number, ppn: number, si
   const common: Omit<OpJobArgs, 'sizes'> = {
     op,
     iters: positiveInt('--iters', o.iters),
-    warmup: Number(o.warmup),
+    warmup: nonNegativeInt('--warmup', o.warmup),
+    warmupMs: parseDurationMs('--warmup-time', o.warmupTime),
     algorithm: o.algorithm,
     executor: o.executor as 'host' | 'offload' | 'agg',
     compute: o.compute as 'busy' | 'dgemm',
@@ -241,6 +248,7 @@ export function registerBench(program: Command): void {
     .option('--sizes <A:B>', 'bytes per rank: A:B in x4 steps (A:B:2 for x2) or a list 8,1K,64K', '8:1M')
     .option('--iters <n>', 'measured iterations per size (fewer from 1 MiB)', '500')
     .option('--warmup <n>', 'warm-up iterations per size', '50')
+    .option('--warmup-time <d>', 'and warm up for at least this long per size (each size is a fresh job, whose JIT settles in time as well as calls); 0 = count only', '0.5s')
     .option('--executor <e>', 'host | offload | agg', 'host')
     .option('--algorithm <name>', 'force an algorithm (see docs/architecture.md)')
     .option('--test-interval <x>', 'time (10us) or data (64KiB, dgemm) between test() calls while computing; 0 = none', '0')

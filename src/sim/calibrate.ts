@@ -196,7 +196,7 @@ export function defaultCrowd(cores: number): number[] {
  */
 async function measureCall(params: SimParams, ppn: 1 | 2, transport: string | undefined): Promise<CalibrationSamples['call']> {
   const args: OpJobArgs = {
-    op: 'allreduce', sizes: [8], iters: 2000, warmup: 2000, algorithm: 'recursive-doubling', executor: 'host',
+    op: 'allreduce', sizes: [8], iters: 2000, warmup: 2000, warmupMs: 500, algorithm: 'recursive-doubling', executor: 'host',
     compute: 'busy', testInterval: { kind: 'none' }, noise: null, stat: 'median', perRank: false,
   };
   const r = await launch(OP_JOB, {
