@@ -1,6 +1,8 @@
 // Summaries for scripts/bench-sim.sh: node scripts/sim-summary.mjs validation|scale|seeds OUT;
-// node scripts/sim-summary.mjs across OUT_A OUT_B: how far two runs' measurements of the same points differ.
-import { readFileSync, readdirSync, writeFileSync, existsSync } from 'node:fs';
+// node scripts/sim-summary.mjs across OUT_A OUT_B: how far two runs' measurements of the same points differ;
+// node scripts/sim-summary.mjs combine OUT RUN... : the validation points of several runs (each point measured and
+// simulated in its own session), a later run's point replacing an earlier run's, summed up in OUT/validation.md.
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { renderSpec } from '../dist/bench/chart.js';
 
@@ -156,7 +158,33 @@ if (mode === 'validation') {
     diffs.push(Math.abs(p.measuredUs - q.measuredUs) / q.measuredUs);
   }
   console.log(`${diffs.length} points measured in both ${out} and ${other}${only.length ? ` (${only.join(', ')})` : ''}: they differ by ${pct(median(diffs))} (median)`);
+} else if (mode === 'combine') {
+  const runs = process.argv.slice(4);
+  if (runs.length === 0) {
+    console.error('usage: node scripts/sim-summary.mjs combine OUT RUN...');
+    process.exit(2);
+  }
+  const key = (p) => `${p.op}|${p.ranks}|${p.ppn}|${p.algorithm}|${p.bytes}`;
+  const byKey = new Map();
+  for (const run of runs) for (const p of read(join(run, 'validation.json')).points) byKey.set(key(p), { ...p, run });
+  const points = [...byKey.values()];
+  const summary = (at) => ({ points: at.length, medianErr: median(at.map((p) => p.err)), within20: at.filter((p) => p.err <= 0.2).length });
+  const split = (f) => [...new Set(points.map(f))].map((k) => ({ key: k, ...summary(points.filter((p) => f(p) === k)) }));
+  const layouts = split((p) => `${p.ranks}:${p.ppn}`);
+  const sizes = split((p) => p.bytes);
+  const ops = split((p) => p.op).sort((x, y) => y.medianErr - x.medianErr);
+  const from = split((p) => p.run);
+  const all = summary(points);
+  mkdirSync(out, { recursive: true });
+  writeFileSync(join(out, 'validation.json'), JSON.stringify({ runs, overallMedianErr: all.medianErr, layouts, sizes, ops, points }, null, 2) + '\n');
+  const row = (x) => `| ${x.key} | ${x.points} | ${pct(x.medianErr)} | ${x.within20} |`;
+  const head = (what) => [`| ${what} | points | median error | within 20 % |`, '|---|---|---|---|'];
+  const md = [`median absolute error over ${all.points} points: ${pct(all.medianErr)} (target <= 20 %); ${all.within20} within 20 %`, '',
+    ...head('run (the latest measurement of each point)'), ...from.map(row), '', ...head('ranks:ppn'), ...layouts.map(row), '',
+    ...head('bytes'), ...sizes.map(row), '', ...head('op'), ...ops.map(row)];
+  writeFileSync(join(out, 'validation.md'), md.join('\n') + '\n');
+  console.log(md.join('\n'));
 } else {
-  console.error('usage: node scripts/sim-summary.mjs validation|scale|seeds OUT, or across OUT_A OUT_B');
+  console.error('usage: node scripts/sim-summary.mjs validation|scale|seeds OUT, across OUT_A OUT_B, or combine OUT RUN...');
   process.exit(2);
 }
