@@ -102,6 +102,19 @@ test('across nodes a call costs callNetUs where the parameters have it, on one n
   assert.throws(() => parseSimParams({ ...P, callNetUs: -1 }, 'c.json'), { code: 'NBC_ERR_ARG', message: /callNetUs is -1/ });
 });
 
+test('a collective whose call costs more than the allreduce\'s (callUsByColl) pays the difference on every path', { timeout: 5_000 }, () => {
+  const p = { ...P, callUs: 2, callUsByColl: { bcast: 3 } };
+  // bcast: 2 + (3 - 2) = 3 before the send: it leaves at 4, arrives 4 + 1 + 5 = 10, received by 11.
+  near(runProgram(programOf(ping(101), 1, 'bcast'), p).done, [4, 11], 'bcast, one per node');
+  // Across nodes with callNetUs 4: 4 + 1 = 5.
+  near(runProgram(programOf(ping(101), 1, 'bcast'), { ...p, callNetUs: 4 }).done, [6, 13], 'bcast, callNetUs');
+  // A collective the map does not name costs callUs.
+  near(runProgram(programOf(ping(101), 1, 'gather'), p).done, [3, 10], 'gather');
+  assert.deepEqual(parseSimParams(p, 'c.json').callUsByColl, { bcast: 3 });
+  assert.throws(() => parseSimParams({ ...P, callUsByColl: { scan: -1 } }, 'c.json'), { code: 'NBC_ERR_ARG', message: /callUsByColl.scan is -1/ });
+  assert.throws(() => parseSimParams({ ...P, callUsByColl: [1] }, 'c.json'), { code: 'NBC_ERR_ARG', message: /callUsByColl is \[1\]; expected \{ collective: us/ });
+});
+
 test('a receiver overhead of its own (oRecv) replaces o on the receiving side', { timeout: 5_000 }, () => {
   // oRecv 3: the 101 B ping arrives at 7 as before and is taken in from 7 to 10.
   near(runProgram(programOf(ping(101)), { ...P, net: { ...P.net, oRecv: 3 } }).done, [1, 10], 'oRecv');
@@ -533,6 +546,10 @@ test('a calibration fits again from the samples it keeps; one without samples is
   // The cost per call: the same measurement less what the refitted model charges for it.
   const model = (again.samples as { call: { modelUs: number } }).call.modelUs;
   assert.ok(model > 0 && Math.abs(again.params.callUs! - (50 - model)) < 1e-9);
+  // Each collective's call cost likewise, where the calibration measured it.
+  const withColl = refitLogGP({ ...file, samples: { ...file.samples, callByColl: [{ coll: 'scan', algorithm: 'recursive-doubling', measuredUs: 60, modelUs: 0, callUs: 0 }] } });
+  const scanModel = (withColl.samples as { callByColl: Array<{ modelUs: number }> }).callByColl[0]!.modelUs;
+  assert.ok(scanModel > 0 && Math.abs(withColl.params.callUsByColl!.scan! - (60 - scanModel)) < 1e-9);
   assert.throws(() => refitLogGP({ version: 1, measuredAt: 'then', host: 'h', params: P }), { code: 'NBC_ERR_ARG', message: /keeps no samples/ });
 });
 

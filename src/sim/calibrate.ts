@@ -37,7 +37,8 @@
  *   their median (half a round trip each: a hiccup of one message shows at half its size, twice
  *   as often, so the mean is kept). Where several pairs measured, the median per quantile.
  * Kernels: a sum of two 1 MiB float64 vectors and a 1 MiB copy, fastest of 20. The library's
- * own cost per call: on one node (callUs) and across nodes (callNetUs), measureCall().
+ * own cost per call: on one node (callUs), across nodes (callNetUs), and per collective
+ * (callUsByColl), measureCall().
  */
 import { availableParallelism, hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -51,6 +52,8 @@ import { DEFAULT_SIM_PARAMS, SIM_PARAMS_VERSION, type Crowd, type LogGOPS, type 
 import type { LogGPJobArgs, LogGPJobResult } from './loggp-job.js';
 import { simParamsFilePath, writeSimParamsFile } from './params-file.js';
 import { barrierLoopSpread, simulate } from './index.js';
+import { SIM_COLLS } from './program.js';
+import { ALGORITHMS, type CollName } from '../coll/select.js';
 
 const JOB = fileURLToPath(new URL('./loggp-job.js', import.meta.url));
 const OP_JOB = fileURLToPath(new URL('../bench/op-job.js', import.meta.url));
@@ -194,9 +197,10 @@ export function defaultCrowd(cores: number): number[] {
  * messages and kernels with the parameters just fitted. The smallest call on each path, so
  * little else is left in the difference.
  */
-async function measureCall(params: SimParams, ppn: 1 | 2, transport: string | undefined): Promise<CalibrationSamples['call']> {
+async function measureCall(params: SimParams, ppn: 1 | 2, transport: string | undefined,
+  coll: CollName = 'allreduce', algorithm = 'recursive-doubling'): Promise<CalibrationSamples['call']> {
   const args: OpJobArgs = {
-    op: 'allreduce', sizes: [8], iters: 2000, warmup: 2000, warmupMs: 500, algorithm: 'recursive-doubling', executor: 'host',
+    op: coll, sizes: [8], iters: 2000, warmup: 2000, warmupMs: 500, algorithm, executor: 'host',
     compute: 'busy', testInterval: { kind: 'none' }, noise: null, stat: 'median', perRank: false,
   };
   const r = await launch(OP_JOB, {
@@ -204,14 +208,30 @@ async function measureCall(params: SimParams, ppn: 1 | 2, transport: string | un
     transport: ppn === 1 && transport !== undefined ? parseTransport(transport) : undefined,
   });
   if (r.exitCode !== 0) throw new Error(`the call-cost job (2 ranks, ppn ${ppn}) failed (exit ${r.exitCode}):\n${r.stderr}`);
-  return callCost((r.ranks.find((x) => x.rank === 0)!.result as OpJobResult).rows[0]!.latencyUs, params, ppn);
+  return callCost((r.ranks.find((x) => x.rank === 0)!.result as OpJobResult).rows[0]!.latencyUs, params, ppn, coll, algorithm);
+}
+
+/**
+ * The collective whose call cost measureCall() takes for `coll` beyond the allreduce: its first
+ * algorithm of the host executor (not hier, which needs nodes), as a forced call would run.
+ */
+export function callCostAlgorithm(coll: CollName): string {
+  const name = Object.entries(ALGORITHMS[coll]).find(([n, a]) => a.executors === undefined && n !== 'hier')?.[0];
+  if (name === undefined) throw new NbcArgError(`Cannot measure the call cost of ${coll}: it has no host algorithm`);
+  return name;
 }
 
 /** The cost per call: the call-cost job's `measuredUs` (2 ranks, `ppn`) less what `params` charge it for its messages and kernels. */
-function callCost(measuredUs: number, params: SimParams, ppn: 1 | 2): CalibrationSamples['call'] {
-  const spec = { coll: 'allreduce', ranks: 2, ppn, executor: 'host', algorithm: 'recursive-doubling' } as const;
-  const modelUs = simulate(spec, [8], { ...params, callUs: 0, callNetUs: 0 }, { afterBarrier: true })[0]!.latencyUs;
+function callCost(measuredUs: number, params: SimParams, ppn: 1 | 2, coll: CollName = 'allreduce',
+  algorithm = 'recursive-doubling'): CalibrationSamples['call'] {
+  const spec = { coll, ranks: 2, ppn, executor: 'host', algorithm } as const;
+  const modelUs = simulate(spec, [8], { ...params, callUs: 0, callNetUs: 0, callUsByColl: undefined }, { afterBarrier: true })[0]!.latencyUs;
   return { measuredUs, modelUs, callUs: Math.max(0, measuredUs - modelUs) };
+}
+
+/** callUsByColl from the per-collective samples. */
+function byColl(samples: NonNullable<CalibrationSamples['callByColl']>): Partial<Record<string, number>> {
+  return Object.fromEntries(samples.map((c) => [c.coll, c.callUs]));
 }
 
 export interface CalibrateLogGPOptions {
@@ -260,8 +280,18 @@ export async function calibrateLogGP(o: CalibrateLogGPOptions): Promise<{ file: 
   log('... and across nodes (2 ranks, 2 nodes)... ');
   const callNet = await measureCall(fitted, 1, o.transport);
   log(`${callNet.measuredUs.toFixed(1)} us measured, ${callNet.modelUs.toFixed(1)} us in messages and kernels: ${callNet.callUs.toFixed(1)} us per call\n`);
-  const params: SimParams = { ...fitted, callUs: call.callUs, callNetUs: callNet.callUs };
-  const samples: CalibrationSamples = { shm: shmJob, net: netJob, crowd: crowdSamples, call, callNet, cores, eagerLimit: limit, ...kernels };
+  log('... and of every other collective (8 B, 2 ranks, 1 node):');
+  const callByColl: NonNullable<CalibrationSamples['callByColl']> = [];
+  for (const coll of SIM_COLLS) {
+    if (coll === 'allreduce') continue;
+    const algorithm = callCostAlgorithm(coll);
+    const c = await measureCall(fitted, 2, o.transport, coll, algorithm);
+    callByColl.push({ coll, algorithm, ...c });
+    log(` ${coll} ${c.callUs.toFixed(1)}`);
+  }
+  log(' us per call\n');
+  const params: SimParams = { ...fitted, callUs: call.callUs, callNetUs: callNet.callUs, callUsByColl: byColl(callByColl) };
+  const samples: CalibrationSamples = { shm: shmJob, net: netJob, crowd: crowdSamples, call, callNet, callByColl, cores, eagerLimit: limit, ...kernels };
   const content: SimParamsFile = { version: SIM_PARAMS_VERSION, measuredAt: new Date().toISOString(), host: hostname(), params, samples };
   const file = o.out ?? simParamsFilePath();
   writeSimParamsFile(file, content);
@@ -276,6 +306,8 @@ export interface CalibrationSamples {
   call: { measuredUs: number; modelUs: number; callUs: number };
   /** The same across nodes (callNetUs); absent in files written before it was measured. */
   callNet?: { measuredUs: number; modelUs: number; callUs: number };
+  /** The same for every other collective on one node (callUsByColl); absent in older files. */
+  callByColl?: Array<{ coll: CollName; algorithm: string; measuredUs: number; modelUs: number; callUs: number }>;
   /** Absent in files written before refits existed: then taken from the parameters. */
   cores?: number;
   eagerLimit?: number;
@@ -343,9 +375,13 @@ export function refitLogGP(content: SimParamsFile): SimParamsFile {
   });
   const call = callCost(s.call.measuredUs, fitted, 2);
   const callNet = s.callNet === undefined ? undefined : callCost(s.callNet.measuredUs, fitted, 1);
+  const callByColl = s.callByColl?.map((c) => ({ ...c, ...callCost(c.measuredUs, fitted, 2, c.coll, c.algorithm) }));
   return {
     ...content,
-    params: { ...fitted, callUs: call.callUs, ...(callNet === undefined ? {} : { callNetUs: callNet.callUs }) },
-    samples: { ...s, call, ...(callNet === undefined ? {} : { callNet }) },
+    params: {
+      ...fitted, callUs: call.callUs, ...(callNet === undefined ? {} : { callNetUs: callNet.callUs }),
+      ...(callByColl === undefined ? {} : { callUsByColl: byColl(callByColl) }),
+    },
+    samples: { ...s, call, ...(callNet === undefined ? {} : { callNet }), ...(callByColl === undefined ? {} : { callByColl }) },
   };
 }

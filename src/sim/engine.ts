@@ -17,7 +17,8 @@
  *   o (oRecv where the path has one) + (s-1)O and its injector g + (s-1)G.
  * - reduce, copy: the CPU for bytes x reduceUsPerByte (copyUsPerByte);
  * - the call itself (host executor): callUs of the rank's CPU before its first action
- *   (callNetUs where the call's ranks span nodes).
+ *   (callNetUs where the call's ranks span nodes), plus the collective's own extra
+ *   (callUsByColl[coll] - callUs).
  * Every CPU and injector is a FIFO resource: work starts at max(ready, free). A rank's CPU
  * suffers OS noise (seed 000): a burst of D every 1/F, at a phase drawn per rank from the
  * seed; work that meets a burst waits for its end. Engines (offload) and aggregation nodes are
@@ -387,8 +388,11 @@ class Simulation {
   /** A proc begins its schedule: round 0, or the DAG's roots, in the builder's order. */
   private start(p: number): void {
     const prog = this.prog;
-    // Host: the call's own CPU cost on the rank comes first (params.callUs, callNetUs across nodes).
-    const call = (prog.nodes > 1 ? this.params.callNetUs : undefined) ?? this.params.callUs ?? 0;
+    // Host: the call's own CPU cost on the rank comes first (params.callUs, callNetUs across
+    // nodes), plus what this collective's call costs beyond the allreduce's (callUsByColl).
+    const base = this.params.callUs ?? 0;
+    const own = this.params.callUsByColl?.[prog.coll];
+    const call = Math.max(0, ((prog.nodes > 1 ? this.params.callNetUs : undefined) ?? base) + (own === undefined ? 0 : own - base));
     if (call > 0 && prog.mode === 'host') this.cpu(p, this.now, call);
     if (this.remaining[p] === 0) {
       this.finishProc(p);

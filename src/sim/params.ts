@@ -81,6 +81,13 @@ export interface SimParams {
    * wait add to it. Calibrated on 2 ranks over 2 nodes; absent: callUs.
    */
   callNetUs?: number;
+  /**
+   * The call cost of single collectives, measured like callUs (2 ranks of one node, 8 B), where
+   * it differs from the allreduce's: a collective's call costs its own callUs-equivalent less
+   * callUs more than the allreduce's on every path (a vector collective checks and copies
+   * its count arrays, a scan keeps a running value). Absent for a collective: callUs.
+   */
+  callUsByColl?: Partial<Record<string, number>>;
   agg: AggParams;
   /**
    * Only a calibration of an emulated cluster writes this: how the paths behave when the
@@ -335,7 +342,17 @@ export function parseSimParams(value: unknown, where: string): SimParams {
     ...(o.barrierSpreadUs === undefined ? {} : { barrierSpreadUs: finiteNonNegative(o.barrierSpreadUs, where, 'barrierSpreadUs') }),
     ...(o.callUs === undefined ? {} : { callUs: finiteNonNegative(o.callUs, where, 'callUs') }),
     ...(o.callNetUs === undefined ? {} : { callNetUs: finiteNonNegative(o.callNetUs, where, 'callNetUs') }),
+    ...(o.callUsByColl === undefined ? {} : { callUsByColl: parseCallUsByColl(o.callUsByColl, where) }),
   };
+}
+
+function parseCallUsByColl(value: unknown, where: string): Partial<Record<string, number>> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new NbcArgError(`Cannot use the simulator parameters from ${where}: callUsByColl is ${JSON.stringify(value)}; expected { collective: us, ... }`);
+  }
+  const out: Partial<Record<string, number>> = {};
+  for (const [coll, us] of Object.entries(value)) out[coll] = finiteNonNegative(us, where, `callUsByColl.${coll}`);
+  return out;
 }
 
 function parseCrowd(value: unknown, where: string): Crowd {
