@@ -43,6 +43,7 @@
 import { availableParallelism, hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { statOf, type Stat } from '../bench/metrics.js';
+import { ALGORITHMS, type CollName } from '../coll/select.js';
 import type { OpJobArgs, OpJobResult } from '../bench/op-job.js';
 import { NbcArgError } from '../errors.js';
 import { reduceRegions } from '../ops/regions.js';
@@ -53,7 +54,6 @@ import type { LogGPJobArgs, LogGPJobResult } from './loggp-job.js';
 import { simParamsFilePath, writeSimParamsFile } from './params-file.js';
 import { barrierLoopSpread, simulate } from './index.js';
 import { SIM_COLLS } from './program.js';
-import { ALGORITHMS, type CollName } from '../coll/select.js';
 
 const JOB = fileURLToPath(new URL('./loggp-job.js', import.meta.url));
 const OP_JOB = fileURLToPath(new URL('../bench/op-job.js', import.meta.url));
@@ -192,10 +192,11 @@ export function defaultCrowd(cores: number): number[] {
 /**
  * The library's own cost per call (params.callUs; with `ppn` 1, callNetUs): a
  * recursive-doubling allreduce of 8 B on 2 ranks, of one node (ppn 2) or of two (ppn 1, the
- * job's transport), timed as nbc bench times it (the op job: 2000 calls to warm up, a barrier
- * before each, the slowest rank's time, the median), less what the model charges for its
- * messages and kernels with the parameters just fitted. The smallest call on each path, so
- * little else is left in the difference.
+ * job's transport), timed as nbc bench times it (the op job: 2000 calls and 0.5 s of warm-up,
+ * a barrier before each, the slowest rank's time, the median), less what the model charges for
+ * its messages and kernels with the parameters just fitted. The smallest call on each path, so
+ * little else is left in the difference. With `coll` and `algorithm`: that collective's call
+ * on one node (callUsByColl).
  */
 async function measureCall(params: SimParams, ppn: 1 | 2, transport: string | undefined,
   coll: CollName = 'allreduce', algorithm = 'recursive-doubling'): Promise<CalibrationSamples['call']> {
@@ -212,8 +213,8 @@ async function measureCall(params: SimParams, ppn: 1 | 2, transport: string | un
 }
 
 /**
- * The collective whose call cost measureCall() takes for `coll` beyond the allreduce: its first
- * algorithm of the host executor (not hier, which needs nodes), as a forced call would run.
+ * The algorithm whose call measureCall() times for `coll` (callUsByColl): the collective's first
+ * algorithm of the host executor (not hier, which needs nodes), as a forced call runs it.
  */
 export function callCostAlgorithm(coll: CollName): string {
   const name = Object.entries(ALGORITHMS[coll]).find(([n, a]) => a.executors === undefined && n !== 'hier')?.[0];
