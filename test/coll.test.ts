@@ -51,7 +51,7 @@ describe('collectives against a sequential reference', () => {
   });
 
   test('reductions over comm.alloc buffers (sent from in place, folded privately) give plain arrays\' bits and the reference', T, async () => {
-    for (const [n, ppn] of [[2, 2], [4, 4], [3, 3], [4, 2]] as Array<[number, number]>) {
+    for (const [n, ppn] of [[2, 2], [3, 3], [4, 2]] as Array<[number, number]>) {
       const r = await runOk('coll.ts', n, ppn, ['lent']);
       const checks = r.ranks.map((x) => x.result as number);
       assert.ok(checks.every((c) => c === checks[0] && c >= 12), `${n} ranks: checks per rank ${checks.join(', ')}`);
