@@ -20,7 +20,7 @@ import { parseTransport, ucxUnavailable, type TransportChoice } from '../runtime
 import { ucxErrModeFromEnv } from '../p2p/ucx.js';
 import { parseDurationMs, parseNoise, parseTestInterval, STATS, type Stat } from '../bench/metrics.js';
 import { BENCH_OPS, opKind, type OpJobArgs, type OpJobResult } from '../bench/op-job.js';
-import type { P2pRow } from '../bench/p2p-job.js';
+import type { P2pJobArgs, P2pRow } from '../bench/p2p-job.js';
 import { renderChart } from '../bench/chart.js';
 import { compareResults } from '../bench/compare.js';
 import { formatCsv, formatOsu, formatTable } from '../bench/report.js';
@@ -182,8 +182,11 @@ async function benchP2p(o: BenchOptions, ranks: number, ppn: number, sizes: numb
     ucxLimit = await ucxPerftestLimit(bwBytes, process.env.UCX_TLS ?? 'tcp,self');
   }
   process.stderr.write('done\nrunning the benchmark job... ');
-  const args = JSON.stringify({ sizes, iters: Number(o.iters), warmup: Number(o.warmup), window: Number(o.window), plain: !!o.plain });
-  const r = await launch(P2P_JOB, { ranks, ppn, args: [args], output: 'pipe', timeoutMs: 600_000, link: o.link, transport: transportOf(o) });
+  const args: P2pJobArgs = {
+    sizes, iters: positiveInt('--iters', o.iters), warmup: nonNegativeInt('--warmup', o.warmup),
+    warmupMs: parseDurationMs('--warmup-time', o.warmupTime), window: positiveInt('--window', o.window), plain: !!o.plain,
+  };
+  const r = await launch(P2P_JOB, { ranks, ppn, args: [JSON.stringify(args)], output: 'pipe', timeoutMs: 600_000, link: o.link, transport: transportOf(o) });
   process.stderr.write('done\n');
   if (r.exitCode !== 0) {
     process.stderr.write(r.stderr);
