@@ -162,6 +162,10 @@ function emit(result: BenchResult, o: BenchOptions): Promise<void> | void {
 
 async function benchP2p(o: BenchOptions, ranks: number, ppn: number, sizes: number[]): Promise<void> {
   const intra = ppn >= 2;
+  const args: P2pJobArgs = {
+    sizes, iters: positiveInt('--iters', o.iters), warmup: nonNegativeInt('--warmup', o.warmup),
+    warmupMs: parseDurationMs('--warmup-time', o.warmupTime), window: positiveInt('--window', o.window), plain: !!o.plain,
+  };
   process.stderr.write('measuring physical limits... ');
   const limitLatencyUs = intra ? await atomicsPingPongOneWayUs() : await tcpPingPongOneWayUs();
   const setGBs = new Map<number, number>();
@@ -182,10 +186,6 @@ async function benchP2p(o: BenchOptions, ranks: number, ppn: number, sizes: numb
     ucxLimit = await ucxPerftestLimit(bwBytes, process.env.UCX_TLS ?? 'tcp,self');
   }
   process.stderr.write('done\nrunning the benchmark job... ');
-  const args: P2pJobArgs = {
-    sizes, iters: positiveInt('--iters', o.iters), warmup: nonNegativeInt('--warmup', o.warmup),
-    warmupMs: parseDurationMs('--warmup-time', o.warmupTime), window: positiveInt('--window', o.window), plain: !!o.plain,
-  };
   const r = await launch(P2P_JOB, { ranks, ppn, args: [JSON.stringify(args)], output: 'pipe', timeoutMs: 600_000, link: o.link, transport: transportOf(o) });
   process.stderr.write('done\n');
   if (r.exitCode !== 0) {
