@@ -73,14 +73,16 @@ test('--warmup-time keeps every size warming up at least that long (each size is
   assert.ok(Date.now() - t0 >= 3000, `2 sizes x 1.5 s of warm-up took ${Date.now() - t0} ms in all`);
 });
 
-test('bad --warmup, --warmup-time and --iters values are refused with NBC_ERR_ARG', T, () => {
-  for (const [flag, value, want] of [
-    ['--warmup-time', 'soon', /--warmup-time 'soon': expected a duration such as 500ms, 0.5s or 0.*NBC_ERR_ARG/s],
-    ['--warmup', '-1', /--warmup '-1': expected an integer >= 0.*NBC_ERR_ARG/s],
-    ['--iters', '0', /--iters '0': expected a positive integer.*NBC_ERR_ARG/s],
+test('bad --warmup, --warmup-time, --iters and --window values are refused with NBC_ERR_ARG', T, () => {
+  for (const [op, flag, value, want] of [
+    ['barrier', '--warmup-time', 'soon', /--warmup-time 'soon': expected a duration such as 500ms, 0.5s or 0.*NBC_ERR_ARG/s],
+    ['barrier', '--warmup', '-1', /--warmup '-1': expected an integer >= 0.*NBC_ERR_ARG/s],
+    ['barrier', '--iters', '0', /--iters '0': expected a positive integer.*NBC_ERR_ARG/s],
+    ['p2p', '--window', '0', /--window '0': expected a positive integer.*NBC_ERR_ARG/s],
+    ['p2p', '--warmup-time', '1 fortnight', /--warmup-time '1 fortnight': expected a duration.*NBC_ERR_ARG/s],
   ] as const) {
-    const r = nbc('barrier', '--ranks', '2', flag, value);
-    assert.equal(r.status, 2, `${flag} ${value}: ${r.stderr}`);
+    const r = nbc(op, '--ranks', '2', flag, value);
+    assert.equal(r.status, 2, `${op} ${flag} ${value}: ${r.stderr}`);
     assert.match(r.stderr, want);
   }
 });
