@@ -38,15 +38,12 @@ export function machineInfo(): { cpu: string; cores: number; node: string } {
   return { cpu: c[0]?.model ?? 'unknown', cores: c.length, node: process.version };
 }
 
-function positiveInt(name: string, text: string): number {
+/** An option's integer value of at least `min` (1: "a positive integer"), else NBC_ERR_ARG. */
+function intAtLeast(name: string, text: string, min: 0 | 1): number {
   const n = Number(text);
-  if (!Number.isInteger(n) || n < 1) throw new NbcArgError(`Cannot use ${name} '${text}': expected a positive integer`);
-  return n;
-}
-
-function nonNegativeInt(name: string, text: string): number {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 0) throw new NbcArgError(`Cannot use ${name} '${text}': expected an integer >= 0`);
+  if (!Number.isInteger(n) || n < min) {
+    throw new NbcArgError(`Cannot use ${name} '${text}': expected ${min === 1 ? 'a positive integer' : 'an integer >= 0'}`);
+  }
   return n;
 }
 
@@ -99,8 +96,8 @@ async function runOp(op: string, o: BenchOptions, ranks: number, ppn: number, si
   const kind = opKind(op);
   const common: Omit<OpJobArgs, 'sizes'> = {
     op,
-    iters: positiveInt('--iters', o.iters),
-    warmup: nonNegativeInt('--warmup', o.warmup),
+    iters: intAtLeast('--iters', o.iters, 1),
+    warmup: intAtLeast('--warmup', o.warmup, 0),
     warmupMs: parseDurationMs('--warmup-time', o.warmupTime),
     algorithm: o.algorithm,
     executor: o.executor as 'host' | 'offload' | 'agg',
@@ -163,8 +160,8 @@ function emit(result: BenchResult, o: BenchOptions): Promise<void> | void {
 async function benchP2p(o: BenchOptions, ranks: number, ppn: number, sizes: number[]): Promise<void> {
   const intra = ppn >= 2;
   const args: P2pJobArgs = {
-    sizes, iters: positiveInt('--iters', o.iters), warmup: nonNegativeInt('--warmup', o.warmup),
-    warmupMs: parseDurationMs('--warmup-time', o.warmupTime), window: positiveInt('--window', o.window), plain: !!o.plain,
+    sizes, iters: intAtLeast('--iters', o.iters, 1), warmup: intAtLeast('--warmup', o.warmup, 0),
+    warmupMs: parseDurationMs('--warmup-time', o.warmupTime), window: intAtLeast('--window', o.window, 1), plain: !!o.plain,
   };
   process.stderr.write('measuring physical limits... ');
   const limitLatencyUs = intra ? await atomicsPingPongOneWayUs() : await tcpPingPongOneWayUs();
@@ -284,7 +281,7 @@ export function registerBench(program: Command): void {
         await renderChart(files.slice(1).map(readResult), files[0]!, o.metric === undefined ? undefined : { metric: o.metric as 'latency' | 'overlap' });
         return;
       }
-      const ranks = positiveInt('--ranks', o.ranks);
+      const ranks = intAtLeast('--ranks', o.ranks, 1);
       const sizes = parseSizes(o.sizes);
       if (o.link !== undefined) parseLinkSpec(o.link);
       if (!STATS.includes(o.stat as Stat)) throw new NbcArgError(`Cannot use --stat ${o.stat}: expected one of ${STATS.join(', ')}`);
@@ -298,11 +295,11 @@ export function registerBench(program: Command): void {
       }
       if (o.executor !== 'host' && op === 'p2p') throw new NbcArgError(`Cannot benchmark p2p with --executor ${o.executor}: the executor applies to collectives`);
       if (op === 'p2p') {
-        await benchP2p(o, ranks, o.ppn === undefined ? 2 : positiveInt('--ppn', o.ppn), sizes);
+        await benchP2p(o, ranks, o.ppn === undefined ? 2 : intAtLeast('--ppn', o.ppn, 1), sizes);
         return;
       }
       if (!BENCH_OPS.includes(op)) throw new NbcArgError(`Cannot benchmark '${op}': expected p2p, compare, chart or one of ${BENCH_OPS.join(', ')}`);
-      const ppn = o.ppn === undefined ? ranks : positiveInt('--ppn', o.ppn);
+      const ppn = o.ppn === undefined ? ranks : intAtLeast('--ppn', o.ppn, 1);
       const limits = await measureLimits(ppn >= ranks, sizes);
       const rows = await runOp(op, o, ranks, ppn, sizes);
       if (rows === null) return;

@@ -82,10 +82,10 @@ export interface SimParams {
    */
   callNetUs?: number;
   /**
-   * The call cost of single collectives, measured like callUs (2 ranks of one node, 8 B), where
-   * it differs from the allreduce's: a collective's call costs its own callUs-equivalent less
-   * callUs more than the allreduce's on every path (a vector collective checks and copies
-   * its count arrays, a scan keeps a running value). Absent for a collective: callUs.
+   * Per collective, its call cost measured as callUs is (2 ranks of one node, 8 B). A call of
+   * that collective costs callUsByColl[coll] - callUs more than the allreduce's, on every path
+   * (a vector collective checks and copies its count arrays, a scan keeps a running value).
+   * Absent for a collective: the same as the allreduce.
    */
   callUsByColl?: Partial<Record<string, number>>;
   agg: AggParams;
