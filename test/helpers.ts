@@ -1,10 +1,11 @@
 /** Shared helpers for multi-rank tests: every job runs under a deadline and fails loudly. */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { launch, type LaunchResult } from 'nbcoll';
+import { jobPath } from './job-path.ts';
 
-export const jobPath = (name: string): string => fileURLToPath(new URL(`./jobs/${name}`, import.meta.url));
+export { jobPath };
+
 
 /** Runs a job under a deadline; output is collected, not printed. */
 export async function run(job: string, ranks: number, ppn: number, args: string[] = [], timeoutMs = 60_000): Promise<LaunchResult> {

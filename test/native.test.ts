@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { nativeAddon, type NativeAddon } from '../src/runtime/native.ts';
+import { jobPath } from './job-path.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const nbc = (args: string[], env: NodeJS.ProcessEnv = {}): string =>
@@ -33,7 +34,7 @@ test('8 ranks on one node of 2 cores pass the allreduce and barrier property che
   for (const env of [{}, { NBC_NO_NATIVE: '1' }]) {
     for (const coll of ['allreduce', 'barrier']) {
       // the job throws (non-zero exit, execFileSync throws) on any result that differs from the reference
-      nbc(['run', '-n', '8', '--ppn', '8', '--timeout', '120', 'test/jobs/coll.ts', 'props', coll], env);
+      nbc(['run', '-n', '8', '--ppn', '8', '--timeout', '120', jobPath('coll.ts'), 'props', coll], env);
     }
   }
 });

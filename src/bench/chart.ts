@@ -4,13 +4,14 @@
  * `chartSpec` builds a Vega-Lite spec (pure, so tests can inspect it); `renderChart` compiles
  * it to Vega, renders SVG headless (renderer 'none', no canvas or browser needed) and, for
  * `.png`, rasterises that SVG with resvg using the system's DejaVu fonts.
+ *
+ * Vega, Vega-Lite and resvg load on the first render, not with this module: they take about
+ * 0.3 s to import, and every `nbc node` process (which registers the bench commands) would
+ * otherwise pay it at start-up without drawing anything.
  */
 
 import { writeFile } from 'node:fs/promises';
 import { extname } from 'node:path';
-import { Resvg } from '@resvg/resvg-js';
-import * as vega from 'vega';
-import * as vl from 'vega-lite';
 import type { TopLevelSpec } from 'vega-lite';
 import { NbcArgError } from '../errors.js';
 import { formatBytes, resultLabel } from './report.js';
@@ -168,6 +169,7 @@ function chartFormat(file: string): ChartFormat {
 
 /** Renders a Vega-Lite spec to SVG text without a browser or canvas. */
 async function toSvg(spec: TopLevelSpec): Promise<string> {
+  const [vega, vl] = await Promise.all([import('vega'), import('vega-lite')]);
   const view = new vega.View(vega.parse(vl.compile(spec).spec), { renderer: 'none' });
   try {
     return await view.toSVG();
@@ -177,7 +179,8 @@ async function toSvg(spec: TopLevelSpec): Promise<string> {
 }
 
 /** Rasterises SVG to PNG with resvg, drawing text with the system's DejaVu fonts. */
-function toPng(svg: string): Buffer {
+async function toPng(svg: string): Promise<Buffer> {
+  const { Resvg } = await import('@resvg/resvg-js');
   const resvg = new Resvg(svg, {
     font: { loadSystemFonts: true, defaultFontFamily: FONT },
     fitTo: { mode: 'zoom', value: PNG_ZOOM },
@@ -193,7 +196,7 @@ function toPng(svg: string): Buffer {
 export async function renderChart(results: readonly BenchResult[], file: string, opts?: ChartOptions): Promise<void> {
   const format = chartFormat(file);
   const svg = await toSvg(chartSpec(results, opts));
-  await writeFile(file, format === '.png' ? toPng(svg) : svg);
+  await writeFile(file, format === '.png' ? await toPng(svg) : svg);
 }
 
 /**
@@ -203,5 +206,5 @@ export async function renderChart(results: readonly BenchResult[], file: string,
 export async function renderSpec(spec: TopLevelSpec, file: string): Promise<void> {
   const format = chartFormat(file);
   const svg = await toSvg(spec);
-  await writeFile(file, format === '.png' ? toPng(svg) : svg);
+  await writeFile(file, format === '.png' ? await toPng(svg) : svg);
 }

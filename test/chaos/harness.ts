@@ -14,6 +14,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
+import { jobPath } from '../job-path.ts';
 import { mulberry32 } from '../jobs/common.ts';
 import { alive, cmdlineOf, descendants, environOf, socketOwners, tcpSockets, TCP_ESTABLISHED } from '../proc.ts';
 
@@ -62,7 +63,7 @@ export interface TrialResult {
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CLI = fileURLToPath(new URL('../../dist/cli/nbc.js', import.meta.url));
-const JOB = fileURLToPath(new URL('../jobs/chaos.ts', import.meta.url));
+const JOB = jobPath('chaos.ts');
 
 /**
  * Once the fault has landed, the job must be over within this long: it is the contract's "stops

@@ -36,6 +36,7 @@ import { launch, type LaunchResult } from 'nbcoll';
 import { startFabric, type FabricHandle } from '../../src/agg/fabric.ts';
 import { AUTH_MAGIC } from '../../src/net/auth.ts';
 import { MAX_FRAME_BODY } from '../../src/net/frame.ts';
+import { jobPath } from '../job-path.ts';
 import { mulberry32 } from '../jobs/common.ts';
 import { descendants, environOf, portOf, socketOwners, tcpSockets, TCP_LISTEN } from '../proc.ts';
 
@@ -73,7 +74,7 @@ export interface LiveReport {
   problems: string[];
 }
 
-const jobFile = fileURLToPath(new URL('../jobs/fuzz-live.ts', import.meta.url));
+const jobFile = jobPath('fuzz-live.ts');
 
 // ---------------------------------------------------------------------------------------------
 // Finding the listeners.

@@ -30,5 +30,9 @@ export const matmul = Op.create((inout: Float64Array, input: Float64Array) => {
   }
 }, { commutative: false, itemLength: 4, name: 'matmul' });
 
-/** mulberry32 (src/bench/prng.ts): the same stream on every rank, to generate test data reproducibly. */
-export { mulberry32 } from '../../src/bench/prng.ts';
+/**
+ * mulberry32 (src/bench/prng.ts): the same stream on every rank, to generate test data
+ * reproducibly. Imported from the build, as the other jobs import the library, so that this
+ * file compiles on its own into test/.jobs (job-path.ts).
+ */
+export { mulberry32 } from '../../dist/bench/prng.js';
