@@ -31,7 +31,6 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { launch, type LaunchResult } from 'nbcoll';
 import { startFabric, type FabricHandle } from '../../src/agg/fabric.ts';
 import { AUTH_MAGIC } from '../../src/net/auth.ts';
