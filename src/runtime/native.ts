@@ -57,17 +57,34 @@ export interface NativeAddon {
 }
 
 /**
+ * UCX's tcp transport as nbcoll tunes it, unless the user set these (and `ucx_perftest`, when
+ * `nbc bench` measures the limit beside nbcoll, runs with the same): receive segments of
+ * 512 KiB instead of 64 KiB and send segments of 64 KiB instead of 8 KiB. With 64 KiB receive
+ * segments a 64 KiB rendezvous fragment and its header do not fit one segment, and the
+ * receiver reads and reassembles in pieces. Measured on loopback, 2 ranks on 2 nodes, 5
+ * interleaved rounds (BENCHMARKS.md, "Segment sizes"): an exchange of 256 KiB each way 203-250
+ * -> 135-151 us, of 64 KiB 101-119 -> 51-59 us; 8 B unchanged; 16 ranks on 4 nodes use 2-6 MiB
+ * more per node.
+ */
+export const UCX_TCP_TUNING: Readonly<Record<string, string>> = {
+  UCX_TCP_RX_SEG_SIZE: '512k',
+  UCX_TCP_TX_SEG_SIZE: '64k',
+};
+
+/**
  * UCX settings that must be in the environment before the library loads, unless the user set
  * them: no UCX signal handlers (Node owns SIGSEGV and friends) and no malloc/mmap hooks (UCX's
  * memory events are for its registration cache, and Node's allocator must not be patched
- * under it); and emulated nodes on one host reach each other over UCX's network transport
- * (tcp on loopback), never its shared-memory ones, so "between nodes" stays a network path.
+ * under it); emulated nodes on one host reach each other over UCX's network transport
+ * (tcp on loopback), never its shared-memory ones, so "between nodes" stays a network path;
+ * and the tcp transport's segment sizes (UCX_TCP_TUNING).
  */
 const UCX_DEFAULTS: Record<string, string> = {
   UCX_ERROR_SIGNALS: '',
   UCX_MEM_MALLOC_HOOKS: 'no',
   UCX_MEM_MMAP_HOOK_MODE: 'none',
   UCX_TLS: 'tcp,self',
+  ...UCX_TCP_TUNING,
 };
 
 const ADDON = fileURLToPath(new URL('../../native/build/Release/nbc_native.node', import.meta.url));
