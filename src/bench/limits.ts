@@ -21,7 +21,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { NbcArgError, NbcInternalError, NbcLaunchError, NbcTimeoutError } from '../errors.js';
-import { UCX_TCP_TUNING } from '../runtime/native.js';
+import { withoutUcxTuning } from '../runtime/native.js';
 
 /** Repetitions a measurement is split into; the result is their median. */
 const REPS = 9;
@@ -357,7 +357,9 @@ export function ucxPerftestMissing(): string | null {
  */
 async function ucxPerftestRow(test: 'tag_lat' | 'tag_bw', bytes: number, iters: number, tls: string, peerErrors = false): Promise<number[]> {
   const port = await freePort();
-  const env = { ...UCX_TCP_TUNING, ...process.env, UCX_TLS: tls }; // as nbcoll's own workers run
+  // UCX's own segment sizes, not nbcoll's UCX_TCP_TUNING: they are perftest's best for tag_bw
+  // (bench/results/ucx/segments/perftest-tag-bw.txt), so the limit stays the higher one.
+  const env = { ...withoutUcxTuning(process.env), UCX_TLS: tls };
   const mode = peerErrors ? ['-e'] : [];
   const server = spawn('ucx_perftest', ['-p', String(port), ...mode], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   try {

@@ -57,14 +57,15 @@ export interface NativeAddon {
 }
 
 /**
- * UCX's tcp transport as nbcoll tunes it, unless the user set these (and `ucx_perftest`, when
- * `nbc bench` measures the limit beside nbcoll, runs with the same): receive segments of
+ * UCX's tcp transport as nbcoll tunes it, unless the user set these: receive segments of
  * 512 KiB instead of 64 KiB and send segments of 64 KiB instead of 8 KiB. With 64 KiB receive
  * segments a 64 KiB rendezvous fragment and its header do not fit one segment, and the
  * receiver reads and reassembles in pieces. Measured on loopback, 2 ranks on 2 nodes, 5
  * interleaved rounds (BENCHMARKS.md, "Segment sizes"): an exchange of 256 KiB each way 203-250
  * -> 135-151 us, of 64 KiB 101-119 -> 51-59 us; 8 B unchanged; 16 ranks on 4 nodes use 2-6 MiB
- * more per node.
+ * more per node. (`ucx_perftest`'s tag_bw, whose receives are posted before the data comes
+ * and which puts with UCX_ERR_HANDLING_MODE_NONE, is faster with UCX's own sizes, so `nbc
+ * bench` measures the limit with those.)
  */
 export const UCX_TCP_TUNING: Readonly<Record<string, string>> = {
   UCX_TCP_RX_SEG_SIZE: '512k',
@@ -87,6 +88,16 @@ const UCX_DEFAULTS: Record<string, string> = {
   ...UCX_TCP_TUNING,
 };
 
+/** The UCX_TCP_TUNING keys nativeAddon() put in process.env because the user had not set them. */
+const tuningApplied = new Set<string>();
+
+/** `env` without the tuning nbcoll applied itself: for UCX's own tools, run at UCX's defaults. */
+export function withoutUcxTuning(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const out = { ...env };
+  for (const k of tuningApplied) delete out[k];
+  return out;
+}
+
 const ADDON = fileURLToPath(new URL('../../native/build/Release/nbc_native.node', import.meta.url));
 
 let loaded: { addon: NativeAddon | null; why: string } | undefined;
@@ -96,7 +107,11 @@ export function nativeAddon(): { addon: NativeAddon | null; why: string } {
   if (loaded !== undefined) return loaded;
   if (process.env.NBC_NO_NATIVE === '1') return (loaded = { addon: null, why: 'disabled by NBC_NO_NATIVE=1' });
   if (!existsSync(ADDON)) return (loaded = { addon: null, why: `not built (${ADDON} is missing; npm run build builds it where a C compiler and the Node headers are present)` });
-  for (const [k, v] of Object.entries(UCX_DEFAULTS)) if (process.env[k] === undefined) process.env[k] = v;
+  for (const [k, v] of Object.entries(UCX_DEFAULTS)) {
+    if (process.env[k] !== undefined) continue;
+    process.env[k] = v;
+    if (k in UCX_TCP_TUNING) tuningApplied.add(k);
+  }
   try {
     const addon = createRequire(import.meta.url)(ADDON) as NativeAddon;
     return (loaded = { addon, why: ADDON });
