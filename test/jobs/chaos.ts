@@ -50,6 +50,12 @@ if (split3 !== null) comms.push(split3);
 /** Value of element i contributed by comm rank r for op k: small integers, exact in any order. */
 const val = (k: number, r: number, i: number): number => ((k * 131 + r * 17 + i * 7) % 23) - 11;
 
+/** Sets a[i] = f(i) for every i and returns a (for either array type of a call). */
+function fill<A extends Float64Array | Int32Array>(a: A, f: (i: number) => number): A {
+  for (let i = 0; i < a.length; i++) a[i] = f(i);
+  return a;
+}
+
 function fold(op: OpName, a: number, b: number): number {
   switch (op) {
     case 'sum': return a + b;
@@ -88,7 +94,7 @@ function start(k: number, c: Communicator, kind: Kind, blocking: boolean): Pendi
   const ex = mode === 'hier' ? (HIER_KINDS.has(kind) ? { algorithm: 'hier' } : {}) : { executor: mode === 'agg' ? 'agg' as const : mode };
   const me = c.rank;
   const p = c.size;
-  const mine = Arr.from({ length: n }, (_, i) => val(k, me, i));
+  const mine = fill(new Arr(n), (i) => val(k, me, i));
   let req: Request | null = null;
   let check: () => void;
   const go = (blockingCall: () => void, nb: () => Request): void => {
@@ -122,7 +128,7 @@ function start(k: number, c: Communicator, kind: Kind, blocking: boolean): Pendi
     }
     case 'alltoall': {
       // block j of rank r holds val(k, r, j * n + i)
-      const send = Arr.from({ length: n * p }, (_, x) => val(k, me, x));
+      const send = fill(new Arr(n * p), (x) => val(k, me, x));
       const out = new Arr(n * p);
       go(() => c.alltoall(send, out, ex), () => c.ialltoall(send, out, ex));
       check = () => { for (let r = 0; r < p; r++) for (let i = 0; i < n; i++) if (out[r * n + i] !== val(k, r, me * n + i)) wrong(k, 'alltoall', out[r * n + i]!, val(k, r, me * n + i)); };
@@ -139,7 +145,7 @@ function start(k: number, c: Communicator, kind: Kind, blocking: boolean): Pendi
       break;
     }
     case 'reduceScatterBlock': {
-      const send = Arr.from({ length: n * p }, (_, x) => val(k, me, x));
+      const send = fill(new Arr(n * p), (x) => val(k, me, x));
       const out = new Arr(n);
       go(() => c.reduceScatterBlock(send, out, op, ex), () => c.ireduceScatterBlock(send, out, op, ex));
       check = () => { for (let i = 0; i < n; i++) if (out[i] !== reduced(op, k, p, me * n + i)) wrong(k, `reduceScatterBlock ${op}`, out[i]!, reduced(op, k, p, me * n + i)); };
