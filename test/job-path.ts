@@ -1,8 +1,9 @@
 /**
- * Where a test job lives. `npm test` type-checks and compiles test/jobs/*.ts to test/.jobs/*.js
- * first (its pretest step, `tsc -p test/jobs/tsconfig.json`), so that a rank imports plain
- * JavaScript: a TypeScript entry makes every rank thread register tsx's loader and compile the
- * job again, which costs about 0.2 s per rank (a 16-rank job started in 6.5 s instead of 3 s).
+ * Where a test job lives. `npm test` compiles test/jobs/*.ts to test/.jobs/*.js first (its
+ * pretest step type-checks every test with tsconfig.test.json, then emits the jobs with
+ * `tsc -p test/jobs/tsconfig.json`), so that a rank imports plain JavaScript: a TypeScript
+ * entry makes every rank thread register tsx's loader and compile the job again, which costs
+ * about 0.2 s per rank (a 16-rank job started in 6.5 s instead of 3 s).
  * When the build is missing or older than any job source (a job edited, then one test file run
  * by hand), the source itself is used, so a stale build is never what gets tested.
  */

@@ -53,7 +53,7 @@ describe('soak', () => {
     const ids = REGISTERED_SCHEDULES + 50;
     for (let id = 1; id <= ids; id++) engine.registerSchedule(0, id, empty);
     const region = { slice: 0, offset: 0, bytes: 0 };
-    const post = (id: number): void => engine.post(0, id, 7, 0, 0, region, region, region, 0, 0);
+    const post = (id: number): void => { engine.post(0, id, 7, 0, 0, region, region, region, 0, 0); };
     post(50); // forgotten: the oldest 50 went
     post(51);
     post(ids);
