@@ -133,6 +133,10 @@ function pairPoints(world: Communicator, a: LogGPJobArgs, peer: number, lead: bo
     for (let j = 0; j < a.sizes.length; j++) {
       const s = out.subarray(0, a.sizes[j]!);
       const r = inb.subarray(0, a.sizes[j]!);
+      // Fresh payloads, written outside the timed region: a collective sends what it has just
+      // computed or received, whose lines sit dirty in the sender's core. Sent unchanged, the
+      // payload would stay cached on both cores and copy at cache speed (docs/sim.md, "G").
+      s.fill((rounds + j) & 255);
       if (lead) {
         const t0 = performance.now();
         world.send(s, peer, TAG_PING);
