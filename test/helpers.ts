@@ -6,7 +6,6 @@ import { jobPath } from './job-path.ts';
 
 export { jobPath };
 
-
 /** Runs a job under a deadline; output is collected, not printed. */
 export async function run(job: string, ranks: number, ppn: number, args: string[] = [], timeoutMs = 60_000): Promise<LaunchResult> {
   return launch(jobPath(job), { ranks, ppn, args, output: 'pipe', timeoutMs });
