@@ -36,7 +36,7 @@ describe('chaos (short form)', () => {
       const plan = planTrial(seedFor(fault, mode, transport), { transports, faults: [fault], modes: [mode] });
       const r = await runTrial(plan);
       assert.ok(r.verdict === 'stopped' || r.verdict === 'completed',
-        `trial ${JSON.stringify(r.plan)}: ${r.verdict} (exit ${r.exitCode}): ${r.detail}\n${r.log}`);
+        `trial ${JSON.stringify(r.plan)}, fault on ${r.culprit || '(none)'}: ${r.verdict} (exit ${r.exitCode}): ${r.detail}\n${r.log}`);
       if (r.verdict === 'stopped') assert.notEqual(r.exitCode, 0);
       if (!Number.isNaN(r.stopMs)) assert.ok(r.stopMs < STOP_DEADLINE_S * 1000, `stopped ${r.stopMs} ms after the fault`);
     });
