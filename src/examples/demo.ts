@@ -1,7 +1,8 @@
 /**
  * The flagship demo (`npm start`): a 6-rank job on 3 emulated nodes of 2 ranks. It shows the
  * two data paths and the building blocks later collectives stand on:
- *  - a ring exchange (every rank to its right neighbour: half the hops cross nodes over TCP);
+ *  - a ring exchange (every rank to its right neighbour: half the hops cross nodes, over UCX
+ *    where the native addon has it, else TCP);
  *  - a token passed around all ranks, accumulating who touched it;
  *  - per-node communicators (splitShared) and a Cartesian grid with shifts;
  *  - a 16 MiB message from registered (shared) memory, intra- and inter-node;
@@ -16,13 +17,15 @@ const { rank, size } = world;
 const right = (rank + 1) % size;
 const left = (rank - 1 + size) % size;
 const say = (text: string): void => console.log(text);
+/** How this job reaches other nodes, as the transport chose (--transport, NBC_TRANSPORT). */
+const betweenNodes = world.stats().interNode === 'ucx' ? 'UCX' : 'TCP';
 
 // 1. Ring: send my rank to the right, receive from the left.
 const got = new Int32Array(1);
 const r = world.irecv(got, left, 1);
 world.send(Int32Array.of(rank * 100), right, 1);
 r.wait();
-const path = world.nodeId === Math.floor(left / 2) ? 'shared memory' : 'TCP';
+const path = world.nodeId === Math.floor(left / 2) ? 'shared memory' : betweenNodes;
 say(`ring: got ${got[0]} from rank ${left} via ${path}`);
 
 // 2. Token ring: rank 0 starts a token; each rank appends itself.
@@ -57,7 +60,7 @@ if (rank === 0) {
     world.send(big, peer, 3);
     world.recv(new Uint8Array(1), peer, 4);
     const ms = performance.now() - t0;
-    say(`16 MiB to rank ${peer} (${peer === 1 ? 'shared memory' : 'TCP'}): ${ms.toFixed(1)} ms, ${((16 << 20) / ms / 1e6).toFixed(2)} GB/s`);
+    say(`16 MiB to rank ${peer} (${peer === 1 ? 'shared memory' : betweenNodes}): ${ms.toFixed(1)} ms, ${((16 << 20) / ms / 1e6).toFixed(2)} GB/s`);
   }
 } else if (rank === 1 || rank === 2) {
   const into = new Float64Array(n);
