@@ -79,6 +79,11 @@ describe('launcher', () => {
     assert.equal(p.status, 0, p.stderr);
     assert.match(p.stdout, /\[0\] token came back from rank 5 after visiting \[0 -> 1 -> 2 -> 3 -> 4 -> 5\]/);
     assert.match(p.stdout, /allreduce of 1000 doubles over 6 ranks: correct/);
+    // rank 0's left neighbour (rank 5) lives on another node: the ring names the transport
+    // that the rank's own counters say carried its inter-node messages
+    const via = /\[0\] ring: got 500 from rank 5 via (UCX|TCP)\n/.exec(p.stdout)?.[1];
+    assert.ok(via !== undefined, p.stdout);
+    assert.match(p.stdout, new RegExp(`\\[0\\] sent \\d+ messages \\(\\d+ through shared memory, \\d+ over ${via}`));
   });
 
   test('a job that returns results resolves launch() with them per rank', T, async () => {
