@@ -693,8 +693,10 @@ export class Transport implements Progressor {
     if (route === UCX_ROUTE) return this.recvEagerUcx(ctx, src, tag, bytes);
     const ring = this.inRings[route]!;
     const i32 = ring.i32;
-    let start = 0; // read the clock only once the message is late: it costs as much as a poll
-    let n = 0;
+    // Read the clock only once the message is late (it costs as much as a poll), unless waits
+    // take an idle step from the first empty poll (see idleFromFirstPoll).
+    let n = this.idleFromFirstPoll();
+    let start = n < 0 ? performance.now() : 0;
     // While we wait, progress leaves the message where it is (see progress), so it can only be
     // found at the head of its ring: never copied out to the unexpected list halfway.
     this.wantRing = ring;
@@ -742,8 +744,8 @@ export class Transport implements Progressor {
 
   /** `recvEager` from a rank reached over UCX: its message arrives in the unexpected list. */
   private recvEagerUcx(ctx: number, src: number, tag: number, bytes: number): number {
-    let start = 0;
-    let n = 0;
+    let n = this.idleFromFirstPoll();
+    let start = n < 0 ? performance.now() : 0;
     for (;;) {
       this.progress();
       if (this.takeUnexpected(ctx, src, tag, bytes)) return -1;
@@ -1228,10 +1230,22 @@ export class Transport implements Progressor {
     return true;
   }
 
+  /**
+   * How a wait loop starts counting its empty polls: 0 to spin, checking the clock every 16th
+   * poll; -1 to take an idle step (sched_yield, or park) after every empty poll from the first,
+   * where the spin budget is zero (a crowded host). Over UCX a poll is a system call (the
+   * worker's progress), so 16-32 empty polls before the first yield kept the core from the
+   * rank being waited for for about 80 us on this VM (BENCHMARKS.md, "Yield from the first
+   * empty poll").
+   */
+  private idleFromFirstPoll(spinMs = this.spinMs): number {
+    return spinMs === 0 ? -1 : 0;
+  }
+
   private spinThenPark(done: () => boolean): void {
     const start = performance.now();
     const probe = { get done() { return done(); } };
-    let n = 0;
+    let n = this.idleFromFirstPoll();
     for (;;) {
       this.progress();
       if (done()) return;
@@ -1247,7 +1261,7 @@ export class Transport implements Progressor {
     if (req.done) return;
     const start = performance.now();
     const spinMs = req.spinUs === undefined ? this.spinMs : req.spinUs / 1000;
-    let n = 0;
+    let n = this.idleFromFirstPoll(spinMs);
     for (;;) {
       this.progress();
       if (req.done) return;
