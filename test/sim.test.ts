@@ -328,6 +328,33 @@ test('GOAL export writes every rank\'s schedule with the interpreter\'s dependen
   assert.throws(() => toGoal(buildProgram({ coll: 'allreduce', ranks: 4, ppn: 1, bytes: 8, executor: 'agg' }, P), P), { code: 'NBC_ERR_ARG', message: /^Cannot export allreduce\/agg as GOAL/ });
 });
 
+test('a path\'s size-dependent part (X) is paid half by the sender before the message leaves, half by the receiver', { timeout: 5_000 }, () => {
+  const shm = (us: number[]): SimParams => ({ ...P, shm: { ...P.shm, X: { bytes: [1, 1001], us } } });
+  // X(501) = 1, halfway between 0 and 2: the sender leaves at o + 0.5 = 1, is busy 0.5 more
+  // (O); the message arrives 1 + 0.5 (G) + 1 (L) = 2.5, taken in 0.5 + 0.5 + 0.5 = 1.5 later.
+  near(runProgram(programOf(ping(501), 2), shm([0, 2])).done, [1.5, 4], 'interpolated');
+  // Outside the sizes the nearest end holds: X(1) = 0 is the plain LogGOPS ping; X(5) = 2 at 5 B.
+  near(runProgram(programOf(ping(1), 2), shm([0, 2])).done, Array.from(runProgram(programOf(ping(1), 2), P).done), 'X(1) = 0');
+  near(runProgram(programOf(ping(101), 2), { ...P, shm: { ...P.shm, X: { bytes: [1001, 2001], us: [2, 4] } } }).done, [1.6, 4.2], 'below the first size');
+  // A negative part takes from the overheads, never below zero: half of -2 leaves o 0.5 at 0
+  // and the receiver's 0.5 + 0.1 at 0: sent at 0, busy 0.1 (O), arrives 0.1 + 1, taken at once.
+  near(runProgram(programOf(ping(101), 2), shm([-2, -2])).done, [0.1, 1.1], 'negative');
+  assert.equal(modelOneWay({ ...P.shm, X: { bytes: [1, 1001], us: [0, 2] } }, 501), 2 * 0.5 + 1 + 500 * 0.002 + 1);
+  assert.throws(() => parseSimParams(shm([0]), 'x.json'), { code: 'NBC_ERR_ARG', message: /shm.X is .*expected \{ bytes, us \}/ });
+  assert.throws(() => parseSimParams({ ...P, shm: { ...P.shm, X: { bytes: [64, 1], us: [0, 1] } } }, 'x.json'), { code: 'NBC_ERR_ARG', message: /shm.X/ });
+  assert.deepEqual(parseSimParams(shm([0, 2]), 'x.json').shm.X, { bytes: [1, 1001], us: [0, 2] });
+});
+
+test('the LogGP fit keeps, per calibrated size, what the ping-pongs took beyond its line (X)', { timeout: 5_000 }, () => {
+  // Shared memory as measured on the reference VM: the first KiB costs more than the next 15.
+  const pingPong = [[1, 0.65], [64, 1.07], [1024, 1.41], [4096, 2.34], [16384, 3.05], [65536, 5.8]].map(([bytes, us]) => ({ bytes: bytes!, us: us! }));
+  const m = fitLogGOPS({ rounds: 10, pingPong, trains: [1, 2, 3, 4].map((k) => ({ messages: k, postUs: 0.25 * k, totalUs: 1 + 0.4 * k })) }, true, 8192);
+  assert.deepEqual(m.X!.bytes, pingPong.map((p) => p.bytes));
+  for (const p of pingPong) assert.ok(Math.abs(modelOneWay(m, p.bytes) - p.us) < 1e-9, `${p.bytes} B: ${modelOneWay(m, p.bytes)} against ${p.us} measured`);
+  const { X: _, ...line } = m;
+  assert.ok(modelOneWay(line, 1024) < 0.8 * 1.41, 'the line alone is far below the measured KiB');
+});
+
 test('parameters are validated field by field, and every preset is valid', { timeout: 5_000 }, () => {
   for (const [name, p] of Object.entries(PRESETS)) assert.deepEqual(parseSimParams(p, name), p);
   assert.deepEqual(parseSimParams(DEFAULT_SIM_PARAMS, 'defaults'), DEFAULT_SIM_PARAMS);
@@ -462,7 +489,10 @@ test('the LogGP fit takes G from the ping-pong slope, g from the trains, and kee
     trains: [1, 2, 3, 4].map((k) => ({ messages: k, postUs: 2 * k, totalUs: 10 + 3 * k })),
   };
   const net = fitLogGOPS(job, false, 8192);
-  assert.deepEqual(net, { L: 6, o: 2, g: 3, G: 0.001, O: 0, S: 8192 });
+  assert.deepEqual(net, { L: 6, o: 2, g: 3, G: 0.001, O: 0, S: 8192 }, 'the network path: no size-dependent part');
+  const { X } = fitLogGOPS(job, true, 8192);
+  assert.deepEqual(X?.bytes, [1, 1001, 2001], 'shared memory: on a straight line nothing is left for the size-dependent part');
+  for (const u of X!.us) assert.ok(Math.abs(u) < 1e-9);
   const slow = fitLogGOPS({ ...job, trains: job.trains.map((t) => ({ ...t, postUs: 8 * t.messages })) }, true, 4096);
   assert.ok(Math.abs(slow.o - 4.5) < 1e-12 && Math.abs(slow.L - 1) < 1e-12, 'o capped at 0.45 x one way');
   assert.ok(Math.abs(slow.G - 0.0005) < 1e-12 && Math.abs(slow.O - 0.0005) < 1e-12, 'shm splits the slope between G and O');
@@ -542,7 +572,8 @@ test('a calibration fits again from the samples it keeps; one without samples is
   const file = { version: 1, measuredAt: 'then', host: 'h', params: { ...P, callUs: 99 },
     samples: { shm: job, net: job, crowd: [], call: { measuredUs: 50, modelUs: 0, callUs: 99 }, cores: 2, eagerLimit: 8192, reduceUsPerByte: 0.002, copyUsPerByte: 0.001 } };
   const again = refitLogGP(file);
-  assert.deepEqual(again.params.net, { L: 6, o: 2, g: 3, G: 0.001, O: 0, S: 16001 });
+  const { X: _, ...line } = again.params.net;
+  assert.deepEqual(line, { L: 6, o: 2, g: 3, G: 0.001, O: 0, S: 16001 });
   // The cost per call: the same measurement less what the refitted model charges for it.
   const model = (again.samples as { call: { modelUs: number } }).call.modelUs;
   assert.ok(model > 0 && Math.abs(again.params.callUs! - (50 - model)) < 1e-9);

@@ -49,7 +49,7 @@ import { NbcArgError } from '../errors.js';
 import { reduceRegions } from '../ops/regions.js';
 import { launch } from '../runtime/launcher.js';
 import { parseTransport } from '../runtime/node-main.js';
-import { DEFAULT_SIM_PARAMS, SIM_PARAMS_VERSION, type Crowd, type LogGOPS, type SimParams, type SimParamsFile } from './params.js';
+import { DEFAULT_SIM_PARAMS, SIM_PARAMS_VERSION, sizeExtraUs, type Crowd, type LogGOPS, type SimParams, type SimParamsFile } from './params.js';
 import type { LogGPJobArgs, LogGPJobResult } from './loggp-job.js';
 import { simParamsFilePath, writeSimParamsFile } from './params-file.js';
 import { barrierLoopSpread, simulate } from './index.js';
@@ -87,14 +87,18 @@ export function fitLine(xs: readonly number[], ys: readonly number[]): { slope: 
 
 /**
  * The one-way time of an isolated `s`-byte message under `m`, as the engine charges it: eager,
- * o + (s-1)G + L + o + (s-1)O; by rendezvous, a request and a clear-to-send (o + L each) first.
+ * o + (s-1)G + L + o + (s-1)O + X(s); by rendezvous, a request and a clear-to-send (o + L
+ * each) first.
  */
 export function modelOneWay(m: LogGOPS, s: number): number {
-  const eager = m.o + (m.oRecv ?? m.o) + m.L + Math.max(0, s - 1) * (m.G + m.O);
+  const eager = m.o + (m.oRecv ?? m.o) + m.L + Math.max(0, s - 1) * (m.G + m.O) + sizeExtraUs(m, s);
   return s <= m.S ? eager : eager + 2 * (m.o + m.L);
 }
 
-/** LogGOPS of one path from the job's samples (the rules above). */
+/**
+ * LogGOPS of one path from the job's samples (the rules above); on shared memory with the
+ * ping-pongs' size-dependent part (withSizeExtra).
+ */
 export function fitLogGOPS(job: LogGPJobResult, shm: boolean, eagerLimit: number): LogGOPS {
   const longest = job.trains[job.trains.length - 1]!;
   const smallest = job.pingPong.reduce((x, y) => (y.bytes < x.bytes ? y : x));
@@ -112,7 +116,24 @@ export function fitLogGOPS(job: LogGPJobResult, shm: boolean, eagerLimit: number
   const pushed = withS(slope(job.pingPong), Math.max(eagerLimit, largest.bytes));
   // The mean, not the median: only a few sizes lie above the eager limit, and they decide.
   const misfit = (m: LogGOPS): number => job.pingPong.reduce((sum, p) => sum + Math.abs(modelOneWay(m, p.bytes) - p.us) / p.us, 0);
-  return misfit(pushed) < misfit(handshake) ? pushed : handshake;
+  const line = misfit(pushed) < misfit(handshake) ? pushed : handshake;
+  return shm ? withSizeExtra(line, job.pingPong) : line;
+}
+
+/**
+ * `m` with its size-dependent part (LogGOPS.X) set to what the ping-pongs measured beyond the
+ * line at each size, so that the model's one-way time is the measured one at every calibrated
+ * size. A line through sizes from 1 byte to 64 KiB cannot follow shared memory, where the first
+ * KiB costs more than the next 15 (cache lines moved one by one, then prefetched streams): on
+ * the reference VM the line's one-way time was half the measured one at 1 KiB, and one-node
+ * collectives were simulated 20-45 % too fast (BENCHMARKS.md, "Validation, seventh pass").
+ * Only shared memory gets it: over the network the ping-pongs' residuals around the line did
+ * not carry over to collectives (2 ranks on 2 nodes, 1 KiB: +0.5 % -> -9.3 % with them).
+ */
+export function withSizeExtra(m: LogGOPS, pingPong: LogGPJobResult['pingPong']): LogGOPS {
+  const { X: _, ...line } = m;
+  const points = [...pingPong].sort((a, b) => a.bytes - b.bytes);
+  return { ...line, X: { bytes: points.map((p) => p.bytes), us: points.map((p) => p.us - modelOneWay(line, p.bytes)) } };
 }
 
 /**

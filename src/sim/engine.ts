@@ -46,7 +46,7 @@ import { NbcInternalError } from '../errors.js';
 import { A_COPY, A_RECV, A_REDUCE, A_SEND, grown } from '../sched/schedule.js';
 import { EventQueue } from './heap.js';
 import type { Program } from './program.js';
-import type { LogGOPS, SimParams } from './params.js';
+import { sizeExtraUs, type LogGOPS, type SimParams } from './params.js';
 
 const EV_START = 0;
 const EV_DONE = 1;
@@ -457,12 +457,13 @@ class Simulation {
 
   /**
    * A message of `s` bytes leaves `cpu` through injector `inj[slot]`: start when both are free,
-   * the CPU pays o (the message leaves then: this.leave) and (s-1)O (free again: this.busyEnd),
+   * the CPU pays o and half the path's size-dependent part X(s) (the message leaves then:
+   * this.leave; a rendezvous request, s = 0, pays o alone) and (s-1)O (free again: this.busyEnd),
    * the injector g + (s-1)G.
    */
   private inject(cpu: number, inj: Float64Array, slot: number, m: LogGOPS, s: number, t: number): void {
     const start = Math.max(t, this.cpuFree[cpu]!, inj[slot]!);
-    const leave = this.advance(cpu, start, m.o);
+    const leave = this.advance(cpu, start, s > 0 && m.X !== undefined ? Math.max(0, m.o + sizeExtraUs(m, s) / 2) : m.o);
     const busyEnd = this.advance(cpu, leave, Math.max(0, s - 1) * m.O);
     this.cpuFree[cpu] = busyEnd;
     inj[slot] = start + m.g + Math.max(0, s - 1) * m.G;
@@ -539,7 +540,8 @@ class Simulation {
     const inj = net ? this.netRecv : this.shmRecv;
     const slot = net ? this.procNode[p]! : c;
     const start = Math.max(this.now, this.cpuFree[c]!, inj[slot]!);
-    const end = this.advance(c, start, (m.oRecv ?? m.o) + Math.max(0, s - 1) * m.O);
+    const take = (m.oRecv ?? m.o) + Math.max(0, s - 1) * m.O;
+    const end = this.advance(c, start, m.X === undefined ? take : Math.max(0, take + sizeExtraUs(m, s) / 2));
     this.cpuFree[c] = end;
     inj[slot] = start + m.g + Math.max(0, s - 1) * m.G;
     this.heap.push(end, EV_DONE, r, 0);
