@@ -1,0 +1,65 @@
+/**
+ * How a blocking wait spends its empty polls (docs/architecture.md, "Waiting"): with a spin
+ * budget it polls, looking at the clock every 16th poll; on a crowded host (spin budget 0) it
+ * yields its core after every empty poll from the first. Two ranks of one node, in one thread:
+ * the peer's send runs inside the waiting rank's yield, as the peer would run on the core the
+ * yield handed over.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Transport } from '../src/p2p/transport.ts';
+import { createNodeShared } from '../src/shm/node-shared.ts';
+
+const T = { timeout: 10_000 };
+
+/**
+ * Rank 0 waits for a message from rank 1, which sends it in rank 0's first yield. Returns how
+ * many times rank 0 polled before that yield, and how many yields the wait took.
+ */
+function waitWithPeerInYield(spinUs: number, blockingRecv: boolean): { pollsBeforeYield: number; yields: number } {
+  const shared = createNodeShared({ ranks: 2, ringBytes: 64 * 1024, sliceBytes: 1 << 20 });
+  const placement = { worldSize: 2, nodeId: 0, nodeOfRank: Int32Array.of(0, 0), localOfRank: Int32Array.of(0, 1) };
+  let polls = 0;
+  let pollsBeforeYield = -1;
+  let yields = 0;
+  const peer = new Transport(shared, { ...placement, worldRank: 1 });
+  const yieldFn = (): void => {
+    if (yields++ === 0) {
+      pollsBeforeYield = polls;
+      peer.isend(Uint8Array.of(42), 0, 0, 1, 5);
+    }
+  };
+  const rank = new Transport(shared, { ...placement, worldRank: 0 }, { spinUs, yieldFn, yieldUs: 1_000_000 });
+  const progress = rank.progress.bind(rank);
+  rank.progress = (): boolean => {
+    polls++;
+    assert.ok(polls < 1_000_000, 'the wait never yielded');
+    return progress();
+  };
+  const got = new Uint8Array(1);
+  if (blockingRecv) {
+    rank.recvEagerInto(1, 0, 1, 5, got, 0, 1);
+  } else {
+    const req = rank.irecv(got, 1, 1, 0, 5);
+    rank.waitUntil(req);
+  }
+  assert.equal(got[0], 42, 'the message arrived');
+  return { pollsBeforeYield, yields };
+}
+
+test('on a crowded host (spin budget 0) a wait yields after its first empty poll', T, () => {
+  for (const blockingRecv of [false, true]) {
+    const r = waitWithPeerInYield(0, blockingRecv);
+    const what = blockingRecv ? 'blocking receive (recvEager)' : 'wait on a request';
+    assert.ok(r.pollsBeforeYield >= 1 && r.pollsBeforeYield <= 3, `${what}: yielded after ${r.pollsBeforeYield} polls, expected 1-3`);
+    assert.equal(r.yields, 1, `${what}: the peer's message ends the wait at the first yield`);
+  }
+});
+
+test('with a spin budget a wait polls that long before its first yield', T, () => {
+  const spinUs = 2_000;
+  const t0 = performance.now();
+  const r = waitWithPeerInYield(spinUs, false);
+  assert.ok(performance.now() - t0 >= spinUs / 1000, 'the wait spun its budget out before yielding');
+  assert.ok(r.pollsBeforeYield > 16, `yielded after ${r.pollsBeforeYield} polls, expected the spin first`);
+});
