@@ -333,7 +333,9 @@ test('a path\'s size-dependent part (X) is paid half by the sender before the me
   // X(501) = 1, halfway between 0 and 2: the sender leaves at o + 0.5 = 1, is busy 0.5 more
   // (O); the message arrives 1 + 0.5 (G) + 1 (L) = 2.5, taken in 0.5 + 0.5 + 0.5 = 1.5 later.
   near(runProgram(programOf(ping(501), 2), shm([0, 2])).done, [1.5, 4], 'interpolated');
-  // Outside the sizes the nearest end holds: X(1) = 0 is the plain LogGOPS ping; X(5) = 2 at 5 B.
+  // Outside the sizes the nearest end holds: X(1) = 0 is the plain LogGOPS ping; below sizes
+  // 1001 and 2001 a 101 B message pays X(1001) = 2 (leaves at 0.5 + 1 + 0.1 busy; arrives
+  // 1.5 + 0.1 + 1 = 2.6, taken in 0.5 + 0.1 + 1 = 1.6 later).
   near(runProgram(programOf(ping(1), 2), shm([0, 2])).done, Array.from(runProgram(programOf(ping(1), 2), P).done), 'X(1) = 0');
   near(runProgram(programOf(ping(101), 2), { ...P, shm: { ...P.shm, X: { bytes: [1001, 2001], us: [2, 4] } } }).done, [1.6, 4.2], 'below the first size');
   // A negative part takes from the overheads, never below zero: half of -2 leaves o 0.5 at 0
@@ -572,8 +574,7 @@ test('a calibration fits again from the samples it keeps; one without samples is
   const file = { version: 1, measuredAt: 'then', host: 'h', params: { ...P, callUs: 99 },
     samples: { shm: job, net: job, crowd: [], call: { measuredUs: 50, modelUs: 0, callUs: 99 }, cores: 2, eagerLimit: 8192, reduceUsPerByte: 0.002, copyUsPerByte: 0.001 } };
   const again = refitLogGP(file);
-  const { X: _, ...line } = again.params.net;
-  assert.deepEqual(line, { L: 6, o: 2, g: 3, G: 0.001, O: 0, S: 16001 });
+  assert.deepEqual(again.params.net, { L: 6, o: 2, g: 3, G: 0.001, O: 0, S: 16001 });
   // The cost per call: the same measurement less what the refitted model charges for it.
   const model = (again.samples as { call: { modelUs: number } }).call.modelUs;
   assert.ok(model > 0 && Math.abs(again.params.callUs! - (50 - model)) < 1e-9);
