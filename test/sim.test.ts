@@ -44,6 +44,39 @@ test('a 2-rank eager ping takes o + (s-1)G + L + o + (s-1)O, LogGP by hand', { t
   near(runProgram(programOf(ping(101), 2), P).done, [0.6, 2.2], 'shm');
 });
 
+test('on a shared host (hostCores) the ranks queue for its cores', { timeout: 5_000 }, () => {
+  const exchange = [0, 1].map((r) => {
+    const b = new ScheduleBuilder('exchange');
+    b.send(1 - r, { buf: SEND, offset: 0, bytes: 101 });
+    b.recv(1 - r, { buf: RECV, offset: 0, bytes: 101 });
+    return b.build();
+  });
+  // A core each: both sends leave at 1, arrive at 1 + 1 + 5 = 7, are taken in by 8.
+  near(runProgram(programOf(exchange), P).done, [8, 8], 'a core each');
+  near(runProgram(programOf(exchange), { ...P, hostCores: 2 }).done, [8, 8], 'as many cores as ranks');
+  // One core: rank 1's send waits for rank 0's (leaves at 2, arrives 8); rank 1 takes rank 0's
+  // message in at 7..8, rank 0 rank 1's at 8..9.
+  near(runProgram(programOf(exchange), { ...P, hostCores: 1 }).done, [9, 8], 'one core');
+});
+
+test('a rank that gave up its core pays the wake-up (W) for the message that brings it back; a busy one does not', { timeout: 5_000 }, () => {
+  const W: SimParams = { ...P, net: { ...P.net, W: 3 }, hostCores: 1 };
+  // Idle since 0, the receiver pays W before o: 7 + 3 + 1.
+  near(runProgram(programOf(ping(101)), W).done, [1, 11], 'woken');
+  // Without a shared host W is not paid.
+  near(runProgram(programOf(ping(101)), { ...W, hostCores: undefined }).done, [1, 8], 'a core each');
+  // Busy with a 10 us copy (after the sender's o on the one core: 1..11) when the message comes at 7: no wake-up, taken in at 11..12.
+  const a = new ScheduleBuilder('ping');
+  a.send(1, { buf: SEND, offset: 0, bytes: 101 });
+  const b = new ScheduleBuilder('ping');
+  b.copy({ buf: SEND, offset: 0, bytes: 10_000 }, { buf: RECV, offset: 200 });
+  b.recv(0, { buf: RECV, offset: 0, bytes: 101 });
+  near(runProgram(programOf([a.build(), b.build()]), W).done, [1, 12], 'busy');
+  // Rendezvous: the request wakes the receiver (6 + 3 + 1 = 10), the clear-to-send (at 15) the
+  // sender (18, data leaves 19, arrives 19 + 20 + 5), and the data the receiver again: 44 + 3 + 1.
+  near(runProgram(programOf(ping(2001)), W).done, [19, 48], 'rendezvous');
+});
+
 test('a 2-rank rendezvous ping adds the request and clear-to-send round trip', { timeout: 5_000 }, () => {
   // 2001 B > S: request leaves at 1, arrives 6; the receiver answers (o) at 7, CTS arrives 12;
   // data leaves at 13, arrives 13 + 20 + 5 = 38, received at 39. The send completes at 13.
@@ -203,10 +236,14 @@ test('a host crowded with ranks takes the calibrated crowd levels, interpolated,
   assert.equal(crowdedParams(spread, 3, 2).params.barrierSpreadUs, 50);
   assert.equal(crowdedParams(spread, 8, 2).params.barrierSpreadUs, 100);
   assert.equal(crowdedParams(spread, 2, 2).params.barrierSpreadUs, undefined);
-  // Parameters without levels (a preset) are left alone, and the note says why.
+  // Crowded, the ranks share the host's cores (hostCores); fitting them, they do not.
+  assert.equal(mid.params.hostCores, 2);
+  assert.equal(far.params.hostCores, 2);
+  assert.equal(crowdedParams(crowded, 2, 2).params.hostCores, undefined);
+  // Parameters without levels (a preset) keep their paths, and the note says why.
   const none = crowdedParams(P, 8, 2);
-  assert.equal(none.params, P);
-  assert.match(none.note, /no crowd levels/);
+  assert.deepEqual(none.params, { ...P, hostCores: 2 });
+  assert.match(none.note, /no crowd levels: the ranks share the cores, their messages are priced as on an idle host/);
   assert.throws(() => parseSimParams({ ...crowded, crowd: { cores: 2, levels: [{ ranks: 2, shm: path(1), net: path(1) }] } }, 'c.json'), {
     code: 'NBC_ERR_ARG', message: 'Cannot use the simulator parameters from c.json: crowd.levels[0].ranks is 2; expected an integer above crowd.cores (2)',
   });
@@ -355,6 +392,16 @@ test('the LogGP fit keeps, per calibrated size, what the ping-pongs took beyond 
   for (const p of pingPong) assert.ok(Math.abs(modelOneWay(m, p.bytes) - p.us) < 1e-9, `${p.bytes} B: ${modelOneWay(m, p.bytes)} against ${p.us} measured`);
   const { X: _, ...line } = m;
   assert.ok(modelOneWay(line, 1024) < 0.8 * 1.41, 'the line alone is far below the measured KiB');
+});
+
+test('a shared host\'s cores and a path\'s wake-up are validated', { timeout: 5_000 }, () => {
+  assert.deepEqual(parseSimParams({ ...P, hostCores: 2, net: { ...P.net, W: 4 } }, 'p.json'), { ...P, hostCores: 2, net: { ...P.net, W: 4 } });
+  assert.throws(() => parseSimParams({ ...P, hostCores: 1.5 }, 'p.json'), {
+    code: 'NBC_ERR_ARG', message: 'Cannot use the simulator parameters from p.json: hostCores is 1.5; expected an integer >= 1',
+  });
+  assert.throws(() => parseSimParams({ ...P, shm: { ...P.shm, W: -1 } }, 'p.json'), {
+    code: 'NBC_ERR_ARG', message: 'Cannot use the simulator parameters from p.json: shm.W is -1; expected a finite number >= 0',
+  });
 });
 
 test('parameters are validated field by field, and every preset is valid', { timeout: 5_000 }, () => {
@@ -540,13 +587,36 @@ test('a crowd level draws no jitter and keeps of its measured barrier spread wha
   const lv = fitted.crowd!.levels[0]!;
   assert.equal(lv.net.J, undefined);
   assert.equal(lv.shm.J, undefined);
-  // The loop of 8 ranks, 2 per node, on the level's paths spreads them some (cross-node rounds
-  // of one way 100 us): the level keeps the rest of the 5 ms measured, and none of a spread
-  // smaller than the model's own.
-  const own = barrierLoopSpread(8, 2, { ...DEFAULT_SIM_PARAMS, shm: lv.shm, net: lv.net, reduceUsPerByte: 0.002, copyUsPerByte: 0.001 });
+  // The loop of 8 ranks, 2 per node, on the level's paths (on the shared host of 2 cores it was
+  // measured on) spreads them some (cross-node rounds of one way 100 us): the level keeps the
+  // rest of the 5 ms measured.
+  const own = barrierLoopSpread(8, 2, { ...DEFAULT_SIM_PARAMS, shm: lv.shm, net: lv.net, reduceUsPerByte: 0.002, copyUsPerByte: 0.001, hostCores: 2 });
   assert.ok(own > 0 && own < 5000, `own spread ${own} us`);
   assert.ok(Math.abs(lv.barrierSpreadUs! - (5000 - own)) < 1e-9, `${lv.barrierSpreadUs} us kept`);
-  assert.equal(refitLogGP(file(own / 2)).params.crowd!.levels[0]!.barrierSpreadUs, 0);
+  // None of a spread that the loop exceeds even with no wake-ups at all.
+  assert.equal(refitLogGP(file(0)).params.crowd!.levels[0]!.barrierSpreadUs, 0);
+});
+
+test('a crowd level takes its extra latency as wake-ups, as much as its barriers\' measured spread allows', { timeout: 20_000 }, () => {
+  const trains = [1, 2, 3, 4].map((k) => ({ messages: k, postUs: 2 * k, totalUs: 10 + 3 * k }));
+  const job = (oneWayUs: number): LogGPJobResult => ({ rounds: 10, trains, pingPong: [1, 1001, 16001].map((bytes) => ({ bytes, us: oneWayUs + (bytes - 1) * 0.001 })) });
+  const file = (barrierSpreadUs: number) => ({ version: 1, measuredAt: 'then', host: 'h', params: P,
+    samples: { shm: job(10), net: job(10), crowd: [{ ranks: 8, shm: job(20), net: { ...job(100), barrierSpreadUs } }], call: { measuredUs: 50, modelUs: 0, callUs: 0 }, cores: 2, eagerLimit: 8192, reduceUsPerByte: 0.002, copyUsPerByte: 0.001 } });
+  const uncrowded = refitLogGP(file(1e6)).params;
+  // A spread larger than any share makes: the whole of the extra latency is wake-ups (W), L is the uncrowded one.
+  const all = uncrowded.crowd!.levels[0]!;
+  assert.ok(Math.abs(all.net.W! - (100 - 10)) < 1e-6 && Math.abs(all.net.L - uncrowded.net.L - 0) < 10, `net W ${all.net.W}, L ${all.net.L}`);
+  assert.ok(Math.abs(all.shm.W! - (20 - 10)) < 1e-6, `shm W ${all.shm.W}`);
+  for (const lv of [all.net, all.shm]) assert.ok(Math.abs(modelOneWay(lv, 1) + lv.W! - (lv === all.net ? 100 : 20)) < 1e-6, 'an unqueued ping-pong keeps its one-way time');
+  // A measured spread below what the whole share makes: the largest share whose loop stays within it.
+  const at = (p: SimParams) => barrierLoopSpread(8, 2, { ...DEFAULT_SIM_PARAMS, shm: p.crowd!.levels[0]!.shm, net: p.crowd!.levels[0]!.net, reduceUsPerByte: 0.002, copyUsPerByte: 0.001, hostCores: 2 });
+  const full = at(uncrowded);
+  const part = refitLogGP(file(full / 2)).params;
+  const lv = part.crowd!.levels[0]!;
+  assert.ok(lv.net.W! > 0 && lv.net.W! < all.net.W!, `a share: W ${lv.net.W} of ${all.net.W}`);
+  assert.ok(at(part) <= full / 2 + 1e-6 && at(part) > full / 4, `the loop spreads ${at(part)} us, measured ${full / 2}`);
+  assert.ok(Math.abs(lv.net.L + lv.net.W! - (all.net.L + all.net.W!)) < 1e-6, 'L takes the rest');
+  assert.equal(lv.barrierSpreadUs, full / 2 - at(part));
 });
 
 test('a crowd level prices a byte at most at the uncrowded G times the ranks per core', { timeout: 10_000 }, () => {

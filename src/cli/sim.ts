@@ -65,7 +65,7 @@ export function registerSim(program: Command): void {
     .option('--seed <n>', 'seed of the noise phases', nonNegativeInt, 1)
     .option('--compute', 'non-blocking ops: also run with compute as long as the pure latency, and report overlap')
     .option('--after-barrier', "nbcbench's rule: each rank calls as it leaves a barrier, and the latency is the slowest rank's own time (default: all call at once)")
-    .option('--host-cores <N>', 'the cluster is emulated on one host of N cores (as nbc bench runs it): more ranks than cores are priced by the calibration\'s crowd levels', positiveInt)
+    .option('--host-cores <N>', 'the cluster is emulated on one host of N cores (as nbc bench runs it): more ranks than cores share them, and are priced by the calibration\'s crowd levels', positiveInt)
     .option('--json <file>', 'write the result (nbcbench JSON, plus events and wallSeconds)')
     .option('--chart <file>', 'latency (or, with --compute, overlap) chart, .svg or .png')
     .option('--goal <file>', "write the first size's schedules in LogGOPSim's GOAL format")

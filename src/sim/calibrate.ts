@@ -345,10 +345,24 @@ interface FitContext {
   copyUsPerByte: number;
 }
 
+/**
+ * A crowd level's path with the share `alpha` of its latency beyond the uncrowded path's
+ * taken as wake-ups (W: core time of the rank the message wakes, which the ranks of a shared
+ * host queue for) and the rest left in L. In the level's ping-pongs one rank per pair waits at
+ * a time, and every message wakes one, so the one-way time of an unqueued ping-pong is the same
+ * at every share.
+ */
+function withWakeUp(crowded: LogGOPS, uncrowded: LogGOPS, alpha: number): LogGOPS {
+  const extra = Math.max(0, crowded.L - uncrowded.L);
+  return { ...crowded, L: crowded.L - alpha * extra, W: alpha * extra };
+}
+
 /** The parameters the samples give under this version's rules, less the cost per call. */
 function fitSamples(s: Pick<CalibrationSamples, 'shm' | 'net' | 'crowd'>, c: FitContext): SimParams {
   const spread = (us: number | undefined): { barrierSpreadUs?: number } => (us === undefined ? {} : { barrierSpreadUs: us });
-  const uncrowdedG = fitLogGOPS(s.net, false, c.eagerLimit).G;
+  const uncrowdedNet = fitLogGOPS(s.net, false, c.eagerLimit);
+  const uncrowdedG = uncrowdedNet.G;
+  const uncrowdedShm = fitLogGOPS(s.shm, true, c.eagerLimit);
   const levels: Crowd['levels'] = s.crowd.map((l) => {
     // No jitter (Crowd), o both ways, and of the measured spread what the simulated loop of the
     // same barriers (the level's ranks, 2 per node, as measured) does not show itself.
@@ -357,15 +371,36 @@ function fitSamples(s: Pick<CalibrationSamples, 'shm' | 'net' | 'crowd'>, c: Fit
     // also waits for its partner's time slices: measured up to 11x at 4 ranks per core, which
     // the simulator, serializing each rank's bytes again, priced 2.4-4x above nbc bench
     // (BENCHMARKS.md, "Validation, fourth pass").
-    const shm = withoutJitter(fitLogGOPS(l.shm, true, c.eagerLimit));
+    const shmC = withoutJitter(fitLogGOPS(l.shm, true, c.eagerLimit));
     const crowdNet = withoutJitter(fitLogGOPS(l.net, false, c.eagerLimit));
-    const net = { ...crowdNet, G: Math.min(crowdNet.G, uncrowdedG * (l.ranks / c.cores)) };
+    const netC = { ...crowdNet, G: Math.min(crowdNet.G, uncrowdedG * (l.ranks / c.cores)) };
+    // How much of the extra latency is wake-ups: the level's barriers run with every rank
+    // waiting at once, where wake-ups queue for the cores and spread the ranks' exits. The
+    // whole of it (alpha 1), unless the simulated loop of those barriers then spreads the exits
+    // further than measured: then the largest share that does not (bisection; the spread grows
+    // with the share).
+    const at = (alpha: number): SimParams => ({
+      ...DEFAULT_SIM_PARAMS, shm: withWakeUp(shmC, uncrowdedShm, alpha), net: withWakeUp(netC, uncrowdedNet, alpha),
+      reduceUsPerByte: c.reduceUsPerByte, copyUsPerByte: c.copyUsPerByte, hostCores: c.cores,
+    });
     const measured = l.net.barrierSpreadUs;
-    const own = measured === undefined ? 0 : barrierLoopSpread(l.ranks, 2, { ...DEFAULT_SIM_PARAMS, shm, net, reduceUsPerByte: c.reduceUsPerByte, copyUsPerByte: c.copyUsPerByte });
+    let alpha = 1;
+    if (measured !== undefined && barrierLoopSpread(l.ranks, 2, at(1)) > measured) {
+      let lo = 0;
+      let hi = 1;
+      for (let k = 0; k < 16; k++) {
+        const mid = (lo + hi) / 2;
+        if (barrierLoopSpread(l.ranks, 2, at(mid)) > measured) hi = mid;
+        else lo = mid;
+      }
+      alpha = lo;
+    }
+    const { shm, net } = at(alpha);
+    const own = measured === undefined ? 0 : barrierLoopSpread(l.ranks, 2, at(alpha));
     return { ranks: l.ranks, shm, net, ...spread(measured === undefined ? undefined : Math.max(0, measured - own)) };
   });
-  const shm = fitLogGOPS(s.shm, true, c.eagerLimit);
-  const net = splitAtSpread(fitLogGOPS(s.net, false, c.eagerLimit), s.net);
+  const shm = uncrowdedShm;
+  const net = splitAtSpread(uncrowdedNet, s.net);
   return {
     ...DEFAULT_SIM_PARAMS,
     source: c.source,

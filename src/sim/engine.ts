@@ -15,14 +15,19 @@
  * - recv: matched in posting order per (source, destination, sub-tag), as MPI's non-overtaking
  *   rule (and the library's matching) does; once matched and arrived, the receiver's CPU spends
  *   o (oRecv where the path has one) + (s-1)O and its injector g + (s-1)G.
+ * - wake-ups: on a shared host (below), a rank that had nothing left to do when a message, a
+ *   rendezvous request or a clear-to-send reached it had given up its core, and pays the
+ *   path's W of core time before it handles it; a rank still busy pays none.
  * - reduce, copy: the CPU for bytes x reduceUsPerByte (copyUsPerByte);
  * - the call itself (host executor): callUs of the rank's CPU before its first action
  *   (callNetUs where the call's ranks span nodes), plus the collective's own extra
  *   (callUsByColl[coll] - callUs).
- * Every CPU and injector is a FIFO resource: work starts at max(ready, free). A rank's CPU
- * suffers OS noise (seed 000): a burst of D every 1/F, at a phase drawn per rank from the
- * seed; work that meets a burst waits for its end. Engines (offload) and aggregation nodes are
- * resources of their own without noise (a dedicated core, a switch ASIC).
+ * Every CPU and injector is a FIFO resource: work starts at max(ready, free). On a shared
+ * host (params.hostCores, an emulated cluster on one machine) the ranks' CPUs also draw on a
+ * pool of that many cores: a rank's work starts once the first core is free too, and holds it.
+ * A rank's CPU suffers OS noise (seed 000): a burst of D every 1/F, at a phase drawn per rank
+ * from the seed; work that meets a burst waits for its end. Engines (offload) and aggregation
+ * nodes are resources of their own without noise (a dedicated core, a switch ASIC).
  *
  * Executors: host procs are ranks; offload procs run on their node engine's CPU (the rank only
  * posts: postUs, and learns of completion L(shm) after the engine finished); two-level and agg
@@ -184,6 +189,13 @@ class Simulation {
   private readonly net: LogGOPS;
   private readonly shm: LogGOPS;
   private readonly cpuFree: Float64Array;
+  /**
+   * On a shared host (params.hostCores): when each of its cores is next free, taken by every
+   * rank's CPU work, the first free first; null where every rank has a core of its own.
+   */
+  private readonly coreFree: Float64Array | null;
+  /** The core that the last startOn() found for a rank's work. */
+  private core = 0;
   /** Injector busy-until, per node on the network (its NIC) and per CPU on shared memory. */
   private readonly netSend: Float64Array;
   private readonly netRecv: Float64Array;
@@ -241,6 +253,8 @@ class Simulation {
     this.chanTail = new Int32Array(ch.count);
     const cpus = N + prog.nodes;
     this.cpuFree = new Float64Array(cpus);
+    const hostCores = params.hostCores;
+    this.coreFree = hostCores === undefined || hostCores >= N ? null : new Float64Array(hostCores);
     this.netSend = new Float64Array(prog.nodes);
     this.netRecv = new Float64Array(prog.nodes);
     this.shmSend = new Float64Array(cpus);
@@ -320,11 +334,38 @@ class Simulation {
     return when;
   }
 
+  /**
+   * The earliest that CPU work of `cpu` ready at `t` can start: once its CPU is free and, for a
+   * rank on a shared host, once the first of the host's cores is (remembered for busyUntil()).
+   */
+  private startOn(cpu: number, t: number): number {
+    const start = Math.max(t, this.cpuFree[cpu]!);
+    const cores = this.coreFree;
+    if (cores === null || cpu >= this.ranks) return start;
+    let k = 0;
+    for (let j = 1; j < cores.length; j++) if (cores[j]! < cores[k]!) k = j;
+    this.core = k;
+    return Math.max(start, cores[k]!);
+  }
+
+  /** CPU work of `cpu` that startOn() placed ends at `end`: its CPU, and its core, are busy until then. */
+  private busyUntil(cpu: number, end: number): void {
+    this.cpuFree[cpu] = end;
+    if (this.coreFree !== null && cpu < this.ranks) this.coreFree[this.core] = end;
+  }
+
+  /**
+   * What a message on path `m` arriving now costs `cpu` to be woken for: on a shared host, the
+   * path's W if the rank had nothing left to do (it gave up its core); else 0.
+   */
+  private wake(cpu: number, m: LogGOPS): number {
+    return this.coreFree !== null && m.W !== undefined && cpu < this.ranks && this.cpuFree[cpu]! < this.now ? m.W : 0;
+  }
+
   /** Runs CPU work on `cpu` as soon as it is free after `t`; returns when it ends. */
   private cpu(cpu: number, t: number, work: number): number {
-    const start = Math.max(t, this.cpuFree[cpu]!);
-    const end = this.advance(cpu, start, work);
-    this.cpuFree[cpu] = end;
+    const end = this.advance(cpu, this.startOn(cpu, t), work);
+    this.busyUntil(cpu, end);
     return end;
   }
 
@@ -462,10 +503,10 @@ class Simulation {
    * the injector g + (s-1)G.
    */
   private inject(cpu: number, inj: Float64Array, slot: number, m: LogGOPS, s: number, t: number): void {
-    const start = Math.max(t, this.cpuFree[cpu]!, inj[slot]!);
+    const start = this.startOn(cpu, Math.max(t, inj[slot]!));
     const leave = this.advance(cpu, start, s > 0 && m.X !== undefined ? Math.max(0, m.o + sizeExtraUs(m, s) / 2) : m.o);
     const busyEnd = this.advance(cpu, leave, Math.max(0, s - 1) * m.O);
-    this.cpuFree[cpu] = busyEnd;
+    this.busyUntil(cpu, busyEnd);
     inj[slot] = start + m.g + Math.max(0, s - 1) * m.G;
     this.leave = leave;
     this.busyEnd = busyEnd;
@@ -522,7 +563,7 @@ class Simulation {
     const net = this.procNode[p] !== this.procNode[this.actProc[i]!];
     const m = net ? this.net : this.shm;
     if (rts) {
-      const t = this.cpu(c, this.now, m.o);
+      const t = this.cpu(c, this.now, this.wake(c, m) + m.o);
       this.heap.push(t + this.flight(m), EV_CTS, i, r);
     } else {
       this.takeIn(r, i, m, net);
@@ -539,10 +580,14 @@ class Simulation {
     }
     const inj = net ? this.netRecv : this.shmRecv;
     const slot = net ? this.procNode[p]! : c;
-    const start = Math.max(this.now, this.cpuFree[c]!, inj[slot]!);
-    const take = (m.oRecv ?? m.o) + Math.max(0, s - 1) * m.O;
+    // A rank that had nothing left to do when the message came gave up its core: on a shared
+    // host it pays the wake-up first. One that is still busy (or already woken for an earlier
+    // message) takes it in without.
+    const wake = this.wake(c, m);
+    const start = this.startOn(c, Math.max(this.now, inj[slot]!));
+    const take = (m.oRecv ?? m.o) + Math.max(0, s - 1) * m.O + wake;
     const end = this.advance(c, start, m.X === undefined ? take : Math.max(0, take + sizeExtraUs(m, s) / 2));
-    this.cpuFree[c] = end;
+    this.busyUntil(c, end);
     inj[slot] = start + m.g + Math.max(0, s - 1) * m.G;
     this.heap.push(end, EV_DONE, r, 0);
   }
@@ -555,7 +600,8 @@ class Simulation {
     const net = this.procNode[p] !== this.procNode[dst];
     const m = net ? this.net : this.shm;
     const s = this.bytesOf[i]!;
-    this.inject(c, net ? this.netSend : this.shmSend, net ? this.procNode[p]! : c, m, s, this.now);
+    const w = this.wake(c, m);
+    this.inject(c, net ? this.netSend : this.shmSend, net ? this.procNode[p]! : c, m, s, w > 0 ? this.cpu(c, this.now, w) : this.now);
     this.heap.push(this.leave + Math.max(0, s - 1) * m.G + this.flight(m), EV_DATA, i, r);
     this.heap.push(this.busyEnd, EV_DONE, i, 0);
   }

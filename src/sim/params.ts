@@ -53,6 +53,16 @@ export interface LogGOPS {
    * lines the hardware prefetches (1 KiB measured 0.77 us above 1 byte, 16 KiB 2.4 us).
    */
   X?: { bytes: number[]; us: number[] };
+  /**
+   * Wake-up (optional; absent: 0): on a shared host (SimParams.hostCores) what every message
+   * costs its receiver's core before the receiver can take it in, us: the context switch and
+   * time slice that bring a descheduled rank back. It is core time, so the ranks of a crowded
+   * host queue for it: a round in which every rank waits for a message costs each core its
+   * ranks' wake-ups one after the other, where a ping-pong (half the ranks waiting) pays half
+   * as many. A calibration's crowd levels carry it (fitted from their ping-pongs under that
+   * rule); a host with a core per rank pays none.
+   */
+  W?: number;
 }
 
 /** What a message of `s` bytes costs on path `m` beyond the linear model (LogGOPS.X), us. */
@@ -132,6 +142,14 @@ export interface SimParams {
    * barrier's own exits. Absent: the simulated barrier's own exits.
    */
   barrierSpreadUs?: number;
+  /**
+   * The ranks share one host of this many cores (an emulated cluster, as `nbc bench` runs it on
+   * one machine; crowdedParams() sets it when the ranks outnumber the cores): every rank's CPU
+   * work (overheads, copies, reductions, the call) also needs one of these cores, first free
+   * first taken, so ranks that work at once on a crowded host queue for the cores. Absent:
+   * every rank has a core of its own.
+   */
+  hostCores?: number;
 }
 
 /**
@@ -141,7 +159,8 @@ export interface SimParams {
  * outnumber the cores), so a message costs wake-ups and time slices, not only the path. The
  * calibration gives crowd levels no jitter (J): there the spread of a message's time is the
  * time slices of the ranks, which barrierSpreadUs holds, shared by every message of a call
- * rather than drawn for each.
+ * rather than drawn for each. Of each level's latency beyond the uncrowded path's, the share
+ * its barriers allow is wake-ups (LogGOPS.W), core time that the ranks queue for.
  */
 export interface Crowd {
   cores: number;
@@ -151,16 +170,17 @@ export interface Crowd {
 
 export const SIM_PARAMS_VERSION = 1;
 
-/** LogGOPS between `a` (at x = 0) and `b` (at x = 1); S from `a`; J quantile by quantile and X size by size where both have it alike, else none. */
+/** LogGOPS between `a` (at x = 0) and `b` (at x = 1); S from `a`; J quantile by quantile and X size by size where both have it alike, else none; W from 0 where one lacks it. */
 function between(a: LogGOPS, b: LogGOPS, x: number): LogGOPS {
   const at = (u: number, v: number): number => u + (v - u) * x;
   const J = a.J !== undefined && b.J !== undefined && a.J.length === b.J.length ? a.J.map((u, k) => at(u, b.J![k]!)) : undefined;
   const oRecv = a.oRecv === undefined && b.oRecv === undefined ? undefined : at(a.oRecv ?? a.o, b.oRecv ?? b.o);
   const sameSizes = a.X !== undefined && b.X !== undefined && a.X.bytes.length === b.X.bytes.length && a.X.bytes.every((v, k) => v === b.X!.bytes[k]);
   const X = sameSizes ? { bytes: a.X!.bytes, us: a.X!.us.map((u, k) => at(u, b.X!.us[k]!)) } : undefined;
+  const W = a.W === undefined && b.W === undefined ? undefined : at(a.W ?? 0, b.W ?? 0);
   return {
     L: at(a.L, b.L), o: at(a.o, b.o), g: at(a.g, b.g), G: at(a.G, b.G), O: at(a.O, b.O), S: a.S,
-    ...(oRecv === undefined ? {} : { oRecv }), ...(J === undefined ? {} : { J }), ...(X === undefined ? {} : { X }),
+    ...(oRecv === undefined ? {} : { oRecv }), ...(J === undefined ? {} : { J }), ...(X === undefined ? {} : { X }), ...(W === undefined ? {} : { W }),
   };
 }
 
@@ -176,7 +196,7 @@ export function crowdedParams(params: SimParams, ranks: number, hostCores: numbe
   if (perCore <= 1) return { params, note: `${ranks} ranks fit ${hostCores} cores: no crowding` };
   const crowd = params.crowd;
   if (crowd === undefined || crowd.levels.length === 0) {
-    return { params, note: `${ranks} ranks on ${hostCores} cores, but the parameters (${params.source}) have no crowd levels: priced as if every rank had a core (run nbc calibrate --loggp on the host)` };
+    return { params: { ...params, hostCores }, note: `${ranks} ranks on ${hostCores} cores, but the parameters (${params.source}) have no crowd levels: the ranks share the cores, their messages are priced as on an idle host (run nbc calibrate --loggp on the host)` };
   }
   const points = [
     { perCore: 1, shm: params.shm, net: params.net, spread: params.barrierSpreadUs ?? 0 },
@@ -186,14 +206,14 @@ export function crowdedParams(params: SimParams, ranks: number, hostCores: numbe
   let hi = points.findIndex((p) => p.perCore >= perCore);
   if (hi === -1) {
     const last = points[points.length - 1]!;
-    return { params: { ...params, shm: last.shm, net: last.net, ...spread(last.spread) }, note: `${perCore} ranks per core: the last crowd level measured is ${last.perCore}; its parameters are used` };
+    return { params: { ...params, shm: last.shm, net: last.net, ...spread(last.spread), hostCores }, note: `${perCore} ranks per core: the last crowd level measured is ${last.perCore}; its parameters are used` };
   }
   if (hi === 0) hi = 1;
   const lo = points[hi - 1]!;
   const up = points[hi]!;
   const x = up.perCore === lo.perCore ? 1 : (perCore - lo.perCore) / (up.perCore - lo.perCore);
   return {
-    params: { ...params, shm: between(lo.shm, up.shm, x), net: between(lo.net, up.net, x), ...spread(lo.spread + (up.spread - lo.spread) * x) },
+    params: { ...params, shm: between(lo.shm, up.shm, x), net: between(lo.net, up.net, x), ...spread(lo.spread + (up.spread - lo.spread) * x), hostCores },
     note: `${ranks} ranks on ${hostCores} cores (${perCore} per core): crowd levels ${lo.perCore} and ${up.perCore} per core, interpolated`,
   };
 }
@@ -323,6 +343,13 @@ function finiteNonNegative(v: unknown, where: string, field: string): number {
   return v;
 }
 
+function positiveInteger(v: unknown, where: string, field: string): number {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) {
+    throw new NbcArgError(`Cannot use the simulator parameters from ${where}: ${field} is ${JSON.stringify(v)}; expected an integer >= 1`);
+  }
+  return v;
+}
+
 /** One path's LogGOPS, each field finite and >= 0; `name` is where it sits in the file. */
 function parsePath(value: unknown, where: string, name: string): LogGOPS {
   const p = value as Record<string, unknown> | null | undefined;
@@ -332,6 +359,7 @@ function parsePath(value: unknown, where: string, name: string): LogGOPS {
   const out = {} as LogGOPS;
   for (const f of PATH_FIELDS) out[f] = finiteNonNegative(p[f], where, `${name}.${f}`);
   if (p.oRecv !== undefined) out.oRecv = finiteNonNegative(p.oRecv, where, `${name}.oRecv`);
+  if (p.W !== undefined) out.W = finiteNonNegative(p.W, where, `${name}.W`);
   if (p.J !== undefined) {
     const J = p.J;
     if (!Array.isArray(J) || J.length < 2 || !J.every((v, k) => typeof v === 'number' && Number.isFinite(v) && (k === 0 || v >= (J[k - 1] as number)))) {
@@ -382,6 +410,7 @@ export function parseSimParams(value: unknown, where: string): SimParams {
     ...(o.callUs === undefined ? {} : { callUs: finiteNonNegative(o.callUs, where, 'callUs') }),
     ...(o.callNetUs === undefined ? {} : { callNetUs: finiteNonNegative(o.callNetUs, where, 'callNetUs') }),
     ...(o.callUsByColl === undefined ? {} : { callUsByColl: parseCallUsByColl(o.callUsByColl, where) }),
+    ...(o.hostCores === undefined ? {} : { hostCores: positiveInteger(o.hostCores, where, 'hostCores') }),
   };
 }
 
