@@ -7,8 +7,15 @@ import { createRequire } from 'node:module';
 
 const a = createRequire(import.meta.url)('../native/build/Release/nbc_native.node');
 for (let i = 0; i < 10; i++) a.schedYield();
+{
+  const src = new Uint8Array(new SharedArrayBuffer(1 << 20)).fill(7);
+  const dst = new Uint8Array(1 << 20);
+  for (let i = 0; i < 10; i++) a.copy(dst, i, src, 0, (1 << 20) - 16);
+  if (dst[5] !== 7) throw new Error('copy: the bytes did not arrive');
+  try { a.copy(dst, 1, src, 0, 1 << 20); throw new Error('copy: an oversized range was accepted'); } catch (e) { if (!(e instanceof RangeError)) throw e; }
+}
 if (a.ucxPoll === undefined) {
-  console.log('ok (no UCX in this build: only schedYield checked)');
+  console.log('ok (no UCX in this build: only schedYield and copy checked)');
   process.exit(0);
 }
 const ctx = a.ucxInit();

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { copyAt, copyBytes, NATIVE_COPY_MIN } from '../src/p2p/transport.ts';
 import { nativeAddon, type NativeAddon } from '../src/runtime/native.ts';
 import { jobPath } from './job-path.ts';
 
@@ -25,6 +26,10 @@ test('nbc info says whether sched_yield is available and why not, and lists the 
   if (cc) assert.equal(yieldLine.available, true, yieldLine.detail);
   const without = JSON.parse(nbc(['info', '--json'], { NBC_NO_NATIVE: '1' })) as Info;
   assert.deepEqual(without.find((l) => l.what === 'wait: sched_yield'), { what: 'wait: sched_yield', available: false, detail: 'native addon disabled by NBC_NO_NATIVE=1' });
+  if (cc) assert.equal(withAddon.find((l) => l.what === 'copy: memmove')!.available, true);
+  assert.deepEqual(without.find((l) => l.what === 'copy: memmove'), {
+    what: 'copy: memmove', available: false, detail: 'native addon disabled by NBC_NO_NATIVE=1; payloads to and from shared memory are copied by TypedArray.set',
+  });
   assert.deepEqual(withAddon.filter((l) => l.what.startsWith('executor ')).map((l) => l.what), ['executor host', 'executor offload', 'executor agg']);
   assert.equal(withAddon.find((l) => l.what === 'transport tcp')!.available, true);
   assert.match(nbc(['info']), /^yes {2}transport tcp/m);
@@ -35,6 +40,61 @@ test('8 ranks on one node of 2 cores pass the allreduce and barrier property che
     for (const coll of ['allreduce', 'barrier']) {
       // the job throws (non-zero exit, execFileSync throws) on any result that differs from the reference
       nbc(['run', '-n', '8', '--ppn', '8', '--timeout', '120', jobPath('coll.ts'), 'props', coll], env);
+    }
+  }
+});
+
+/** Bytes 0, 1, 2, ... (mod 251) in a plain or a shared buffer of `n` bytes. */
+function pattern(n: number, shared: boolean): Uint8Array {
+  const a = new Uint8Array(shared ? new SharedArrayBuffer(n) : new ArrayBuffer(n));
+  for (let i = 0; i < n; i++) a[i] = i % 251;
+  return a;
+}
+
+function copyMissing(): string | false {
+  const { addon, why } = nativeAddon();
+  if (addon === null) return `no native addon (${why})`;
+  return addon.copy === undefined ? 'the native addon predates copy(): npm run build rebuilds it' : false;
+}
+
+test('the addon\'s copy moves the bytes TypedArray.set moves, between shared and plain memory, overlapping too, and refuses what does not fit', { skip: copyMissing() }, () => {
+  const copy = nativeAddon().addon!.copy!;
+  for (const [srcShared, dstShared] of [[false, false], [true, false], [false, true], [true, true]] as const) {
+    for (const n of [0, 1, NATIVE_COPY_MIN - 1, NATIVE_COPY_MIN, 65_536 + 3]) {
+      const src = pattern(n + 10, srcShared);
+      const got = new Uint8Array(dstShared ? new SharedArrayBuffer(n + 20) : new ArrayBuffer(n + 20));
+      const want = new Uint8Array(n + 20);
+      copy(got, 7, src.subarray(3), 2, n); // a view with an offset of its own: bytes 5 .. 5 + n of src
+      want.set(src.subarray(5, 5 + n), 7);
+      assert.deepEqual(got, want, `${n} B from ${srcShared ? 'shared' : 'plain'} to ${dstShared ? 'shared' : 'plain'}`);
+    }
+  }
+  // Overlapping ranges of one buffer, both ways, as memmove (and copyWithin) has them.
+  for (const [to, from] of [[100, 0], [0, 100]] as const) {
+    const buf = pattern(5000, true);
+    const want = pattern(5000, false).copyWithin(to, from, from + 4000);
+    copy(buf, to, buf, from, 4000);
+    assert.deepEqual(new Uint8Array(buf), want, `overlap ${from} -> ${to}`);
+  }
+  const a = new Uint8Array(100);
+  assert.throws(() => copy(a, 50, new Uint8Array(100), 0, 51), { name: 'RangeError', message: 'copy: a range does not fit its array' });
+  assert.throws(() => copy(a, 0, new Uint8Array(100), 60, 41), { name: 'RangeError' });
+  assert.throws(() => copy(a, -1, new Uint8Array(100), 0, 1), { name: 'RangeError' });
+  assert.throws(() => copy(a, 0, new Float64Array(4) as unknown as Uint8Array, 0, 8), { name: 'TypeError', message: 'copy: expected Uint8Arrays' });
+});
+
+test('the transport\'s copies (copyAt, copyBytes) give TypedArray.set\'s bytes at every size, shared or plain, with whatever copy is built', () => {
+  for (const shared of [false, true]) {
+    for (const n of [0, 5, 64, 65, NATIVE_COPY_MIN - 1, NATIVE_COPY_MIN, 100_003]) {
+      const src = pattern(n + 9, shared);
+      const a = new Uint8Array(new SharedArrayBuffer(n + 16));
+      const b = new Uint8Array(n + 16);
+      copyAt(src, 9, a, 4, n);
+      b.set(src.subarray(9, 9 + n), 4);
+      assert.deepEqual(new Uint8Array(a), b, `copyAt ${n} B from ${shared ? 'shared' : 'plain'}`);
+      const c = new Uint8Array(n + 16);
+      copyBytes(src.subarray(9), c, 4, n);
+      assert.deepEqual(c, b, `copyBytes ${n} B from ${shared ? 'shared' : 'plain'}`);
     }
   }
 });

@@ -8,6 +8,7 @@ import { availableParallelism } from 'node:os';
 import type { Command } from 'commander';
 import { fabricFromEnv } from '../agg/fabric.js';
 import { EXECUTORS } from '../sched/executors.js';
+import { NATIVE_COPY_MIN } from '../p2p/transport.js';
 import { nativeAddon } from '../runtime/native.js';
 import { paramsFilePath, readParamsFile } from '../runtime/params-file.js';
 import { DEFAULT_YIELD_US, ucxUnavailable } from '../runtime/node-main.js';
@@ -80,6 +81,14 @@ export function collectInfo(): InfoLine[] {
       detail: native.addon !== null
         ? `native addon ${native.why}; used when a host runs more ranks than its ${availableParallelism()} cores (NBC_YIELD_US, default ${DEFAULT_YIELD_US} us)`
         : `native addon ${native.why}`,
+    },
+    {
+      what: 'copy: memmove', available: native.addon?.copy !== undefined,
+      detail: native.addon === null
+        ? `native addon ${native.why}; payloads to and from shared memory are copied by TypedArray.set`
+        : native.addon.copy === undefined
+          ? 'the native addon predates it (npm run build rebuilds it); payloads to and from shared memory are copied by TypedArray.set'
+          : `payloads of ${NATIVE_COPY_MIN} B and more to and from shared memory (the node's arena and rings)`,
     },
     ...Object.entries(EXECUTORS).map(([name, row]) => ({ what: `executor ${name}`, available: true, detail: row.description })),
     { what: 'aggregation fabric', available: joined, detail: fabric },

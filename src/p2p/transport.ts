@@ -38,6 +38,7 @@ import {
   H_AUX, H_SRC_WORLD, H_TAG, H_TOKEN, HEADER_BYTES, HEADER_WORDS, kAbortWord, kDoorbell, kSleeping, kWakeFd, KIND_ACK,
   KIND_DATA, KIND_EAGER, KIND_EAGER_CREDIT, KIND_PULL, KIND_RTS, KIND_UCX_PULL,
 } from '../shm/layout.js';
+import { nativeAddon, type NativeAddon } from '../runtime/native.js';
 import { SliceAllocator } from '../shm/arena.js';
 import { ringOffset, wake, type NodeShared } from '../shm/node-shared.js';
 import { Ring } from '../shm/ring.js';
@@ -531,7 +532,7 @@ export class Transport implements Progressor {
         `${this.allocator.available} bytes free for staging; expected a smaller message, fewer ` +
         `large sends in flight, a larger NBC_ARENA_MB, or a buffer from comm.alloc (sent without staging)`);
     }
-    this.slices[this.ep]!.set(view, off);
+    copyBytes(view, this.slices[this.ep]!, off, view.byteLength);
     req.slice = this.ep;
     req.offset = off;
     req.staged = off;
@@ -935,7 +936,7 @@ export class Transport implements Progressor {
       return;
     }
     if (this.finishRecv(req, m.src, m.tag, m.bytes, m.invalid)) {
-      req.view.set(this.slices[m.slice]!.subarray(m.offset, m.offset + m.bytes));
+      copyAt(this.slices[m.slice]!, m.offset, req.view, 0, m.bytes);
     }
     this.sendAck(m.from, m.token, m.slice);
     if (!req.done) req.complete();
@@ -995,7 +996,7 @@ export class Transport implements Progressor {
       }
       if (req !== null) {
         if (this.finishRecv(req, src, tag, bytes, invalid)) {
-          req.view.set(this.slices[slice]!.subarray(offset, offset + bytes));
+          copyAt(this.slices[slice]!, offset, req.view, 0, bytes);
         }
         this.sendAck(ring.from, token, slice);
         if (!req.done) req.complete();
@@ -1108,7 +1109,7 @@ export class Transport implements Progressor {
     const p = this.pulls.get(pull);
     if (p === undefined) throw new NbcInternalError(`DATA for unknown pull ${pull}`);
     this.pulls.delete(pull);
-    if (p.into !== null) p.into.set(this.slices[slice]!.subarray(offset, offset + bytes));
+    if (p.into !== null) copyAt(this.slices[slice]!, offset, p.into, 0, bytes);
     this.sendAck(this.engineEp, token, slice);
     if (!p.req.done) p.req.complete();
   }
@@ -1367,11 +1368,30 @@ function lengthMismatch(got: number, expected: number, src: number, tag: number)
     : new NbcCountError(`Received ${what}; expected every rank to pass the same count`);
 }
 
+/**
+ * Copies of at least this many bytes with shared memory on either side go to the native
+ * addon's memmove where it is built: V8 copies a SharedArrayBuffer's bytes word by word with
+ * relaxed atomics, 2.5 us for 64 KiB on the reference VM against memmove's 0.7 (3.5x at 16-64
+ * KiB, 2x at 256 KiB, even at 1 KiB; BENCHMARKS.md, "Shared-memory copies").
+ */
+export const NATIVE_COPY_MIN = 2048;
+
+/** The addon's memmove, looked up on first use; null without it. */
+let nativeCopy: NativeAddon['copy'] | null | undefined;
+
+/** Copies through the addon's memmove where shared memory is involved and it is built; false where the caller copies. */
+function copiedNatively(src: Uint8Array, from: number, dst: Uint8Array, at: number, bytes: number): boolean {
+  if (nativeCopy === undefined) nativeCopy = nativeAddon().addon?.copy ?? null;
+  if (nativeCopy === null || !(src.buffer instanceof SharedArrayBuffer || dst.buffer instanceof SharedArrayBuffer)) return false;
+  nativeCopy(dst, at, src, from, bytes);
+  return true;
+}
+
 /** Copies the `bytes` bytes of view `src` into `dst` at `at`. Small copies avoid allocating a view. */
 export function copyBytes(src: Uint8Array, dst: Uint8Array, at: number, bytes: number): void {
   if (bytes <= 64) {
     for (let i = 0; i < bytes; i++) dst[at + i] = src[i]!;
-  } else {
+  } else if (bytes < NATIVE_COPY_MIN || !copiedNatively(src, 0, dst, at, bytes)) {
     dst.set(src, at);
   }
 }
@@ -1380,7 +1400,7 @@ export function copyBytes(src: Uint8Array, dst: Uint8Array, at: number, bytes: n
 export function copyAt(src: Uint8Array, from: number, dst: Uint8Array, at: number, bytes: number): void {
   if (bytes <= 64) {
     for (let i = 0; i < bytes; i++) dst[at + i] = src[from + i]!;
-  } else {
+  } else if (bytes < NATIVE_COPY_MIN || !copiedNatively(src, from, dst, at, bytes)) {
     dst.set(src.subarray(from, from + bytes), at);
   }
 }

@@ -14,6 +14,11 @@ export interface NativeAddon {
   /** sched_yield(2): this thread's core to another runnable thread, now. */
   schedYield(): void;
   /**
+   * memmove(3) of `bytes` bytes from `src` at `srcAt` to `dst` at `dstAt` (absent in an addon
+   * built before it). V8 copies shared memory word by word; this is the C library's copy.
+   */
+  copy?(dst: Uint8Array, dstAt: number, src: Uint8Array, srcAt: number, bytes: number): void;
+  /**
    * UCX primitives (native/nbc_ucx.c), present where libucx-dev was installed at build time;
    * the UCX transport (p2p/ucx.ts) is built on them. State is per thread.
    */

@@ -21,7 +21,7 @@ import { bytesPerElement, ctorOf, type DType } from '../ops/dtype.js';
 import { kernelFor, reduceRegions } from '../ops/regions.js';
 import { TAG_INVALID } from '../p2p/constants.js';
 import { Request } from '../p2p/request.js';
-import type { Transport } from '../p2p/transport.js';
+import { copyBytes, type Transport } from '../p2p/transport.js';
 import type { CollTarget, Executor, Plan } from './executor.js';
 import { Interpreter, Run, type Port } from './interpreter.js';
 import { RECV, SEND, TMP, type Schedule } from './schedule.js';
@@ -225,10 +225,10 @@ export class HostExecutor implements Executor, Port<HostRun> {
       // which takes the lines back with the copy's own store stream.
       const lent = this.region(run, i, 1);
       const bytes = new Uint8Array(this.privateFold(lent.byteLength), 0, lent.byteLength);
-      bytes.set(lent);
+      copyBytes(lent, bytes, 0, lent.byteLength);
       const Ctor = ctorOf(dt) as unknown as new (buf: ArrayBufferLike, off: number, len: number) => TypedArray;
       kernel(new Ctor(bytes.buffer, 0, inout.length), 0, typed[2 * i + 1]!, 0, inout.length);
-      lent.set(bytes);
+      copyBytes(bytes, lent, 0, bytes.byteLength);
       return;
     }
     kernel(inout, 0, typed[2 * i + 1]!, 0, inout.length);
@@ -243,7 +243,7 @@ export class HostExecutor implements Executor, Port<HostRun> {
   copy(run: HostRun, i: number): void {
     const from = this.region(run, i, 0);
     const to = this.region(run, i, 1);
-    if (from.byteOffset !== to.byteOffset || from.buffer !== to.buffer) to.set(from); // an in-place copy is a no-op
+    if (from.byteOffset !== to.byteOffset || from.buffer !== to.buffer) copyBytes(from, to, 0, from.byteLength); // an in-place copy is a no-op
   }
 
   finished(run: HostRun, error: Error | null): void {
