@@ -32,7 +32,7 @@ import type { CoreConfig } from '../config.js';
 import { allocationBytes, SliceAllocator } from '../shm/arena.js';
 import { ringOffset, wake, type NodeShared } from '../shm/node-shared.js';
 import { Ring } from '../shm/ring.js';
-import type { Placement } from '../p2p/transport.js';
+import { copyAt, copyBytes, type Placement } from '../p2p/transport.js';
 
 /** Frame type of a message (header + payload) between engines. */
 export const FRAME_MSG = 1;
@@ -367,7 +367,7 @@ export class Engine {
       // One copy out of the ring into a frame buffer: the ring slot is reused as soon as we
       // release it, while the socket may hold the frame for a while.
       const frame = Buffer.allocUnsafe(HEADER_BYTES + bytes);
-      frame.set(ring.u8.subarray(at, at + HEADER_BYTES + bytes));
+      copyAt(ring.u8, at, frame, 0, HEADER_BYTES + bytes);
       this.links.send(node, FRAME_MSG, [frame]);
       this.count(HEADER_BYTES + bytes);
       return;
@@ -643,7 +643,7 @@ export class Engine {
       if (fragOffset !== r.received || r.received + n > r.bytes || bytes !== r.bytes || local !== r.rank) {
         throw new NbcInternalError(`out-of-order or mismatched fragment from node ${from}`);
       }
-      this.slices[this.ep]!.set(body.subarray(HEADER_BYTES), r.offset + fragOffset);
+      copyAt(body, HEADER_BYTES, this.slices[this.ep]!, r.offset + fragOffset, n);
       r.received += n;
       if (r.received === r.bytes) {
         // Pushed: handed to the rank as an RTS naming it, whose ACK returns the credit.
@@ -778,7 +778,7 @@ export class Engine {
     const w = at >> 2;
     ring.i32.set(header, w);
     ring.i32[w + H_LEN] = len;
-    if (payload !== null && n > 0) ring.u8.set(payload, at + HEADER_BYTES);
+    if (payload !== null && n > 0) copyBytes(payload, ring.u8, at + HEADER_BYTES, n);
     ring.publish(len);
     wake(this.control, rank);
     return true;
