@@ -1371,8 +1371,8 @@ function lengthMismatch(got: number, expected: number, src: number, tag: number)
 /**
  * Copies of at least this many bytes with shared memory on either side go to the native
  * addon's memmove where it is built: V8 copies a SharedArrayBuffer's bytes word by word with
- * relaxed atomics, 2.5 us for 64 KiB on the reference VM against memmove's 0.7 (3.5x at 16-64
- * KiB, 2x at 256 KiB, even at 1 KiB; BENCHMARKS.md, "Shared-memory copies").
+ * relaxed atomics, 2.3 us for 64 KiB on the reference VM against memmove's 0.7 (3x at 16-64
+ * KiB, 2x from 256 KiB, even at 1 KiB; BENCHMARKS.md, "Shared-memory copies").
  */
 export const NATIVE_COPY_MIN = 2048;
 
