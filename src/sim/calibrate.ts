@@ -384,19 +384,23 @@ function fitSamples(s: Pick<CalibrationSamples, 'shm' | 'net' | 'crowd'>, c: Fit
       reduceUsPerByte: c.reduceUsPerByte, copyUsPerByte: c.copyUsPerByte, hostCores: c.cores,
     });
     const measured = l.net.barrierSpreadUs;
+    const spreadAt = (alpha: number): number => barrierLoopSpread(l.ranks, 2, at(alpha));
     let alpha = 1;
-    if (measured !== undefined && barrierLoopSpread(l.ranks, 2, at(1)) > measured) {
+    let own = measured === undefined ? 0 : spreadAt(1);
+    if (measured !== undefined && own > measured) {
       let lo = 0;
       let hi = 1;
+      let ownLo: number | undefined;
       for (let k = 0; k < 16; k++) {
         const mid = (lo + hi) / 2;
-        if (barrierLoopSpread(l.ranks, 2, at(mid)) > measured) hi = mid;
-        else lo = mid;
+        const s = spreadAt(mid);
+        if (s > measured) hi = mid;
+        else [lo, ownLo] = [mid, s];
       }
       alpha = lo;
+      own = ownLo ?? spreadAt(0);
     }
     const { shm, net } = at(alpha);
-    const own = measured === undefined ? 0 : barrierLoopSpread(l.ranks, 2, at(alpha));
     return { ranks: l.ranks, shm, net, ...spread(measured === undefined ? undefined : Math.max(0, measured - own)) };
   });
   const shm = uncrowdedShm;

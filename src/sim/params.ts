@@ -54,13 +54,14 @@ export interface LogGOPS {
    */
   X?: { bytes: number[]; us: number[] };
   /**
-   * Wake-up (optional; absent: 0): on a shared host (SimParams.hostCores) what every message
-   * costs its receiver's core before the receiver can take it in, us: the context switch and
-   * time slice that bring a descheduled rank back. It is core time, so the ranks of a crowded
-   * host queue for it: a round in which every rank waits for a message costs each core its
-   * ranks' wake-ups one after the other, where a ping-pong (half the ranks waiting) pays half
-   * as many. A calibration's crowd levels carry it (fitted from their ping-pongs under that
-   * rule); a host with a core per rank pays none.
+   * Wake-up (optional; absent: 0): on a shared host (SimParams.hostCores) what a message, a
+   * rendezvous request or a clear-to-send costs a rank that had nothing left to do when it
+   * came (it had given up its core), us, before the rank handles it: the context switch and
+   * time slice that bring it back. A rank still busy pays none. It is core time, so the ranks
+   * of a crowded host queue for it: a round in which every rank waits costs each core its
+   * ranks' wake-ups one after the other. A calibration's crowd levels carry it (the share of
+   * their extra latency that their barriers' measured spread allows); a host with a core per
+   * rank pays none.
    */
   W?: number;
 }
