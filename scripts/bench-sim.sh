@@ -17,8 +17,15 @@
 # 2 ranks of one node measured 2.8-4.7 us after 2000 calls, 1.2-1.7 us after 0.5 s).
 # QUICK=1 runs a tiny configuration (a few minutes); MEDIUM=1 every collective on 2 layouts. OUT=dir (default bench/results/sim).
 # COLLS="..." and CONFIGS="ranks:ppn ..." replace the mode's collectives and layouts (a full run in parts).
-# RESIM=1 measures nothing: after a change to the model, it fits OUT's calibration again from
-# the samples it keeps (nbc calibrate --loggp --refit) and simulates OUT's measured points again.
+# RESIM=1 measures nothing: after a change to the model, it fits OUT's calibrations again from
+# the samples they keep (nbc calibrate --loggp --refit) and simulates OUT's measured points again,
+# each with the calibration it was simulated with (val/cal-TAG.txt; loggp.json where absent).
+# Calibrating again: this VM's shared memory switches between states that differ 2x (a
+# calibration at 19:52 measured a 64 KiB ping-pong in 1.66 us one way, one at 20:11 in 5.18, and
+# an allreduce of 16 KiB on 2 ranks took 6.3 us at 19:47 and 12.7 us at 19:58, while one core's
+# copy and reduction speeds stayed the same), so a validation group is simulated with a
+# calibration measured at most CAL_EVERY seconds (default 480) before it: step 2 calibrates
+# again into loggp-N.json once that much time has passed.
 # Full run: about 3.3 hours on the 2-core reference VM (296 groups of points, each measured
 # twice, 1.5 groups a minute on 2026-11-24), almost all of it in step 2's nbc bench, so it is
 # best run in parts (COLLS=...); MEDIUM=1 took 22.5 min.
@@ -62,13 +69,28 @@ fi
 
 echo "== 1. calibration"
 if [[ "${RESIM:-0}" == 1 ]]; then
-  $NBC calibrate --loggp --refit "$OUT/loggp.json"
+  for f in "$OUT"/loggp.json "$OUT"/loggp-*.json; do
+    [[ -f $f ]] && $NBC calibrate --loggp --refit "$f"
+  done
 else
   $NBC calibrate --loggp --out "$OUT/loggp.json"
 fi
+CAL=loggp.json # the calibration the next group is simulated with
+CAL_EVERY=${CAL_EVERY:-480}
+cal_at=$SECONDS
+cal_n=1
+recalibrate_if_due() {
+  if (( SECONDS - cal_at >= CAL_EVERY )); then
+    cal_n=$((cal_n + 1)); CAL=loggp-$cal_n.json
+    echo "  (calibrating again: $CAL)"
+    $NBC calibrate --loggp --out "$OUT/$CAL" > /dev/null 2> "$OUT/$CAL.log"
+    cal_at=$SECONDS
+  fi
+}
 
-simulate() { # coll ranks ppn alg sizes tag: the simulated twin of a validation point
-  $NBC sim "$1" --ranks "$2" --ppn "$3" --algorithm "$4" --sizes "$5" --params "$OUT/loggp.json" --after-barrier --host-cores "$(nproc)" \
+simulate() { # coll ranks ppn alg sizes tag: the simulated twin of a validation point, with calibration $CAL
+  echo "$CAL" > "$OUT/val/cal-$6.txt"
+  $NBC sim "$1" --ranks "$2" --ppn "$3" --algorithm "$4" --sizes "$5" --params "$OUT/$CAL" --after-barrier --host-cores "$(nproc)" \
     --json "$OUT/val/sim-$6.json" > /dev/null 2>> "$OUT/val/bench-$6.err"
 }
 
@@ -86,6 +108,7 @@ if [[ "${RESIM:-0}" == 1 ]]; then
     read -r coll ranks ppn alg sizes < <(node -e "const r = JSON.parse(require('fs').readFileSync('$f', 'utf8'));
       console.log(r.op, r.ranks, r.ppn, r.algorithm, r.results.map((x) => x.bytes).join(','))")
     [[ $coll == barrier ]] && sizes=8
+    CAL=$(cat "$OUT/val/cal-$tag.txt" 2> /dev/null || echo loggp.json)
     simulate "$coll" "$ranks" "$ppn" "$alg" "$sizes" "$tag"
   done
   COLLS=""
@@ -94,6 +117,7 @@ for coll in $COLLS; do
   for cfg in $CONFIGS; do
     ranks=${cfg%:*}; ppn=${cfg#*:}; nodes=$(( (ranks + ppn - 1) / ppn ))
     for alg in $(algorithms "$coll" "$nodes"); do
+      recalibrate_if_due
       tag="$coll-$ranks-$ppn-$alg"
       if $NBC bench "$coll" --ranks "$ranks" --ppn "$ppn" --algorithm "$alg" --sizes "$SIZES" --iters "$ITERS" --warmup "$WARMUP" --plain \
           --json "$OUT/val/bench-$tag.json" > /dev/null 2> "$OUT/val/bench-$tag.err"; then

@@ -394,6 +394,59 @@ test('the LogGP fit keeps, per calibrated size, what the ping-pongs took beyond 
   assert.ok(modelOneWay(line, 1024) < 0.8 * 1.41, 'the line alone is far below the measured KiB');
 });
 
+test('on shared memory a send of what the call did not write pays the cached per-byte costs, one of what it wrote the fresh ones', { timeout: 5_000 }, () => {
+  const cached: SimParams = { ...P, shm: { ...P.shm, cached: { G: 0, O: 0 } } };
+  // The caller's input, untouched: o 0.5, nothing per byte (leaves 0.5), arrives 0.5 + 1,
+  // taken in 0.5 later; the fresh price of the same ping is [0.6, 2.2] (the LogGP ping above).
+  near(runProgram(programOf(ping(101), 2), cached).done, [0.5, 2], 'cached input');
+  near(runProgram(programOf(ping(101), 2), { ...P, shm: { ...P.shm, cached: { G: 0, O: 0, X: { bytes: [1, 1001], us: [1, 1] } } } }).done, [1, 3], 'cached X');
+  near(runProgram(programOf(ping(101)), cached).done, [1, 8], 'the network has no cached price');
+  // Copied into RECV first, then sent from there: written by the call, so fresh (the copy
+  // costs 101 x 0.001 first: [0.701, 2.301]).
+  const a = new ScheduleBuilder('copy-then-send');
+  a.copy({ buf: SEND, offset: 0, bytes: 101 }, { buf: RECV, offset: 0 });
+  a.round();
+  a.send(1, { buf: RECV, offset: 0, bytes: 101 });
+  const prog = programOf([a.build(), ping(101)[1]!], 2);
+  assert.deepEqual(Array.from(prog.cached), [0, 0, 0]);
+  near(runProgram(prog, cached).done, [0.701, 2.301], 'written by the call');
+  // The library's schedules: a binomial bcast's root sends the caller's buffer, rank 2
+  // forwards what it received; recursive doubling sends what it copied and reduced; alltoall
+  // sends the caller's blocks; `inputs: 'fresh'` marks nothing.
+  const sends = (spec: CallSpec, rank: number): number[] => {
+    const pr = buildProgram(spec, P);
+    const out: number[] = [];
+    for (let i = pr.procAct[rank]!; i < pr.procAct[rank + 1]!; i++) if (pr.kind[i] === 1) out.push(pr.cached[i]!);
+    return out;
+  };
+  const bcast: CallSpec = { coll: 'bcast', ranks: 4, ppn: 4, bytes: 64, executor: 'host', algorithm: 'binomial' };
+  assert.deepEqual(sends(bcast, 0), [1, 1]);
+  assert.deepEqual(sends(bcast, 2), [0]);
+  assert.deepEqual(sends({ ...bcast, inputs: 'fresh' }, 0), [0, 0]);
+  assert.deepEqual(sends({ coll: 'allreduce', ranks: 4, ppn: 4, bytes: 64, executor: 'host', algorithm: 'recursive-doubling' }, 1), [0, 0]);
+  assert.deepEqual(sends({ coll: 'alltoall', ranks: 4, ppn: 4, bytes: 64, executor: 'host', algorithm: 'pairwise' }, 3), [1, 1, 1]);
+  // Validated like the path itself.
+  assert.deepEqual(parseSimParams(cached, 'x.json').shm.cached, { G: 0, O: 0 });
+  assert.throws(() => parseSimParams({ ...P, shm: { ...P.shm, cached: { G: -1, O: 0 } } }, 'x.json'), { code: 'NBC_ERR_ARG', message: /shm.cached.G is -1/ });
+  assert.throws(() => parseSimParams({ ...P, shm: { ...P.shm, cached: { G: 0, O: 0, X: { bytes: [2, 1], us: [0, 0] } } } }, 'x.json'), { code: 'NBC_ERR_ARG', message: /shm.cached.X/ });
+});
+
+test('the LogGP fit prices unchanged payloads from their own ping-pongs, at every calibrated size', { timeout: 5_000 }, () => {
+  const fresh = [[1, 0.65], [64, 1.07], [1024, 1.41], [4096, 2.34], [16384, 3.05], [65536, 5.8]].map(([bytes, us]) => ({ bytes: bytes!, us: us! }));
+  const kept = fresh.map((p) => ({ bytes: p.bytes, us: p.bytes >= 16384 ? p.us / 2 : p.us }));
+  const trains = [1, 2, 3, 4].map((k) => ({ messages: k, postUs: 0.25 * k, totalUs: 1 + 0.4 * k }));
+  const m = fitLogGOPS({ rounds: 10, pingPong: fresh, pingPongCached: kept, trains }, true, 8192);
+  const { X: _, cached: __, ...line } = m;
+  const asCached = { ...line, G: m.cached!.G, O: m.cached!.O, X: m.cached!.X! };
+  for (const p of kept) assert.ok(Math.abs(modelOneWay(asCached, p.bytes) - p.us) < 1e-9, `${p.bytes} B cached: ${modelOneWay(asCached, p.bytes)} against ${p.us}`);
+  for (const p of fresh) assert.ok(Math.abs(modelOneWay(m, p.bytes) - p.us) < 1e-9, `${p.bytes} B fresh`);
+  assert.equal(fitLogGOPS({ rounds: 10, pingPong: fresh, pingPongCached: kept, trains }, false, 8192).cached, undefined, 'not on the network');
+  // A crowd level between two calibrated levels interpolates the cached costs like the rest.
+  const level = (ranks: number, G: number): { ranks: number; shm: SimParams['shm']; net: SimParams['net'] } => ({ ranks, shm: { ...P.shm, cached: { G, O: 0 } }, net: P.net });
+  const crowded = crowdedParams({ ...P, shm: { ...P.shm, cached: { G: 0, O: 0 } }, crowd: { cores: 2, levels: [level(4, 0.002), level(8, 0.004)] } }, 6, 2);
+  assert.ok(Math.abs(crowded.params.shm.cached!.G - 0.003) < 1e-12, `G ${crowded.params.shm.cached!.G}`);
+});
+
 test('a shared host\'s cores and a path\'s wake-up are validated', { timeout: 5_000 }, () => {
   assert.deepEqual(parseSimParams({ ...P, hostCores: 2, net: { ...P.net, W: 4 } }, 'p.json'), { ...P, hostCores: 2, net: { ...P.net, W: 4 } });
   assert.throws(() => parseSimParams({ ...P, hostCores: 1.5 }, 'p.json'), {

@@ -29,6 +29,7 @@ import { positiveInt, nonNegativeInt } from './args.js';
 interface SimOptions {
   ranks: number; ppn: number; sizes: string; algorithm?: string; executor: string; params?: string; noise?: string;
   seed: number; compute?: boolean; json?: string; chart?: string; goal?: string; afterBarrier?: boolean; hostCores?: number;
+  inputs: string;
 }
 
 /** 'iallreduce' -> allreduce, non-blocking; 'allreduce' -> blocking. */
@@ -65,6 +66,7 @@ export function registerSim(program: Command): void {
     .option('--seed <n>', 'seed of the noise phases', nonNegativeInt, 1)
     .option('--compute', 'non-blocking ops: also run with compute as long as the pure latency, and report overlap')
     .option('--after-barrier', "nbcbench's rule: each rank calls as it leaves a barrier, and the latency is the slowest rank's own time (default: all call at once)")
+    .option('--inputs <where>', "cached: the call's input unchanged since the last call, as nbc bench loops it (shared memory then copies it from cache); fresh: just written, as an application's data", 'cached')
     .option('--host-cores <N>', 'the cluster is emulated on one host of N cores (as nbc bench runs it): more ranks than cores share them, and are priced by the calibration\'s crowd levels', positiveInt)
     .option('--json <file>', 'write the result (nbcbench JSON, plus events and wallSeconds)')
     .option('--chart <file>', 'latency (or, with --compute, overlap) chart, .svg or .png')
@@ -76,6 +78,9 @@ export function registerSim(program: Command): void {
       }
       if (o.compute === true && !nonblocking) {
         throw new NbcArgError(`Cannot simulate ${op} with --compute: only non-blocking ops overlap computation; expected i${op}`);
+      }
+      if (o.inputs !== 'cached' && o.inputs !== 'fresh') {
+        throw new NbcArgError(`Cannot simulate with --inputs ${o.inputs}: expected cached (unchanged since the last call, as nbc bench loops) or fresh (just written)`);
       }
       const noise = o.noise === undefined ? null : parseNoise(o.noise);
       const loaded = loadSimParams(o.params);
@@ -91,7 +96,7 @@ export function registerSim(program: Command): void {
       const sizes = coll === 'barrier' ? [0] : parseSizes(o.sizes);
       // Selection sees the host as the runtime would: oversubscribed when its ranks outnumber its cores.
       const config = o.hostCores !== undefined && o.ranks > o.hostCores ? { ...DEFAULT_CONFIG, oversubscribed: true } : undefined;
-      const spec = { coll, ranks: o.ranks, ppn: o.ppn, executor: o.executor as SimExecutor, algorithm: o.algorithm, ...(config ? { config } : {}) };
+      const spec = { coll, ranks: o.ranks, ppn: o.ppn, executor: o.executor as SimExecutor, algorithm: o.algorithm, inputs: o.inputs as 'cached' | 'fresh', ...(config ? { config } : {}) };
       if (o.goal !== undefined) {
         const prog = buildProgram({ ...spec, bytes: sizes[0]! }, params);
         mkdirSync(dirname(o.goal), { recursive: true });
@@ -101,12 +106,12 @@ export function registerSim(program: Command): void {
       const rows = simulate(spec, sizes, params, { compute: o.compute === true, noise, seed: o.seed, afterBarrier: o.afterBarrier === true });
       process.stdout.write(`${op} on ${o.ranks} ranks, ${o.ppn} per node, executor ${o.executor}${noise ? `, noise ${o.noise}` : ''} (simulated)\n`);
       process.stdout.write(table(rows, o.compute === true) + '\n');
-      const result: BenchResult & { simulated: { params: typeof params; from: string; seed: number; afterBarrier: boolean; hostCores: number | null } } = {
+      const result: BenchResult & { simulated: { params: typeof params; from: string; seed: number; afterBarrier: boolean; hostCores: number | null; inputs: string } } = {
         op, kind: nonblocking ? 'nonblocking' : 'blocking', ranks: o.ranks, ppn: o.ppn, executor: o.executor,
         algorithm: o.algorithm ?? 'auto', link: null, compute: o.compute === true ? 'busy' : null, testInterval: '0',
         noise: o.noise ?? null, stat: 'median', label: `sim ${o.executor} ${o.algorithm ?? 'auto'}`,
         machine: { cpu: `simulated: ${params.source}`, cores: 0, node: process.version }, limits: {}, results: rows,
-        simulated: { params, from, seed: o.seed, afterBarrier: o.afterBarrier === true, hostCores: o.hostCores ?? null },
+        simulated: { params, from, seed: o.seed, afterBarrier: o.afterBarrier === true, hostCores: o.hostCores ?? null, inputs: o.inputs },
       };
       if (o.json !== undefined) {
         mkdirSync(dirname(o.json), { recursive: true });

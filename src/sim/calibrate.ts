@@ -36,6 +36,8 @@
  * - J: the smallest message's one-way times over the rounds, at quantiles 0, 1, .., 99 %, less
  *   their median (half a round trip each: a hiccup of one message shows at half its size, twice
  *   as often, so the mean is kept). Where several pairs measured, the median per quantile.
+ * - cached (shared memory): G, O and X again from ping-pongs of a payload written once (what a
+ *   benchmark loop sends from its unchanged input), X against the fresh line's L, o and S.
  * Kernels: a sum of two 1 MiB float64 vectors and a 1 MiB copy, fastest of 20. The library's
  * own cost per call: on one node (callUs), across nodes (callNetUs), and per collective
  * (callUsByColl), measureCall().
@@ -117,7 +119,15 @@ export function fitLogGOPS(job: LogGPJobResult, shm: boolean, eagerLimit: number
   // The mean, not the median: only a few sizes lie above the eager limit, and they decide.
   const misfit = (m: LogGOPS): number => job.pingPong.reduce((sum, p) => sum + Math.abs(modelOneWay(m, p.bytes) - p.us) / p.us, 0);
   const line = misfit(pushed) < misfit(handshake) ? pushed : handshake;
-  return shm ? withSizeExtra(line, job.pingPong) : line;
+  if (!shm) return line;
+  const fresh = withSizeExtra(line, job.pingPong);
+  if (job.pingPongCached === undefined) return fresh;
+  // Unchanged payloads: G and O by the same rules from their ping-pongs, and X against the line
+  // with the fresh path's L, o and S, so the model's one-way time of an unchanged payload is
+  // the measured one at every calibrated size.
+  const c = fitLogGOPS({ ...job, pingPong: job.pingPongCached, pingPongCached: undefined }, true, eagerLimit);
+  const X = withSizeExtra({ ...line, G: c.G, O: c.O }, job.pingPongCached).X;
+  return { ...fresh, cached: { G: c.G, O: c.O, ...(X === undefined ? {} : { X }) } };
 }
 
 /**
@@ -180,7 +190,9 @@ function kernelSpeeds(): { reduceUsPerByte: number; copyUsPerByte: number } {
 
 /** Pairs at `stride` (1: inside a node with ppn 2; ppn: across nodes), on `ranks` ranks. */
 async function measure(ranks: number, ppn: number, stride: number, budgetMs: number, stat: Stat, transport: string | undefined, barriers = 0): Promise<LogGPJobResult> {
-  const args: LogGPJobArgs = { sizes: SIZES, maxTrain: MAX_TRAIN, budgetMs, minRounds: 5, stride, stat, barriers };
+  // On shared memory also unchanged payloads (LogGOPS.cached): a copy's speed there depends on
+  // where the lines sit; over the network the wire sets it.
+  const args: LogGPJobArgs = { sizes: SIZES, maxTrain: MAX_TRAIN, budgetMs, minRounds: 5, stride, stat, barriers, cached: stride < ppn };
   const r = await launch(JOB, { ranks, ppn, args: [JSON.stringify(args)], output: 'pipe', timeoutMs: budgetMs + 30_000, transport: transport === undefined ? undefined : parseTransport(transport) });
   const path = stride < ppn ? 'shared memory' : 'the network';
   if (r.exitCode !== 0) throw new Error(`the LogGP job on ${path} (${ranks} ranks) failed (exit ${r.exitCode}):\n${r.stderr}`);
@@ -197,6 +209,7 @@ function medianOfPairs(pairs: LogGPJobResult[]): LogGPJobResult {
   return {
     rounds: Math.min(...pairs.map((p) => p.rounds)),
     pingPong: first.pingPong.map((x, j) => ({ bytes: x.bytes, us: med((p) => p.pingPong[j]!.us) })),
+    ...(first.pingPongCached === undefined ? {} : { pingPongCached: first.pingPongCached.map((x, j) => ({ bytes: x.bytes, us: med((p) => p.pingPongCached![j]!.us) })) }),
     trains: first.trains.map((x, i) => ({ messages: x.messages, postUs: med((p) => p.trains[i]!.postUs), totalUs: med((p) => p.trains[i]!.totalUs) })),
     ...(first.jitterUs === undefined ? {} : { jitterUs: first.jitterUs.map((_, k) => med((p) => p.jitterUs![k]!)) }),
   };

@@ -12,6 +12,9 @@
  *   all its ranks: seed 004's contention) is busy g + (s-1)G, the data arrives o + (s-1)G + L
  *   after the start. A rendezvous send first sends a request (o, g, L), the receiver answers
  *   clear-to-send once its receive is posted (o, L), then the data goes as above.
+ *   On shared memory a send of what the call did not write (Program.cached: the caller's
+ *   input, unchanged since the last call of a benchmark loop) pays the path's cached per-byte
+ *   costs (LogGOPS.cached), the rest the fresh ones.
  * - recv: matched in posting order per (source, destination, sub-tag), as MPI's non-overtaking
  *   rule (and the library's matching) does; once matched and arrived, the receiver's CPU spends
  *   o (oRecv where the path has one) + (s-1)O and its injector g + (s-1)G.
@@ -51,7 +54,7 @@ import { NbcInternalError } from '../errors.js';
 import { A_COPY, A_RECV, A_REDUCE, A_SEND, grown } from '../sched/schedule.js';
 import { EventQueue } from './heap.js';
 import type { Program } from './program.js';
-import { sizeExtraUs, type LogGOPS, type SimParams } from './params.js';
+import { cachedPath, sizeExtraUs, type LogGOPS, type SimParams } from './params.js';
 
 const EV_START = 0;
 const EV_DONE = 1;
@@ -188,6 +191,9 @@ class Simulation {
   private readonly procNode: Int32Array;
   private readonly net: LogGOPS;
   private readonly shm: LogGOPS;
+  /** Shared memory as it prices a payload the call did not write (LogGOPS.cached), and which sends carry one. */
+  private readonly shmCached: LogGOPS;
+  private readonly cached: Int8Array;
   private readonly cpuFree: Float64Array;
   /**
    * On a shared host (params.hostCores): when each of its cores is next free, taken by every
@@ -247,6 +253,8 @@ class Simulation {
     this.procNode = prog.procNode;
     this.net = params.net;
     this.shm = params.shm;
+    this.shmCached = cachedPath(params.shm);
+    this.cached = prog.cached;
     const ch = channelsOf(prog);
     this.chan = ch.chan;
     this.chanHead = new Int32Array(ch.count).fill(NONE);
@@ -309,6 +317,11 @@ class Simulation {
    * How long a message's flight on path `m` takes: L, or with jitter L plus a draw from the
    * path's measured quantiles (linear between them), never below 0.
    */
+  /** The path send `i`'s message takes: the network between nodes, else shared memory, priced as cached where the call did not write its payload. */
+  private path(i: number, net: boolean): LogGOPS {
+    return net ? this.net : this.cached[i] === 1 ? this.shmCached : this.shm;
+  }
+
   private flight(m: LogGOPS): number {
     const J = m.J;
     const rng = this.jitterRng;
@@ -474,7 +487,7 @@ class Simulation {
       const dst = this.peer[i]!;
       const s = this.bytesOf[i]!;
       const net = this.procNode[p] !== this.procNode[dst];
-      const m = net ? this.net : this.shm;
+      const m = this.path(i, net);
       const inj = net ? this.netSend : this.shmSend;
       const slot = net ? this.procNode[p]! : c;
       if (s <= m.S) {
@@ -561,7 +574,7 @@ class Simulation {
     const p = this.actProc[r]!;
     const c = this.procCpu[p]!;
     const net = this.procNode[p] !== this.procNode[this.actProc[i]!];
-    const m = net ? this.net : this.shm;
+    const m = this.path(i, net);
     if (rts) {
       const t = this.cpu(c, this.now, this.wake(c, m) + m.o);
       this.heap.push(t + this.flight(m), EV_CTS, i, r);
@@ -598,7 +611,7 @@ class Simulation {
     const c = this.procCpu[p]!;
     const dst = this.peer[i]!;
     const net = this.procNode[p] !== this.procNode[dst];
-    const m = net ? this.net : this.shm;
+    const m = this.path(i, net);
     const s = this.bytesOf[i]!;
     const w = this.wake(c, m);
     this.inject(c, net ? this.netSend : this.shmSend, net ? this.procNode[p]! : c, m, s, w > 0 ? this.cpu(c, this.now, w) : this.now);
@@ -608,7 +621,7 @@ class Simulation {
 
   private data(i: number, r: number): void {
     const net = this.procNode[this.actProc[r]!] !== this.procNode[this.actProc[i]!];
-    this.takeIn(r, i, net ? this.net : this.shm, net);
+    this.takeIn(r, i, this.path(i, net), net);
   }
 
   /** Action i completed: release what waited for it (interpreter.ts release()). */

@@ -6,7 +6,9 @@
  * with more ranks than cores measures the paths as a crowded host runs them (Netgauge's
  * many-pairs mode). Per pair, the lower rank measures:
  * - ping-pong at every size: one way = round trip / 2 = 2o + L + (s-1)G; its slope over sizes
- *   (least squares) is G;
+ *   (least squares) is G. Each round writes the payload before it is sent, as a collective
+ *   sends what it has just computed or received; with `cached`, every size is also
+ *   ping-ponged from a payload written once (a benchmark loop's unchanged input);
  * - message trains: it isends k 1-byte messages back to back and waits for its partner's ack
  *   of the last. The time inside the k isend calls over k is o_s; the train's time over k has
  *   slope max(o, g) (the injector's gap shows once it exceeds the CPU's overhead).
@@ -32,6 +34,11 @@ export interface LogGPJobArgs {
   /** Per point, over rounds (default min). */
   stat?: Stat;
   /**
+   * Also ping-pong every size with a payload that no round writes (pingPongCached): what a
+   * benchmark loop sends from its unchanged input, whose lines stay cached on both cores.
+   */
+  cached?: boolean;
+  /**
    * Then every rank runs this many barriers (after as many to warm up), notes when it left
    * each (performance.timeOrigin + now(): one clock for every process of the host), and rank 0
    * reports the median spread between the first and the last rank to leave. Default 0.
@@ -41,8 +48,10 @@ export interface LogGPJobArgs {
 
 export interface LogGPJobResult {
   rounds: number;
-  /** One-way time per size, us. */
+  /** One-way time per size, us: payloads written just before they are sent. */
   pingPong: Array<{ bytes: number; us: number }>;
+  /** With `cached`: the same with a payload written once, before the first round. */
+  pingPongCached?: Array<{ bytes: number; us: number }>;
   /** Per train length: time inside the isend calls, and until the last message's ack, us. */
   trains: Array<{ messages: number; postUs: number; totalUs: number }>;
   /** With `barriers`: the median spread of the ranks' barrier exits, us (rank 0 only). */
@@ -113,10 +122,12 @@ function pairPoints(world: Communicator, a: LogGPJobArgs, peer: number, lead: bo
   const maxBytes = Math.max(...a.sizes);
   const out = world.alloc(Uint8Array, maxBytes).fill(1);
   const inb = world.alloc(Uint8Array, maxBytes);
+  const kept = a.cached === true ? world.alloc(Uint8Array, maxBytes).fill(2) : null;
   const one = out.subarray(0, 1);
   const ack = new Uint8Array(1);
   const go = new Uint8Array(1);
   const pp: number[][] = a.sizes.map(() => []);
+  const ppCached: number[][] = a.sizes.map(() => []);
   const post: number[][] = Array.from({ length: a.maxTrain }, () => []);
   const total: number[][] = Array.from({ length: a.maxTrain }, () => []);
   const reqs: Request[] = [];
@@ -137,15 +148,8 @@ function pairPoints(world: Communicator, a: LogGPJobArgs, peer: number, lead: bo
       // computed or received, whose lines sit dirty in the sender's core. Sent unchanged, the
       // payload would stay cached on both cores and copy at cache speed (docs/sim.md, "G").
       s.fill((rounds + j) & 255);
-      if (lead) {
-        const t0 = performance.now();
-        world.send(s, peer, TAG_PING);
-        world.recv(r, peer, TAG_PING);
-        pp[j]!.push((performance.now() - t0) * 500);
-      } else {
-        world.recv(r, peer, TAG_PING);
-        world.send(s, peer, TAG_PING);
-      }
+      pingPong(world, s, r, peer, lead, pp[j]!);
+      if (kept !== null) pingPong(world, kept.subarray(0, a.sizes[j]!), r, peer, lead, ppCached[j]!);
     }
     for (let k = 1; k <= a.maxTrain; k++) {
       if (lead) {
@@ -173,6 +177,20 @@ function pairPoints(world: Communicator, a: LogGPJobArgs, peer: number, lead: bo
     rounds,
     jitterUs: jitterQuantiles(pp[smallest]!),
     pingPong: a.sizes.map((bytes, j) => ({ bytes, us: statOf(pp[j]!, stat) })),
+    ...(kept === null ? {} : { pingPongCached: a.sizes.map((bytes, j) => ({ bytes, us: statOf(ppCached[j]!, stat) })) }),
     trains: Array.from({ length: a.maxTrain }, (_, i) => ({ messages: i + 1, postUs: statOf(post[i]!, stat), totalUs: statOf(total[i]!, stat) })),
   };
+}
+
+/** One round trip of `s` (the lead sends first; the partner answers into `r`); the lead notes half of it, us. */
+function pingPong(world: Communicator, s: Uint8Array, r: Uint8Array, peer: number, lead: boolean, samples: number[]): void {
+  if (lead) {
+    const t0 = performance.now();
+    world.send(s, peer, TAG_PING);
+    world.recv(r, peer, TAG_PING);
+    samples.push((performance.now() - t0) * 500);
+  } else {
+    world.recv(r, peer, TAG_PING);
+    world.send(s, peer, TAG_PING);
+  }
 }

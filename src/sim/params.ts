@@ -64,6 +64,23 @@ export interface LogGOPS {
    * rank pays none.
    */
   W?: number;
+  /**
+   * The per-byte costs of a payload the call did not write (optional; absent: G, O and X as
+   * above): a collective's send from its input buffer, which a benchmark loop leaves unchanged,
+   * so its lines sit cached on both cores and a shared-memory copy of it runs at cache speed,
+   * where data just written (received, reduced, copied) moves from the core that wrote it. A
+   * calibration measures it on shared memory by ping-ponging an unchanged payload beside a
+   * fresh one (Program.cached says which sends it applies to).
+   */
+  cached?: { G: number; O: number; X?: { bytes: number[]; us: number[] } };
+}
+
+/** Path `m` as it charges a payload the call did not write (LogGOPS.cached); `m` itself where it has no such costs. */
+export function cachedPath(m: LogGOPS): LogGOPS {
+  const c = m.cached;
+  if (c === undefined) return m;
+  const { X: _, cached: __, ...rest } = m;
+  return { ...rest, G: c.G, O: c.O, ...(c.X === undefined ? {} : { X: c.X }) };
 }
 
 /** What a message of `s` bytes costs on path `m` beyond the linear model (LogGOPS.X), us. */
@@ -171,17 +188,24 @@ export interface Crowd {
 
 export const SIM_PARAMS_VERSION = 1;
 
-/** LogGOPS between `a` (at x = 0) and `b` (at x = 1); S from `a`; J quantile by quantile and X size by size where both have it alike, else none; W from 0 where one lacks it. */
+/** LogGOPS between `a` (at x = 0) and `b` (at x = 1); S from `a`; J quantile by quantile and X size by size where both have it alike, else none; W from 0 where one lacks it; cached where both have it. */
 function between(a: LogGOPS, b: LogGOPS, x: number): LogGOPS {
   const at = (u: number, v: number): number => u + (v - u) * x;
   const J = a.J !== undefined && b.J !== undefined && a.J.length === b.J.length ? a.J.map((u, k) => at(u, b.J![k]!)) : undefined;
   const oRecv = a.oRecv === undefined && b.oRecv === undefined ? undefined : at(a.oRecv ?? a.o, b.oRecv ?? b.o);
-  const sameSizes = a.X !== undefined && b.X !== undefined && a.X.bytes.length === b.X.bytes.length && a.X.bytes.every((v, k) => v === b.X!.bytes[k]);
-  const X = sameSizes ? { bytes: a.X!.bytes, us: a.X!.us.map((u, k) => at(u, b.X!.us[k]!)) } : undefined;
+  const betweenX = (xa: { bytes: number[]; us: number[] }, xb: { bytes: number[]; us: number[] }): LogGOPS['X'] =>
+    (xa.bytes.length === xb.bytes.length && xa.bytes.every((v, k) => v === xb.bytes[k]) ? { bytes: xa.bytes, us: xa.us.map((u, k) => at(u, xb.us[k]!)) } : undefined);
+  const X = a.X !== undefined && b.X !== undefined ? betweenX(a.X, b.X) : undefined;
   const W = a.W === undefined && b.W === undefined ? undefined : at(a.W ?? 0, b.W ?? 0);
+  const ca = a.cached;
+  const cb = b.cached;
+  const cachedX = ca?.X !== undefined && cb?.X !== undefined ? betweenX(ca.X, cb.X) : undefined;
+  const cached = ca === undefined || cb === undefined ? undefined
+    : { G: at(ca.G, cb.G), O: at(ca.O, cb.O), ...(cachedX === undefined ? {} : { X: cachedX }) };
   return {
     L: at(a.L, b.L), o: at(a.o, b.o), g: at(a.g, b.g), G: at(a.G, b.G), O: at(a.O, b.O), S: a.S,
     ...(oRecv === undefined ? {} : { oRecv }), ...(J === undefined ? {} : { J }), ...(X === undefined ? {} : { X }), ...(W === undefined ? {} : { W }),
+    ...(cached === undefined ? {} : { cached }),
   };
 }
 
@@ -369,18 +393,33 @@ function parsePath(value: unknown, where: string, name: string): LogGOPS {
     out.J = J as number[];
   }
   if (p.X !== undefined) {
-    const X = p.X as { bytes?: unknown; us?: unknown } | null;
-    const bytes = X?.bytes;
-    const us = X?.us;
-    const ok = Array.isArray(bytes) && Array.isArray(us) && bytes.length >= 1 && us.length === bytes.length &&
-      bytes.every((v, k) => typeof v === 'number' && Number.isInteger(v) && v >= 0 && (k === 0 || v > (bytes[k - 1] as number))) &&
-      us.every((v) => typeof v === 'number' && Number.isFinite(v));
-    if (!ok) {
-      throw new NbcArgError(`Cannot use the simulator parameters from ${where}: ${name}.X is ${JSON.stringify(p.X)}; expected { bytes, us }: message sizes (integers, ascending) and as many finite extra costs (us)`);
+    out.X = parseX(p.X, where, `${name}.X`);
+  }
+  if (p.cached !== undefined) {
+    const c = p.cached as Record<string, unknown> | null;
+    if (c === null || typeof c !== 'object') {
+      throw new NbcArgError(`Cannot use the simulator parameters from ${where}: ${name}.cached is ${JSON.stringify(p.cached)}; expected { G, O } and optionally X`);
     }
-    out.X = { bytes: bytes as number[], us: us as number[] };
+    out.cached = {
+      G: finiteNonNegative(c.G, where, `${name}.cached.G`), O: finiteNonNegative(c.O, where, `${name}.cached.O`),
+      ...(c.X === undefined ? {} : { X: parseX(c.X, where, `${name}.cached.X`) }),
+    };
   }
   return out;
+}
+
+/** A size-dependent part (LogGOPS.X): sizes ascending, as many finite costs. */
+function parseX(value: unknown, where: string, name: string): { bytes: number[]; us: number[] } {
+  const X = value as { bytes?: unknown; us?: unknown } | null;
+  const bytes = X?.bytes;
+  const us = X?.us;
+  const ok = Array.isArray(bytes) && Array.isArray(us) && bytes.length >= 1 && us.length === bytes.length &&
+    bytes.every((v, k) => typeof v === 'number' && Number.isInteger(v) && v >= 0 && (k === 0 || v > (bytes[k - 1] as number))) &&
+    us.every((v) => typeof v === 'number' && Number.isFinite(v));
+  if (!ok) {
+    throw new NbcArgError(`Cannot use the simulator parameters from ${where}: ${name} is ${JSON.stringify(value)}; expected { bytes, us }: message sizes (integers, ascending) and as many finite extra costs (us)`);
+  }
+  return { bytes: bytes as number[], us: us as number[] };
 }
 
 /** Validates simulator parameters (from a file, a preset or a caller), naming the bad field. */

@@ -18,7 +18,7 @@ import { DEFAULT_CONFIG, type CoreConfig } from '../config.js';
 import { NbcArgError } from '../errors.js';
 import { select, ALGORITHMS, interNodeSchedule, type Choice, type CollName } from '../coll/select.js';
 import { shape, topologyOf, type CollShape, type Topology } from '../coll/shape.js';
-import { A_COPY, A_REDUCE, grown, type Schedule } from '../sched/schedule.js';
+import { A_COPY, A_RECV, A_REDUCE, A_SEND, grown, type Schedule } from '../sched/schedule.js';
 import {
   nodePairCounts, TL_AGG, TL_ALLGATHER, TL_ALLREDUCE, TL_ALLTOALL, TL_BARRIER, TL_BCAST, TL_REDUCE,
   type InterNodeColl, type InterNodeShape,
@@ -50,6 +50,12 @@ export interface CallSpec {
   executor: SimExecutor;
   /** Selection's configuration (cost model); default: the library's defaults on a host with a core per rank. */
   config?: CoreConfig;
+  /**
+   * Where the call's input lies: 'cached' (default), as nbcbench's loop leaves it, unchanged
+   * since the last call, so a send of it is priced by the path's cached costs (LogGOPS.cached);
+   * 'fresh', just computed, as an application's data is.
+   */
+  inputs?: 'cached' | 'fresh';
 }
 
 export interface Program {
@@ -73,6 +79,12 @@ export interface Program {
   /** Send/recv: the peer proc; reduce/copy: -1. */
   peer: Int32Array;
   bytesOf: Int32Array;
+  /**
+   * 1 for a send whose payload the call did not write before it (the proc's own schedule wrote
+   * nothing that overlaps it: the caller's input as it was), priced by the path's cached costs
+   * (LogGOPS.cached); 0 otherwise, and for every action of an engine's schedule.
+   */
+  cached: Int8Array;
   sub: Int8Array;
   actProc: Int32Array;
   /** Proc p's actions are procAct[p] .. procAct[p+1]-1. */
@@ -201,7 +213,7 @@ export function buildProgram(spec: CallSpec, params: SimParams): Program {
     const shared = { ...rankShape(spec.coll, 0, N, B, vec, displs), radix: choice.radix, topo, leader };
     for (let r = 0; r < N; r++) {
       const s = choice.build({ ...shared, rank: r });
-      out.append(r, s, nodeOfRank[r]!, choice.mode === 'offload' ? N + nodeOfRank[r]! : r);
+      out.append(r, s, nodeOfRank[r]!, choice.mode === 'offload' ? N + nodeOfRank[r]! : r, spec.inputs !== 'fresh');
     }
   } else {
     const kindWord = choice.composite! & ~TL_AGG;
@@ -249,7 +261,7 @@ export function buildProgram(spec: CallSpec, params: SimParams): Program {
       // On agg the fabric's tree is the exchange (engine.ts models it); the engines' schedule
       // is only its fallback.
       const exchange = nodes > 1 && choice.mode !== 'agg';
-      out.append(k, exchange ? interNodeSchedule(coll, s, spec.config ?? DEFAULT_CONFIG) : EMPTY_SCHEDULE(), k, N + k);
+      out.append(k, exchange ? interNodeSchedule(coll, s, spec.config ?? DEFAULT_CONFIG) : EMPTY_SCHEDULE(), k, N + k, false);
     }
   }
   return out.done({ coll: spec.coll, algorithm, mode: choice.mode, ranks: N, nodes, bytes: B, nodeOfRank, nodeStart, foldUs, writebackUs, aggBytes });
@@ -263,6 +275,7 @@ class ProgramBuilder {
   private readonly peer = new Column(new Int32Array(1024));
   private readonly bytes = new Column(new Int32Array(1024));
   private readonly sub = new Column(new Int8Array(1024));
+  private readonly cached = new Column(new Int8Array(1024));
   private readonly actProc = new Column(new Int32Array(1024));
   private readonly roundBound = new Column(new Int32Array(1024));
   private readonly depCount = new Column(new Int32Array(1024));
@@ -282,7 +295,8 @@ class ProgramBuilder {
     this.procCpu = new Int32Array(procs);
   }
 
-  append(p: number, s: Schedule, node: number, cpu: number): void {
+  /** Proc `p` runs `s`; with `inputsCached`, its sends of what it did not write are marked cached (Program.cached). */
+  append(p: number, s: Schedule, node: number, cpu: number, inputsCached: boolean): void {
     const { depCount, depStart, depList, roundBound } = this;
     const base = this.kind.n;
     this.procAct[p] = base;
@@ -294,6 +308,8 @@ class ProgramBuilder {
     this.peer.append(s.peer, n);
     this.bytes.append(s.bytesA, n);
     this.sub.append(s.sub, n);
+    if (inputsCached) this.markCached(s);
+    else this.cached.fill(0, n);
     this.actProc.fill(p, n);
     const e = s.isDag ? s.dependents() : null;
     if (e === null) {
@@ -312,13 +328,41 @@ class ProgramBuilder {
     this.procDag[p] = e !== null ? 1 : 0;
   }
 
+  /**
+   * Program.cached for `s`'s actions: in action order (a DAG's too: an action comes after those
+   * it depends on), each buffer's written span grows by every receive, reduction and copy into
+   * it, and a send outside its buffer's span so far sends what the call found there. A span,
+   * not a list of regions: a send between two written regions counts as written (fresh, the
+   * dearer price), and the pass stays linear in the actions.
+   */
+  private markCached(s: Schedule): void {
+    const lo = [Infinity, Infinity, Infinity];
+    const hi = [-Infinity, -Infinity, -Infinity];
+    const write = (buf: number, off: number, bytes: number): void => {
+      if (buf < 0 || bytes <= 0) return;
+      lo[buf] = Math.min(lo[buf]!, off);
+      hi[buf] = Math.max(hi[buf]!, off + bytes);
+    };
+    const out = this.cached;
+    out.reserve(s.nActions);
+    for (let i = 0; i < s.nActions; i++) {
+      const k = s.kind[i]!;
+      const buf = s.bufA[i]!;
+      const off = s.offA[i]!;
+      const bytes = s.bytesA[i]!;
+      out.push(k === A_SEND && (off >= hi[buf]! || off + bytes <= lo[buf]!) ? 1 : 0);
+      if (k === A_RECV) write(buf, off, bytes);
+      else if (k === A_REDUCE || k === A_COPY) write(s.bufB[i]!, s.offB[i]!, bytes);
+    }
+  }
+
   done(head: ProgramHead): Program {
     this.procAct[this.procs] = this.kind.n;
     this.procRound[this.procs] = this.roundBound.n;
     this.depStart.push(this.depList.n);
     return {
       ...head, procs: this.procs, procNode: this.procNode, procCpu: this.procCpu, nActions: this.kind.n,
-      kind: this.kind.done(), peer: this.peer.done(), bytesOf: this.bytes.done(), sub: this.sub.done(),
+      kind: this.kind.done(), peer: this.peer.done(), bytesOf: this.bytes.done(), cached: this.cached.done(), sub: this.sub.done(),
       actProc: this.actProc.done(), procAct: this.procAct, procRound: this.procRound, roundBound: this.roundBound.done(), procDag: this.procDag,
       depCount: this.depCount.done(), depStart: this.depStart.done(), depList: this.depList.done(),
     };
@@ -335,7 +379,7 @@ export function programOf(schedules: readonly Schedule[], ppn = 1, coll: CollNam
   const nodeOfRank = Int32Array.from({ length: N }, (_, r) => Math.floor(r / ppn));
   const nodeStart = Int32Array.from({ length: nodes + 1 }, (_, k) => Math.min(N, k * ppn));
   const b = new ProgramBuilder(N);
-  schedules.forEach((s, r) => b.append(r, s, nodeOfRank[r]!, r));
+  schedules.forEach((s, r) => b.append(r, s, nodeOfRank[r]!, r, true));
   return b.done({ coll, algorithm: schedules[0]?.algorithm ?? 'empty', mode: 'host', ranks: N, nodes, bytes: 0, nodeOfRank, nodeStart,
     foldUs: new Float64Array(nodes), writebackUs: new Float64Array(nodes), aggBytes: 0 });
 }
