@@ -313,15 +313,15 @@ class Simulation {
     return burst + D + rem;
   }
 
-  /**
-   * How long a message's flight on path `m` takes: L, or with jitter L plus a draw from the
-   * path's measured quantiles (linear between them), never below 0.
-   */
   /** The path send `i`'s message takes: the network between nodes, else shared memory, priced as cached where the call did not write its payload. */
   private path(i: number, net: boolean): LogGOPS {
     return net ? this.net : this.cached[i] === 1 ? this.shmCached : this.shm;
   }
 
+  /**
+   * How long a message's flight on path `m` takes: L, or with jitter L plus a draw from the
+   * path's measured quantiles (linear between them), never below 0.
+   */
   private flight(m: LogGOPS): number {
     const J = m.J;
     const rng = this.jitterRng;
