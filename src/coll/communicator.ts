@@ -138,6 +138,9 @@ export class Communicator extends Comm {
     const executor: Executor = executorFor(this.transport, this.rc.config, this.executorName(opts), coll);
     const fabricFits = executor.name === 'agg' ? coll === 'barrier' || fabricReduces(s.op, s.dtype) : undefined;
     const choice = this.choose(coll, s.bytes, s.commutative, opts, fabricFits);
+    // A non-root's reduce works in a RECV of its own: the host executor takes it from its pool
+    // at every start; the others run on the buffer given here.
+    if (extra?.workRecvBytes !== undefined && executor.name !== 'host') recv = new Uint8Array(extra.workRecvBytes);
     if (choice.composite !== undefined) {
       const composite = { kind: choice.composite, root: s.root, op: s.op, dtype: s.dtype, esize: s.esize };
       return { coll, sched: COMPOSED, send, recv, executor, composite, ...extra };

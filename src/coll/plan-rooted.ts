@@ -41,16 +41,15 @@ export function planReduce(comm: Planner, send: BufOrInPlace, recv: BufOrInPlace
   }
   const sv = buf(comm, 'reduce', input, 'send');
   const red = reduction(comm, 'reduce', op, input);
-  let rv: Uint8Array;
-  if (output !== null) {
-    rv = buf(comm, 'reduce', output, 'recv');
-    sameType(comm, 'reduce', input, output);
-    count(comm, 'reduce', 'recv', output.length, input.length);
-  } else {
-    rv = new Uint8Array(sv.byteLength); // working space for algorithms that use RECV everywhere
-  }
   const s = { ...comm.base(root), ...red, bytes: sv.byteLength };
-  return comm.plan('reduce', s, opts, true, sv, rv, { workRecv: output === null });
+  if (output === null) {
+    // Working space for algorithms that use RECV everywhere: the executor provides it (Plan.workRecv).
+    return comm.plan('reduce', s, opts, true, sv, EMPTY, { workRecv: true, workRecvBytes: sv.byteLength });
+  }
+  const rv = buf(comm, 'reduce', output, 'recv');
+  sameType(comm, 'reduce', input, output);
+  count(comm, 'reduce', 'recv', output.length, input.length);
+  return comm.plan('reduce', s, opts, true, sv, rv);
 }
 
 /** gather: block i of the root's recv comes from rank i. At the root send may be IN_PLACE (its block is already in recv). */

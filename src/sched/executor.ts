@@ -48,8 +48,13 @@ export interface Plan {
    */
   reuse?: boolean;
   idle?: CollBuffers[];
-  /** recv is the plan's own working space (a non-root's reduce): each buffer set gets its own. */
+  /**
+   * recv is the plan's own working space (a non-root's reduce), `workRecvBytes` long: each
+   * buffer set gets its own. The host executor takes it from its pool at every start, so its
+   * plans carry an empty recv; other executors get a buffer of that size in the plan.
+   */
   workRecv?: boolean;
+  workRecvBytes?: number;
   /**
    * A collective the executor composes by itself instead of running `sched` (the offload
    * executor's two-level form: its engines combine their nodes; sched/two-level.ts).

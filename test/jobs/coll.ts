@@ -440,6 +440,22 @@ function reuse(w: Communicator): number {
     }
     checks += reqs.length;
   }
+  // Calls too large to be remembered (320 KB) plan anew each time, and a non-root's working
+  // recv then comes from the executor's pool at every start: concurrent starts must not share it.
+  const big = 40_000;
+  const bigSend = Float64Array.from({ length: big }, (_, i) => w.rank + i);
+  const bigOuts = [0, 1, 2].map(() => new Float64Array(big));
+  const bigReqs = bigOuts.map((o) => w.ireduce(bigSend, w.rank === 0 ? o : null, 'sum', 0, { algorithm: 'reduce-scatter-gather' }));
+  for (let k = bigReqs.length - 1; k >= 0; k--) bigReqs[k]!.wait();
+  const base = (w.size * (w.size - 1)) / 2;
+  if (w.rank === 0) {
+    bigOuts.forEach((o, k) => {
+      let wrong = 0;
+      for (let i = 0; i < big; i++) if (o[i] !== base + w.size * i) wrong++;
+      eq(`unremembered concurrent ireduce ${k}: elements off`, [wrong], [0]);
+    });
+  }
+  checks += bigReqs.length;
   // a remembered call is keyed by the options' values: changing the caller's object counts
   const o: { algorithm?: string } = {};
   const all = new Float64Array(n);
