@@ -280,7 +280,7 @@ test('the simulator picks what the library picks: same selection, same algorithm
   assert.deepEqual(parseSimOp('iallreduce'), { coll: 'allreduce', nonblocking: true });
 });
 
-test('allreduce takes Rabenseifner from 16 KiB on 8+ ranks with a core each, the simulator\'s crossover at scale, and not on a crowded host', { timeout: 5_000 }, () => {
+test('allreduce takes Rabenseifner from 16 KiB on 8+ ranks with a core each, the simulator\'s crossover at scale, and not on a crowded host; k-nomial on one node from 16 KiB', { timeout: 5_000 }, () => {
   const at = (size: number, bytes: number, oversubscribed: boolean, commutative = true): string =>
     select('allreduce', { size, bytes, commutative, executor: 'host', nodes: size, ppn: 1, uniform: true }, undefined, { ...DEFAULT_CONFIG, oversubscribed }).name;
   assert.equal(at(8, 16 << 10, false), 'rabenseifner');
@@ -289,6 +289,17 @@ test('allreduce takes Rabenseifner from 16 KiB on 8+ ranks with a core each, the
   assert.equal(at(4, 64 << 10, false), 'recursive-doubling', 'fewer than 8 ranks');
   assert.equal(at(8, 64 << 10, true), 'recursive-doubling', 'oversubscribed');
   assert.equal(at(8, 64 << 10, false, false), 'recursive-doubling', 'non-commutative');
+  // One node, from 16 KiB until the rabenseifner rule at 128 KiB: k-nomial (bench/results/switch),
+  // unless the 8+-ranks rule above takes it first; across nodes recursive doubling stays.
+  const oneNode = (size: number, bytes: number, oversubscribed: boolean, commutative = true): string =>
+    select('allreduce', { size, bytes, commutative, executor: 'host', nodes: 1, ppn: size, uniform: true }, undefined, { ...DEFAULT_CONFIG, oversubscribed }).name;
+  assert.equal(oneNode(2, 16 << 10, false), 'knomial');
+  assert.equal(oneNode(4, 64 << 10, true), 'knomial', 'crowded');
+  assert.equal(oneNode(2, 64 << 10, false, false), 'knomial', 'any op');
+  assert.equal(oneNode(2, 8 << 10, false), 'recursive-doubling', 'below 16 KiB');
+  assert.equal(oneNode(2, 128 << 10, false), 'rabenseifner', 'from 128 KiB');
+  assert.equal(oneNode(8, 16 << 10, false), 'rabenseifner', '8 ranks with a core each');
+  assert.equal(at(2, 16 << 10, false), 'recursive-doubling', 'two nodes');
   // The simulator, with a core per rank, agrees where the rule applies.
   const lat = (algorithm: string): number => simulate({ coll: 'allreduce', ranks: 64, ppn: 1, executor: 'host', algorithm }, [64 << 10], DEFAULT_SIM_PARAMS)[0]!.latencyUs;
   assert.ok(lat('rabenseifner') < lat('recursive-doubling'), `64 ranks, 64 KiB: rabenseifner ${lat('rabenseifner')} us, recursive doubling ${lat('recursive-doubling')} us`);

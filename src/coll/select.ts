@@ -167,6 +167,7 @@ interface Rule {
   minSize?: number;
   /** Bounds on the communicator's nodes and the most ranks per node. */
   minNodes?: number;
+  maxNodes?: number;
   minPpn?: number;
   /**
    * The rule applies only where seed 004's cost model (cost-model.ts, with the parameters
@@ -209,7 +210,8 @@ export const RULES: Record<CollName, Rule[]> = {
     { algorithm: 'rabenseifner', minBytes: 128 << 10, commutative: true, why: 'allreduce-n2-*.json: 48 vs 59 us at 128 KiB, 134 vs 183 us at 512 KiB against recursive doubling; n4: wins from 512 KiB (529 vs 770 us), 2 MiB 1267 vs 4153 us' },
     { algorithm: 'hier', minNodes: 2, minPpn: 2, commutative: true, model: 'hier', why: HIER_WHY },
     { algorithm: 'rabenseifner', minBytes: 16 << 10, minSize: 8, commutative: true, ownCores: true, why: 'simulated at scale (bench/results/sim-quick4, this VM\'s calibration, a core per rank): 1.3-1.8x faster than recursive doubling from 16 KiB on 8-256 ranks one per node, 2.3-2.7x on 8-16 ranks of one node; recursive doubling sends and reduces the whole vector log2 p times, and past the eager limit each of its messages pays a rendezvous. Not on an oversubscribed host, where every message costs a thread switch (allreduce-n4-*.json: recursive doubling until 512 KiB on 2 cores)' },
-    { algorithm: 'recursive-doubling', why: 'allreduce-n2-*.json: fastest or tied below 128 KiB; any op; its blocking small case runs on the lean path' },
+    { algorithm: 'knomial', minBytes: 16 << 10, maxNodes: 1, why: 'bench/results/switch (npm run bench:switch, 2 interleaved rounds, medians): one node of 2 ranks 16 KiB 6.9 vs 13.9 us for recursive doubling, 64 KiB 17.5 vs 23.5; 4 ranks on 2 cores 43.8 vs 61.0, 85.8 vs 90.3 (rabenseifner 8.9 / 21.0 and 71.5 / 101.7): past the eager limit recursive doubling exchanges the whole vector by rendezvous both ways at once; from 128 KiB the rabenseifner rule above wins' },
+    { algorithm: 'recursive-doubling', why: 'allreduce-n2-*.json: fastest or tied below 128 KiB (across nodes: bench/results/switch, 2 x 1 over UCX, to 64 KiB); any op; its blocking small case runs on the lean path' },
   ],
   gather: [{ algorithm: 'binomial', why: 'log p rounds' }],
   gatherv: [{ algorithm: 'linear', why: 'the only one' }],
@@ -321,6 +323,7 @@ export function select(coll: CollName, s: SelectInput, override: string | undefi
     if (r.maxBytes !== undefined && s.bytes > r.maxBytes) continue;
     if (r.minSize !== undefined && s.size < r.minSize) continue;
     if (r.minNodes !== undefined && s.nodes < r.minNodes) continue;
+    if (r.maxNodes !== undefined && s.nodes > r.maxNodes) continue;
     if (r.minPpn !== undefined && s.ppn < r.minPpn) continue;
     if (r.commutative !== undefined && r.commutative !== s.commutative) continue;
     if (r.model !== undefined && !modelPrefers(r.model, coll, s, config)) continue;
