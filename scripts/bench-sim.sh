@@ -94,12 +94,7 @@ simulate() { # coll ranks ppn alg sizes tag: the simulated twin of a validation 
     --json "$OUT/val/sim-$6.json" > /dev/null 2>> "$OUT/val/bench-$6.err"
 }
 
-algorithms() { # coll nodes -> the algorithms a call can name on the host executor
-  node --input-type=module -e "
-    const { ALGORITHMS } = await import('./dist/coll/select.js');
-    const a = Object.entries(ALGORITHMS['$1']).filter(([n, x]) => x.executors === undefined && (n !== 'hier' || $2 > 1)).map(([n]) => n);
-    console.log(a.join(' '));"
-}
+. scripts/host-algorithms.sh
 
 echo "== 2. validation: nbc bench vs nbc sim (same session, parameters from step 1)"
 if [[ "${RESIM:-0}" == 1 ]]; then
@@ -116,7 +111,7 @@ fi
 for coll in $COLLS; do
   for cfg in $CONFIGS; do
     ranks=${cfg%:*}; ppn=${cfg#*:}; nodes=$(( (ranks + ppn - 1) / ppn ))
-    for alg in $(algorithms "$coll" "$nodes"); do
+    for alg in $(host_algorithms "$coll" "$nodes"); do
       recalibrate_if_due
       tag="$coll-$ranks-$ppn-$alg"
       if $NBC bench "$coll" --ranks "$ranks" --ppn "$ppn" --algorithm "$alg" --sizes "$SIZES" --iters "$ITERS" --warmup "$WARMUP" --plain \

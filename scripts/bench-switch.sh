@@ -24,19 +24,14 @@ ROUNDS=${ROUNDS:-3}
 ITERS=${ITERS:-300}
 mkdir -p "$OUT"
 
-algorithms() { # coll nodes -> the algorithms a call can name on the host executor
-  node --input-type=module -e "
-    const { ALGORITHMS } = await import('./dist/coll/select.js');
-    const a = Object.entries(ALGORITHMS['$1']).filter(([n, x]) => x.executors === undefined && (n !== 'hier' || $2 > 1)).map(([n]) => n);
-    console.log(a.join(' '));"
-}
+. scripts/host-algorithms.sh
 
 if [[ -z "${SUMMARY_ONLY:-}" ]]; then
   for r in $(seq 1 "$ROUNDS"); do
     for coll in $COLLS; do
       for cfg in $CONFIGS; do
         ranks=${cfg%:*}; ppn=${cfg#*:}; nodes=$(( (ranks + ppn - 1) / ppn ))
-        read -r -a variants <<< "auto $(algorithms "$coll" "$nodes")"
+        read -r -a variants <<< "auto $(host_algorithms "$coll" "$nodes")"
         n=${#variants[@]}
         line="round $r $coll $cfg:"
         for k in $(seq 0 $((n - 1))); do

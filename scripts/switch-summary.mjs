@@ -80,7 +80,8 @@ for (const [key, g] of [...groups].sort()) {
     writeFileSync(file, JSON.stringify({ op: coll, kind: 'blocking', ranks: Number(ranks), ppn: Number(ppn), algorithm: v === 'auto' ? null : v, label: v, stat: `median of ${m.values().next().value.length} rounds`, results }, null, 1));
     files.push(file);
   }
-  execFileSync('node', ['dist/cli/nbc.js', 'bench', 'chart', `${dir}/charts/${coll}-${ranks}-${ppn}.svg`, ...files, '--metric', 'latency']);
+  // A latency chart needs sizes above 0 bytes (a barrier has none).
+  if (sizes.some((b) => b > 0)) execFileSync('node', ['dist/cli/nbc.js', 'bench', 'chart', `${dir}/charts/${coll}-${ranks}-${ppn}.svg`, ...files, '--metric', 'latency']);
 }
 console.log(table.toString());
 const regrets = rows.filter((r) => r.regret !== null).map((r) => r.regret);
