@@ -300,6 +300,12 @@ test('allreduce takes Rabenseifner from 16 KiB on 8+ ranks with a core each, the
   assert.equal(oneNode(2, 128 << 10, false), 'rabenseifner', 'from 128 KiB');
   assert.equal(oneNode(8, 16 << 10, false), 'rabenseifner', '8 ranks with a core each');
   assert.equal(at(2, 16 << 10, false), 'recursive-doubling', 'two nodes');
+  // allgather: Bruck for small blocks from 3 ranks; 2 ranks and large blocks take the ring.
+  const allgather = (size: number, bytes: number): string =>
+    select('allgather', { size, bytes, commutative: true, executor: 'host', nodes: 1, ppn: size, uniform: true }, undefined, DEFAULT_CONFIG).name;
+  assert.equal(allgather(2, 1024), 'ring');
+  assert.equal(allgather(4, 1024), 'bruck');
+  assert.equal(allgather(8, 64 << 10), 'ring');
   // The simulator, with a core per rank, agrees where the rule applies.
   const lat = (algorithm: string): number => simulate({ coll: 'allreduce', ranks: 64, ppn: 1, executor: 'host', algorithm }, [64 << 10], DEFAULT_SIM_PARAMS)[0]!.latencyUs;
   assert.ok(lat('rabenseifner') < lat('recursive-doubling'), `64 ranks, 64 KiB: rabenseifner ${lat('rabenseifner')} us, recursive doubling ${lat('recursive-doubling')} us`);

@@ -218,8 +218,9 @@ export const RULES: Record<CollName, Rule[]> = {
   scatter: [{ algorithm: 'binomial', why: 'log p rounds' }],
   scatterv: [{ algorithm: 'linear', why: 'the only one' }],
   allgather: [
-    { algorithm: 'ring', minBytes: 64 << 10, why: 'large blocks: p-1 neighbour steps, no block sent twice (theory; not yet measured apart on 2 cores)' },
-    { algorithm: 'bruck', why: 'ceil(log2 p) rounds for any p (theory; not yet measured apart on 2 cores)' },
+    { algorithm: 'ring', minBytes: 64 << 10, why: 'large blocks: p-1 neighbour steps, no block sent twice (theory; bench/results/switch: ring or recursive doubling within 1.2x of the fastest from 64 KiB on 2 and 4 ranks)' },
+    { algorithm: 'bruck', minSize: 3, why: 'ceil(log2 p) rounds for any p (theory); on 4 ranks of 2 cores the measurements split (bench/results/switch/ab-allgather.txt)' },
+    { algorithm: 'ring', why: '2 ranks: the same exchange without Bruck\'s final rotation; bench/results/switch/ab-allgather.txt, one node, 3 interleaved rounds: 1 KiB 3.5-3.7 -> 2.4-2.6 us, 16 KiB 7.5-8.3 -> 3.5-4.5 (2 x 1 over UCX alike in bench:switch)' },
   ],
   allgatherv: [{ algorithm: 'ring', why: 'the only one' }],
   alltoall: [
