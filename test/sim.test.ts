@@ -7,7 +7,7 @@ import { barrierLoopSpread, buildProgram, programOf, runProgram, simulate, toGoa
 import { parseSimOp } from '../src/cli/sim.ts';
 import { fitLogGOPS, modelOneWay, refitLogGP, splitAtSpread } from '../src/sim/calibrate.ts';
 import { EventQueue } from '../src/sim/heap.ts';
-import { jitterQuantiles, type LogGPJobArgs, type LogGPJobResult } from '../src/sim/loggp-job.ts';
+import { jitterQuantiles, type BarrierSpreadResult, type LogGPJobArgs, type LogGPJobResult } from '../src/sim/loggp-job.ts';
 import { fileURLToPath } from 'node:url';
 import { launch } from 'nbcoll';
 
@@ -205,10 +205,14 @@ test('with a measured barrier spread, ranks start that far apart and the median 
   assert.ok(us >= 17.094 - 1e-9 && us <= 17.118 + 1e-9, `${us} us`);
   // Without afterBarrier the spread is not used: both start at 0.
   assert.ok(Math.abs(simulate(spec, [8], { ...P, barrierSpreadUs: 10 })[0]!.latencyUs - 7.102) < 1e-9);
-  // Nor on one node (its ranks leave a barrier together): the same as without a spread.
+  // Nor on one node whose ranks have a core each (they leave a barrier together): the same as without a spread.
   const oneNode = { ...spec, ppn: 2 };
   assert.equal(simulate(oneNode, [8], { ...P, barrierSpreadUs: 10 }, { afterBarrier: true })[0]!.latencyUs,
     simulate(oneNode, [8], P, { afterBarrier: true })[0]!.latencyUs);
+  // On one crowded core they do not: the spread applies (the late rank's message now waits for it).
+  const crowdedNode = { ...P, hostCores: 1 };
+  assert.ok(simulate(oneNode, [8], { ...crowdedNode, barrierSpreadUs: 10 }, { afterBarrier: true })[0]!.latencyUs >
+    simulate(oneNode, [8], crowdedNode, { afterBarrier: true })[0]!.latencyUs + 5);
   // A barrier moves no data: its row is at 0 bytes whatever the sizes, as nbc bench reports it.
   assert.equal(simulate({ coll: 'barrier', ranks: 2, ppn: 1, executor: 'host' }, [8], P)[0]!.bytes, 0);
 });
@@ -217,31 +221,38 @@ test('a host crowded with ranks takes the calibrated crowd levels, interpolated,
   const path = (L: number) => ({ L, o: L / 10, g: L / 10, G: 0, O: 0, S: 1000 });
   const crowded: SimParams = { ...P, net: path(5), shm: path(1), crowd: { cores: 2, levels: [{ ranks: 4, shm: path(10), net: path(50) }, { ranks: 16, shm: path(40), net: path(200) }] } };
   assert.deepEqual(parseSimParams(crowded, 'c.json'), crowded);
-  assert.equal(crowdedParams(crowded, 2, 2).params, crowded, 'ranks fit the cores: unchanged');
+  assert.equal(crowdedParams(crowded, 2, 2, 1).params, crowded, 'ranks fit the cores: unchanged');
   // 3 ranks on 2 cores = 1.5 per core: halfway from the base (1 per core) to the 4-rank level (2).
-  const mid = crowdedParams(crowded, 3, 2);
+  const mid = crowdedParams(crowded, 3, 2, 1);
   assert.equal(mid.params.net.L, 27.5);
   assert.equal(mid.params.shm.L, 5.5);
   assert.match(mid.note, /crowd levels 1 and 2 per core, interpolated/);
   // 10 ranks = 5 per core: halfway between the levels at 2 and 8 per core.
-  assert.equal(crowdedParams(crowded, 10, 2).params.net.L, 125);
+  assert.equal(crowdedParams(crowded, 10, 2, 1).params.net.L, 125);
   // Beyond the last level: the last level, said.
-  const far = crowdedParams(crowded, 64, 2);
+  const far = crowdedParams(crowded, 64, 2, 1);
   assert.equal(far.params.net.L, 200);
   assert.match(far.note, /last crowd level measured is 8/);
   // A 16-core host of the same crowd (same ranks per core) is priced the same.
-  assert.equal(crowdedParams(crowded, 80, 16).params.net.L, 125);
+  assert.equal(crowdedParams(crowded, 80, 16, 1).params.net.L, 125);
   // The barrier spread is interpolated alike (the base level has none).
   const spread: SimParams = { ...crowded, crowd: { cores: 2, levels: [{ ranks: 4, shm: path(10), net: path(50), barrierSpreadUs: 100 }] } };
-  assert.equal(crowdedParams(spread, 3, 2).params.barrierSpreadUs, 50);
-  assert.equal(crowdedParams(spread, 8, 2).params.barrierSpreadUs, 100);
-  assert.equal(crowdedParams(spread, 2, 2).params.barrierSpreadUs, undefined);
+  assert.equal(crowdedParams(spread, 3, 2, 1).params.barrierSpreadUs, 50);
+  assert.equal(crowdedParams(spread, 8, 2, 1).params.barrierSpreadUs, 100);
+  assert.equal(crowdedParams(spread, 2, 2, 1).params.barrierSpreadUs, undefined);
+  // A one-node layout (ppn >= ranks) takes the levels' spread on one node, or none where they lack it.
+  assert.equal(crowdedParams(spread, 8, 2, 8).params.barrierSpreadUs, undefined);
+  const node: SimParams = { ...spread, barrierSpreadUs: 7, crowd: { cores: 2, levels: [{ ...spread.crowd!.levels[0]!, nodeBarrierSpreadUs: 30 }] } };
+  assert.deepEqual(parseSimParams(node, 'c.json'), node);
+  assert.equal(crowdedParams(node, 3, 2, 4).params.barrierSpreadUs, 15, 'the uncrowded one-node level has none');
+  assert.equal(crowdedParams(node, 4, 2, 4).params.barrierSpreadUs, 30);
+  assert.equal(crowdedParams(node, 4, 2, 2).params.barrierSpreadUs, 100);
   // Crowded, the ranks share the host's cores (hostCores); fitting them, they do not.
   assert.equal(mid.params.hostCores, 2);
   assert.equal(far.params.hostCores, 2);
-  assert.equal(crowdedParams(crowded, 2, 2).params.hostCores, undefined);
+  assert.equal(crowdedParams(crowded, 2, 2, 1).params.hostCores, undefined);
   // Parameters without levels (a preset) keep their paths, and the note says why.
-  const none = crowdedParams(P, 8, 2);
+  const none = crowdedParams(P, 8, 2, 1);
   assert.deepEqual(none.params, { ...P, hostCores: 2 });
   assert.match(none.note, /no crowd levels: the ranks share the cores, their messages are priced as on an idle host/);
   assert.throws(() => parseSimParams({ ...crowded, crowd: { cores: 2, levels: [{ ranks: 2, shm: path(1), net: path(1) }] } }, 'c.json'), {
@@ -460,7 +471,7 @@ test('the LogGP fit prices unchanged payloads from their own ping-pongs, at ever
   assert.equal(fitLogGOPS({ rounds: 10, pingPong: fresh, pingPongCached: kept, trains }, false, 8192).cached, undefined, 'not on the network');
   // A crowd level between two calibrated levels interpolates the cached costs like the rest.
   const level = (ranks: number, G: number): { ranks: number; shm: SimParams['shm']; net: SimParams['net'] } => ({ ranks, shm: { ...P.shm, cached: { G, O: 0 } }, net: P.net });
-  const crowded = crowdedParams({ ...P, shm: { ...P.shm, cached: { G: 0, O: 0 } }, crowd: { cores: 2, levels: [level(4, 0.002), level(8, 0.004)] } }, 6, 2);
+  const crowded = crowdedParams({ ...P, shm: { ...P.shm, cached: { G: 0, O: 0 } }, crowd: { cores: 2, levels: [level(4, 0.002), level(8, 0.004)] } }, 6, 2, 1);
   assert.ok(Math.abs(crowded.params.shm.cached!.G - 0.003) < 1e-12, `G ${crowded.params.shm.cached!.G}`);
 });
 
@@ -665,6 +676,14 @@ test('a crowd level draws no jitter and keeps of its measured barrier spread wha
   assert.ok(Math.abs(lv.barrierSpreadUs! - (5000 - own)) < 1e-9, `${lv.barrierSpreadUs} us kept`);
   // None of a spread that the loop exceeds even with no wake-ups at all.
   assert.equal(refitLogGP(file(0)).params.crowd!.levels[0]!.barrierSpreadUs, 0);
+  assert.equal(lv.nodeBarrierSpreadUs, undefined, 'no spread on one node measured: none fitted');
+  // Measured on one node too: the level keeps what the loop of its 8 ranks on one node does not show.
+  const f = file(5000);
+  const withNode = refitLogGP({ ...f, samples: { ...f.samples, crowd: [{ ...level(5000), nodeBarrierSpreadUs: 3000 }] } }).params.crowd!.levels[0]!;
+  const ownNode = barrierLoopSpread(8, 8, { ...DEFAULT_SIM_PARAMS, shm: lv.shm, net: lv.net, reduceUsPerByte: 0.002, copyUsPerByte: 0.001, hostCores: 2 });
+  assert.ok(ownNode > 0 && ownNode < 3000, `own spread on one node ${ownNode} us`);
+  assert.ok(Math.abs(withNode.nodeBarrierSpreadUs! - (3000 - ownNode)) < 1e-9, `${withNode.nodeBarrierSpreadUs} us kept`);
+  assert.equal(withNode.barrierSpreadUs, lv.barrierSpreadUs, 'the spread across nodes is unchanged');
 });
 
 test('a crowd level takes its extra latency as wake-ups, as much as its barriers\' measured spread allows', { timeout: 20_000 }, () => {
@@ -744,4 +763,12 @@ test('the LogGP job measures every pair at once: XOR 1 inside a node, XOR ppn ac
       for (const t of res.trains) assert.ok(t.totalUs >= t.postUs && t.postUs > 0, `rank ${x.rank}: train of ${t.messages}`);
     }
   }
+  // Barriers alone (a crowd's spread on one node): rank 0 reports the median spread of the exits, nobody pairs.
+  const barriers: LogGPJobArgs = { sizes: [], maxTrain: 0, budgetMs: 0, minRounds: 0, barriers: 50, pairs: false };
+  const r = await launch(job, { ranks: 3, ppn: 3, args: [JSON.stringify(barriers)], output: 'pipe', timeoutMs: 30_000 });
+  assert.equal(r.exitCode, 0, `${r.failure}\n${r.stderr}`);
+  const byRank = r.ranks.sort((a, b) => a.rank - b.rank).map((x) => x.result as BarrierSpreadResult | null);
+  assert.deepEqual(byRank.slice(1), [null, null]);
+  assert.ok(byRank[0]!.barrierSpreadUs >= 0 && Number.isFinite(byRank[0]!.barrierSpreadUs), `${byRank[0]!.barrierSpreadUs} us`);
+  assert.deepEqual(Object.keys(byRank[0]!), ['barrierSpreadUs']);
 });

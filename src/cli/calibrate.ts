@@ -170,7 +170,8 @@ export function registerCalibrate(program: Command): void {
         if (o.json) process.stdout.write(JSON.stringify(content, null, 2) + '\n');
         else {
           const crowdRows = (p.crowd?.levels ?? []).map((l) => row(`shm, ${l.ranks} ranks`, l.shm) + row(`net, ${l.ranks} ranks`, l.net) +
-            (l.barrierSpreadUs === undefined ? '' : `${l.ranks} ranks: barrier exits spread ${l.barrierSpreadUs.toFixed(1)} us beyond L\n`)).join('');
+            (l.barrierSpreadUs === undefined ? '' : `${l.ranks} ranks: barrier exits spread ${l.barrierSpreadUs.toFixed(1)} us beyond L\n`) +
+            (l.nodeBarrierSpreadUs === undefined ? '' : `${l.ranks} ranks on one node: barrier exits spread ${l.nodeBarrierSpreadUs.toFixed(1)} us beyond the simulated loop's\n`)).join('');
           const spread = p.barrierSpreadUs === undefined ? '' : `2 ranks on 2 nodes: barrier exits spread ${p.barrierSpreadUs.toFixed(1)} us beyond L\n`;
           process.stdout.write(row('shm', p.shm) + row('net', p.net) + spread + crowdRows +
             `reduce ${(1e-3 / p.reduceUsPerByte).toFixed(2)} GB/s, copy ${(1e-3 / p.copyUsPerByte).toFixed(2)} GB/s, ${(p.callUs ?? 0).toFixed(1)} us per call (${(p.callNetUs ?? p.callUs ?? 0).toFixed(1)} us across nodes)\nwritten to ${file}\n`);

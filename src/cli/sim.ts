@@ -88,7 +88,7 @@ export function registerSim(program: Command): void {
       let params = loaded.params;
       process.stderr.write(`parameters: ${from}\n`);
       if (o.hostCores !== undefined) {
-        const crowded = crowdedParams(params, o.ranks, o.hostCores);
+        const crowded = crowdedParams(params, o.ranks, o.hostCores, o.ppn);
         params = crowded.params;
         process.stderr.write(`host: ${crowded.note}\n`);
       }

@@ -52,7 +52,7 @@ import { reduceRegions } from '../ops/regions.js';
 import { launch } from '../runtime/launcher.js';
 import { parseTransport } from '../runtime/node-main.js';
 import { DEFAULT_SIM_PARAMS, SIM_PARAMS_VERSION, sizeExtraUs, type Crowd, type LogGOPS, type SimParams, type SimParamsFile } from './params.js';
-import type { LogGPJobArgs, LogGPJobResult } from './loggp-job.js';
+import type { BarrierSpreadResult, LogGPJobArgs, LogGPJobResult } from './loggp-job.js';
 import { simParamsFilePath, writeSimParamsFile } from './params-file.js';
 import { barrierLoopSpread, simulate } from './index.js';
 import { SIM_COLLS } from './program.js';
@@ -202,6 +202,17 @@ async function measure(ranks: number, ppn: number, stride: number, budgetMs: num
   return spread?.barrierSpreadUs === undefined ? points : { ...points, barrierSpreadUs: spread.barrierSpreadUs };
 }
 
+/**
+ * The median spread of `ranks` ranks' exits from a loop of barriers on one node (one process):
+ * a crowd level's spread where no message crosses nodes (Crowd, nodeBarrierSpreadUs).
+ */
+async function measureNodeSpread(ranks: number): Promise<number> {
+  const args: LogGPJobArgs = { sizes: [], maxTrain: 0, budgetMs: 0, minRounds: 0, barriers: CROWD_BARRIERS, pairs: false };
+  const r = await launch(JOB, { ranks, ppn: ranks, args: [JSON.stringify(args)], output: 'pipe', timeoutMs: 30_000 });
+  if (r.exitCode !== 0) throw new Error(`the barrier job on one node (${ranks} ranks) failed (exit ${r.exitCode}):\n${r.stderr}`);
+  return (r.ranks.find((x) => x.rank === 0)!.result as BarrierSpreadResult).barrierSpreadUs;
+}
+
 /** Several pairs measured at once: per point, the median over pairs. */
 function medianOfPairs(pairs: LogGPJobResult[]): LogGPJobResult {
   const first = pairs[0]!;
@@ -303,8 +314,10 @@ export async function calibrateLogGP(o: CalibrateLogGPOptions): Promise<{ file: 
     const shm = await measure(ranks, 2, 1, CROWD_BUDGET_MS, stat, o.transport);
     log('network... ');
     const net = await measure(ranks, 2, 2, CROWD_BUDGET_MS, stat, o.transport, CROWD_BARRIERS);
-    log(`${Math.min(shm.rounds, net.rounds)} rounds, barrier exits ${net.barrierSpreadUs!.toFixed(0)} us apart\n`);
-    crowdSamples.push({ ranks, shm, net });
+    log(`${Math.min(shm.rounds, net.rounds)} rounds, barrier exits ${net.barrierSpreadUs!.toFixed(0)} us apart; on one node... `);
+    const nodeBarrierSpreadUs = await measureNodeSpread(ranks);
+    log(`${nodeBarrierSpreadUs.toFixed(0)} us apart\n`);
+    crowdSamples.push({ ranks, shm, net, nodeBarrierSpreadUs });
   }
   const source = `calibrated on ${hostname()} at ${new Date().toISOString()} (${stat} per point)`;
   const kernels = kernelSpeeds();
@@ -337,7 +350,8 @@ export async function calibrateLogGP(o: CalibrateLogGPOptions): Promise<{ file: 
 export interface CalibrationSamples {
   shm: LogGPJobResult;
   net: LogGPJobResult;
-  crowd: Array<{ ranks: number; shm: LogGPJobResult; net: LogGPJobResult }>;
+  /** nodeBarrierSpreadUs: the level's ranks on one node, their barrier exits' median spread (absent in older files). */
+  crowd: Array<{ ranks: number; shm: LogGPJobResult; net: LogGPJobResult; nodeBarrierSpreadUs?: number }>;
   call: { measuredUs: number; modelUs: number; callUs: number };
   /** The same across nodes (callNetUs); absent in files written before it was measured. */
   callNet?: { measuredUs: number; modelUs: number; callUs: number };
@@ -413,8 +427,10 @@ function fitSamples(s: Pick<CalibrationSamples, 'shm' | 'net' | 'crowd'>, c: Fit
       alpha = lo;
       own = ownLo ?? spreadAt(0);
     }
-    const { shm, net } = at(alpha);
-    return { ranks: l.ranks, shm, net, ...spread(measured === undefined ? undefined : Math.max(0, measured - own)) };
+    const fit = at(alpha);
+    // On one node, the same: what the simulated loop of the level's ranks on one node leaves.
+    const node = l.nodeBarrierSpreadUs === undefined ? {} : { nodeBarrierSpreadUs: Math.max(0, l.nodeBarrierSpreadUs - barrierLoopSpread(l.ranks, l.ranks, fit)) };
+    return { ranks: l.ranks, shm: fit.shm, net: fit.net, ...spread(measured === undefined ? undefined : Math.max(0, measured - own)), ...node };
   });
   const shm = uncrowdedShm;
   const net = splitAtSpread(uncrowdedNet, s.net);

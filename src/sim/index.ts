@@ -53,8 +53,9 @@ const RUNS = 31;
 
 /**
  * Where the parameters carry a measured barrier spread (params.barrierSpreadUs) and the layout
- * spans nodes: the ranks leave the barrier evenly spread over it (on top of loopExits), in an
- * order drawn per run from the seed.
+ * spans nodes or crowds its host (crowdedParams() gives a one-node layout its own): the ranks
+ * leave the barrier evenly spread over it (on top of loopExits), in an order drawn per run
+ * from the seed.
  */
 function spreadExits(ranks: number, spreadUs: number, seed: number): Float64Array {
   const order = Int32Array.from({ length: ranks }, (_, i) => i);
@@ -126,7 +127,8 @@ export function simulate(spec: Omit<CallSpec, 'bytes'>, sizes: readonly number[]
     ? buildProgram({ coll: 'barrier', ranks: spec.ranks, ppn: spec.ppn, executor: 'host', bytes: 0, ...(spec.config ? { config: spec.config } : {}) }, params)
     : null;
   const spansNodes = spec.ranks > spec.ppn;
-  const spread = opts.afterBarrier === true && spansNodes ? params.barrierSpreadUs ?? 0 : 0;
+  const crowded = params.hostCores !== undefined && params.hostCores < spec.ranks;
+  const spread = opts.afterBarrier === true && (spansNodes || crowded) ? params.barrierSpreadUs ?? 0 : 0;
   const jittered = opts.afterBarrier === true && opts.jitter !== false && (params.net.J !== undefined || params.shm.J !== undefined);
   for (const bytes of sizes) {
     const t0 = performance.now();

@@ -44,6 +44,16 @@ export interface LogGPJobArgs {
    * reports the median spread between the first and the last rank to leave. Default 0.
    */
   barriers?: number;
+  /**
+   * false: no pairs measure, only the barriers run (a crowd's spread on one node); rank 0
+   * returns a BarrierSpreadResult. Default true.
+   */
+  pairs?: boolean;
+}
+
+/** The job's result with `pairs: false` (rank 0). */
+export interface BarrierSpreadResult {
+  barrierSpreadUs: number;
 }
 
 export interface LogGPJobResult {
@@ -82,9 +92,13 @@ const TAG_PING = 12;
 const TAG_TRAIN = 13;
 const TAG_ACK = 14;
 
-export default function loggpJob(world: Communicator, argv: string[]): LogGPJobResult | null {
+export default function loggpJob(world: Communicator, argv: string[]): LogGPJobResult | BarrierSpreadResult | null {
   const a = JSON.parse(argv[0]!) as LogGPJobArgs;
   const me = world.rank;
+  if (a.pairs === false) {
+    const barrierSpreadUs = barrierSpread(world, a.barriers ?? 0);
+    return me === 0 ? { barrierSpreadUs } : null;
+  }
   const peer = me ^ (a.stride ?? 1);
   const paired = peer < world.size;
   const lead = paired && me < peer;

@@ -156,8 +156,10 @@ export interface SimParams {
    * reaches the other L after it left), and the rest is written here (crowdedParams()
    * interpolates). nbcbench timing (afterBarrier) then starts the ranks of a layout that spans
    * nodes that much further apart. Ranks of one node are threads of one process and leave a
-   * shared-memory barrier together (0 us median), so a one-node layout keeps the simulated
-   * barrier's own exits. Absent: the simulated barrier's own exits.
+   * shared-memory barrier together (0 us median) while they have a core each, so such a layout
+   * keeps the simulated barrier's own exits; on a crowded host they do not, and crowdedParams()
+   * sets what the calibration measured on one node (Crowd, nodeBarrierSpreadUs). Absent: the
+   * simulated barrier's own exits.
    */
   barrierSpreadUs?: number;
   /**
@@ -182,8 +184,12 @@ export interface SimParams {
  */
 export interface Crowd {
   cores: number;
-  /** Per level, also the barrier spread beyond the simulated loop's own (us, SimParams.barrierSpreadUs), where measured. */
-  levels: Array<{ ranks: number; shm: LogGOPS; net: LogGOPS; barrierSpreadUs?: number }>;
+  /**
+   * Per level, also the barrier spread beyond the simulated loop's own (us,
+   * SimParams.barrierSpreadUs), where measured: of the level's ranks on nodes of 2
+   * (barrierSpreadUs), and of the level's ranks on one node (nodeBarrierSpreadUs).
+   */
+  levels: Array<{ ranks: number; shm: LogGOPS; net: LogGOPS; barrierSpreadUs?: number; nodeBarrierSpreadUs?: number }>;
 }
 
 export const SIM_PARAMS_VERSION = 1;
@@ -214,18 +220,23 @@ function between(a: LogGOPS, b: LogGOPS, x: number): LogGOPS {
  * `hostCores` cores (as `nbc bench` runs it): unchanged while the ranks fit the cores, else the
  * calibration's crowd levels at the same ranks per core, interpolated linearly between the two
  * nearest levels (the base parameters count as the level of one rank per core) and held at
- * the last level beyond it. `note` says what was done (for the user's stderr).
+ * the last level beyond it. The barrier spread is the levels' across nodes (barrierSpreadUs)
+ * where the ranks span nodes (`ppn` < `ranks`), else their spread on one node
+ * (nodeBarrierSpreadUs; none where a level lacks it). `note` says what was done (for the
+ * user's stderr).
  */
-export function crowdedParams(params: SimParams, ranks: number, hostCores: number): { params: SimParams; note: string } {
+export function crowdedParams(params: SimParams, ranks: number, hostCores: number, ppn: number): { params: SimParams; note: string } {
   const perCore = ranks / hostCores;
   if (perCore <= 1) return { params, note: `${ranks} ranks fit ${hostCores} cores: no crowding` };
   const crowd = params.crowd;
   if (crowd === undefined || crowd.levels.length === 0) {
     return { params: { ...params, hostCores }, note: `${ranks} ranks on ${hostCores} cores, but the parameters (${params.source}) have no crowd levels: the ranks share the cores, their messages are priced as on an idle host (run nbc calibrate --loggp on the host)` };
   }
+  // One node: an uncrowded one leaves a barrier together (SimParams.barrierSpreadUs).
+  const oneNode = ppn >= ranks;
   const points = [
-    { perCore: 1, shm: params.shm, net: params.net, spread: params.barrierSpreadUs ?? 0 },
-    ...crowd.levels.map((l) => ({ perCore: l.ranks / crowd.cores, shm: l.shm, net: l.net, spread: l.barrierSpreadUs ?? 0 })),
+    { perCore: 1, shm: params.shm, net: params.net, spread: oneNode ? 0 : params.barrierSpreadUs ?? 0 },
+    ...crowd.levels.map((l) => ({ perCore: l.ranks / crowd.cores, shm: l.shm, net: l.net, spread: (oneNode ? l.nodeBarrierSpreadUs : l.barrierSpreadUs) ?? 0 })),
   ].sort((x, y) => x.perCore - y.perCore);
   const spread = (us: number): { barrierSpreadUs?: number } => (us > 0 ? { barrierSpreadUs: us } : {});
   let hi = points.findIndex((p) => p.perCore >= perCore);
@@ -478,6 +489,7 @@ function parseCrowd(value: unknown, where: string): Crowd {
     return {
       ranks, shm: parsePath(v.shm, where, `crowd.levels[${i}].shm`), net: parsePath(v.net, where, `crowd.levels[${i}].net`),
       ...(v.barrierSpreadUs === undefined ? {} : { barrierSpreadUs: finiteNonNegative(v.barrierSpreadUs, where, `crowd.levels[${i}].barrierSpreadUs`) }),
+      ...(v.nodeBarrierSpreadUs === undefined ? {} : { nodeBarrierSpreadUs: finiteNonNegative(v.nodeBarrierSpreadUs, where, `crowd.levels[${i}].nodeBarrierSpreadUs`) }),
     };
   });
   return { cores, levels };
