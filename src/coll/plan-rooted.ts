@@ -43,8 +43,8 @@ export function planReduce(comm: Planner, send: BufOrInPlace, recv: BufOrInPlace
   const red = reduction(comm, 'reduce', op, input);
   const s = { ...comm.base(root), ...red, bytes: sv.byteLength };
   if (output === null) {
-    // Working space for algorithms that use RECV everywhere: the executor provides it (Plan.workRecv).
-    return comm.plan('reduce', s, opts, true, sv, EMPTY, { workRecv: true, workRecvBytes: sv.byteLength });
+    // Working space for algorithms that use RECV everywhere: the executor provides it (Plan.workRecvBytes).
+    return comm.plan('reduce', s, opts, true, sv, EMPTY, { workRecvBytes: sv.byteLength });
   }
   const rv = buf(comm, 'reduce', output, 'recv');
   sameType(comm, 'reduce', input, output);

@@ -49,11 +49,10 @@ export interface Plan {
   reuse?: boolean;
   idle?: CollBuffers[];
   /**
-   * recv is the plan's own working space (a non-root's reduce), `workRecvBytes` long: each
-   * buffer set gets its own. The host executor takes it from its pool at every start, so its
-   * plans carry an empty recv; other executors get a buffer of that size in the plan.
+   * Set where recv is the plan's own working space (a non-root's reduce), this many bytes:
+   * each buffer set gets its own. The host executor takes it from its pool at every start, so
+   * its plans carry an empty recv; other executors get a buffer of that size in the plan.
    */
-  workRecv?: boolean;
   workRecvBytes?: number;
   /**
    * A collective the executor composes by itself instead of running `sched` (the offload

@@ -117,8 +117,8 @@ export class HostExecutor implements Executor, Port<HostRun> {
       // 1 MiB, 3.5-4.6 ms instead of 0.19, in calls too large to be remembered).
       let recv = plan.recv;
       let pooledRecv: Uint8Array | null = null;
-      if (plan.workRecv === true) {
-        const bytes = plan.workRecvBytes ?? recv.byteLength;
+      const bytes = plan.workRecvBytes;
+      if (bytes !== undefined) {
         pooledRecv = this.takeTmp(bytes);
         recv = pooledRecv.subarray(0, bytes);
       }
