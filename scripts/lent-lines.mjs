@@ -1,10 +1,16 @@
 // What writing into "lent" memory costs: a buffer whose cache lines another core has just read
 // (as a receiver does when it copies straight out of a sender's comm.alloc buffer). Two
 // threads share a SharedArrayBuffer; each round the helper thread copies X out (or not), then
-// the main thread writes X, timed: by the float sum kernel (a fold in place), or by a memmove.
-// BENCHMARKS.md, "Folding into lent memory".   Usage: node scripts/lent-lines.mjs [rounds]
+// the main thread writes X, timed: by the float sum kernel (a fold in place), by V8's copy
+// (TypedArray.set, which on shared memory copies element by element), by the library's own copy
+// (copyBytes: the addon's memmove when it is built), or by the library's route for a fold into
+// lent memory (copy X out to private memory, fold there, copy it back: HostExecutor.reduce).
+// BENCHMARKS.md, "Folding into lent memory" and "What lent memory costs the library".
+// Usage: node scripts/lent-lines.mjs [rounds]
 import { Worker, isMainThread, workerData } from 'node:worker_threads';
 import { builtinKernel } from '../dist/ops/loops.js';
+import { copyBytes } from '../dist/p2p/transport.js';
+import { nativeAddon } from '../dist/runtime/native.js';
 
 const N = 8192; // doubles: 64 KiB
 if (isMainThread) {
@@ -15,7 +21,17 @@ if (isMainThread) {
   const X = new Float64Array(sab, 0, N);
   const T = new Float64Array(sab, 1 << 20, N);
   const fold = builtinKernel(0, 8); // sum, Float64
-  const ways = { 'fold (sum kernel)': () => fold(X, 0, T, 0, N), memmove: () => X.set(T) };
+  const X8 = new Uint8Array(X.buffer, X.byteOffset, N * 8);
+  const T8 = new Uint8Array(T.buffer, T.byteOffset, N * 8);
+  const priv = new Float64Array(N);
+  const priv8 = new Uint8Array(priv.buffer);
+  const copy = nativeAddon().addon?.copy === undefined ? 'copyBytes (no addon: TypedArray.set)' : 'copyBytes (addon memmove)';
+  const ways = {
+    'fold in place (sum kernel)': () => fold(X, 0, T, 0, N),
+    'TypedArray.set': () => X.set(T),
+    [copy]: () => copyBytes(T8, X8, 0, N * 8),
+    'private fold (out, fold, back)': () => { copyBytes(X8, priv8, 0, N * 8); fold(priv, 0, T, 0, N); copyBytes(priv8, X8, 0, N * 8); },
+  };
   const rows = [];
   for (let rep = 0; rep < 2; rep++) {
     for (const [name, write] of Object.entries(ways)) {

@@ -5,7 +5,7 @@ import { select } from '../src/coll/select.ts';
 import { DEFAULT_CONFIG } from '../src/config.ts';
 import { barrierLoopSpread, buildProgram, programOf, runProgram, simulate, toGoal, PRESETS, parseSimParams, crowdedParams, DEFAULT_SIM_PARAMS, type CallSpec, type SimNoise, type SimParams } from '../src/sim/index.ts';
 import { parseSimOp } from '../src/cli/sim.ts';
-import { fitLogGOPS, modelOneWay, refitLogGP, splitAtSpread } from '../src/sim/calibrate.ts';
+import { fitLogGOPS, lentOf, modelOneWay, refitLogGP, splitAtSpread } from '../src/sim/calibrate.ts';
 import { EventQueue } from '../src/sim/heap.ts';
 import { jitterQuantiles, type BarrierSpreadResult, type LogGPJobArgs, type LogGPJobResult } from '../src/sim/loggp-job.ts';
 import { fileURLToPath } from 'node:url';
@@ -459,6 +459,64 @@ test('on shared memory a send of what the call did not write pays the cached per
   assert.throws(() => parseSimParams({ ...P, shm: { ...P.shm, cached: { G: 0, O: 0, X: { bytes: [2, 1], us: [0, 0] } } } }, 'x.json'), { code: 'NBC_ERR_ARG', message: /shm.cached.X/ });
 });
 
+test('a write into memory the rank lent to a peer of its node pays the lent price: a fold foldUsPerByte, a copy or receive copyUsPerByte', { timeout: 5_000 }, () => {
+  const lent: SimParams = { ...P, shm: { ...P.shm, lent: { above: 1000, foldUsPerByte: 0.01, copyUsPerByte: 0.004 } } };
+  // Rank 0 sends RECV[0:2000] (rendezvous, lent), then writes it: a fold, or a copy.
+  const sendThen = (write: 'fold' | 'copy', bytes = 2000): Schedule[] => {
+    const a = new ScheduleBuilder('lend');
+    a.send(1, { buf: RECV, offset: 0, bytes });
+    a.round();
+    if (write === 'fold') a.reduce(0, 8, { buf: SEND, offset: 0, bytes }, { buf: RECV, offset: 0 });
+    else a.copy({ buf: SEND, offset: 0, bytes }, { buf: RECV, offset: 0 });
+    const b = new ScheduleBuilder('lend');
+    b.recv(0, { buf: RECV, offset: 0, bytes });
+    return [a.build(), b.build()];
+  };
+  const fold = programOf(sendThen('fold'), 2, 'allreduce', 1000);
+  assert.deepEqual(Array.from(fold.lentBytes), [0, 2000, 0]);
+  // Request leaves at 0.5, arrives 1.5; clear-to-send 2.0, back at 3.0; the data leaves at 3.5
+  // and the send completes at 3.5 + 1999 x O = 5.499; the fold: 2000 x (0.002 + 0.01) = 24.
+  near(runProgram(fold, lent).done, [29.499, 8.998], 'fold into lent memory');
+  near(runProgram(fold, P).done, [9.499, 8.998], 'without a lent price');
+  near(runProgram(programOf(sendThen('copy'), 2, 'allreduce', 1000), lent).done, [5.499 + 2000 * 0.005, 8.998], 'copy into lent memory');
+  // Nothing lent: across nodes, at or below `above` (eager), or without lending at all.
+  assert.deepEqual(Array.from(programOf(sendThen('fold'), 1, 'allreduce', 1000).lentBytes), [0, 0, 0]);
+  assert.deepEqual(Array.from(programOf(sendThen('fold', 1000), 2, 'allreduce', 1000).lentBytes), [0, 0, 0]);
+  assert.deepEqual(Array.from(programOf(sendThen('fold'), 2).lentBytes), [0, 0, 0]);
+  // A region pays once (the write takes it back); a benchmark loop's next call pays for what
+  // the last one lent and left: recursive doubling copies TMP into RECV, which it lent, and the
+  // next call's first copy into RECV finds it taken back.
+  const twice = new ScheduleBuilder('twice');
+  twice.send(1, { buf: RECV, offset: 0, bytes: 2000 });
+  twice.round();
+  twice.copy({ buf: SEND, offset: 0, bytes: 1500 }, { buf: RECV, offset: 500 });
+  twice.round();
+  twice.copy({ buf: SEND, offset: 0, bytes: 2000 }, { buf: RECV, offset: 0 });
+  assert.deepEqual(Array.from(programOf([twice.build(), sendThen('fold')[1]!], 2, 'allreduce', 1000).lentBytes), [0, 1500, 500, 0]);
+  const rd = (ppn: number, executor: 'host' | 'offload' = 'host'): number[] => {
+    const pr = buildProgram({ coll: 'allreduce', ranks: 2, ppn, bytes: 16384, executor, algorithm: 'recursive-doubling' }, lent);
+    return Array.from(pr.lentBytes.subarray(pr.procAct[0]!, pr.procAct[1]!));
+  };
+  // copy SEND -> RECV, send RECV, recv TMP, reduce RECV into TMP, copy TMP -> RECV.
+  assert.deepEqual(rd(2), [0, 0, 0, 0, 16384]);
+  assert.deepEqual(rd(1), [0, 0, 0, 0, 0], 'across nodes');
+  assert.deepEqual(rd(2, 'offload'), [0, 0, 0, 0, 0], 'one engine runs both ranks\' schedules');
+  // The fit: the slope through the origin of the extra cost over sizes, never below 0.
+  const w = [16384, 65536].map((bytes) => ({ bytes, foldLentUs: 3 + bytes * 1e-4, foldUs: 3, copyLentUs: 1, copyUs: 1.5 }));
+  const fitted = lentOf({ rounds: 10, pingPong: [], trains: [], lentWrite: w }, 8192).lent!;
+  assert.equal(fitted.above, 8192);
+  assert.ok(Math.abs(fitted.foldUsPerByte - 1e-4) < 1e-12, `fold ${fitted.foldUsPerByte}`);
+  assert.equal(fitted.copyUsPerByte, 0);
+  assert.deepEqual(lentOf({ rounds: 10, pingPong: [], trains: [] }, 8192), {});
+  // Validated and interpolated like the rest of the path.
+  assert.deepEqual(parseSimParams(lent, 'x.json').shm.lent, lent.shm.lent);
+  assert.throws(() => parseSimParams({ ...P, shm: { ...P.shm, lent: { above: 1000, foldUsPerByte: -1, copyUsPerByte: 0 } } }, 'x.json'), { code: 'NBC_ERR_ARG', message: /shm.lent.foldUsPerByte is -1/ });
+  assert.throws(() => parseSimParams({ ...P, shm: { ...P.shm, lent: 3 } }, 'x.json'), { code: 'NBC_ERR_ARG', message: /shm.lent is 3; expected \{ above, foldUsPerByte, copyUsPerByte \}/ });
+  const level = (ranks: number, f: number): { ranks: number; shm: SimParams['shm']; net: SimParams['net'] } => ({ ranks, shm: { ...P.shm, lent: { above: 1000, foldUsPerByte: f, copyUsPerByte: 0 } }, net: P.net });
+  const crowded = crowdedParams({ ...lent, crowd: { cores: 2, levels: [level(4, 0.002), level(8, 0.004)] } }, 6, 2, 1);
+  assert.ok(Math.abs(crowded.params.shm.lent!.foldUsPerByte - 0.003) < 1e-12, `fold ${crowded.params.shm.lent!.foldUsPerByte}`);
+});
+
 test('the LogGP fit prices unchanged payloads from their own ping-pongs, at every calibrated size', { timeout: 5_000 }, () => {
   const fresh = [[1, 0.65], [64, 1.07], [1024, 1.41], [4096, 2.34], [16384, 3.05], [65536, 5.8]].map(([bytes, us]) => ({ bytes: bytes!, us: us! }));
   const kept = fresh.map((p) => ({ bytes: p.bytes, us: p.bytes >= 16384 ? p.us / 2 : p.us }));
@@ -747,7 +805,8 @@ test('a calibration fits again from the samples it keeps; one without samples is
 test('the LogGP job measures every pair at once: XOR 1 inside a node, XOR ppn across nodes', { timeout: 60_000 }, async () => {
   const job = fileURLToPath(new URL('../dist/sim/loggp-job.js', import.meta.url));
   for (const stride of [1, 2]) {
-    const args: LogGPJobArgs = { sizes: [1, 4096], maxTrain: 4, budgetMs: 100, minRounds: 5, stride, stat: 'median' };
+    // Inside a node also the writes into lent payloads (16 KiB: above the eager limit).
+    const args: LogGPJobArgs = { sizes: [1, 4096], maxTrain: 4, budgetMs: 100, minRounds: 5, stride, stat: 'median', ...(stride === 1 ? { lent: [16384] } : {}) };
     const r = await launch(job, { ranks: 4, ppn: 2, args: [JSON.stringify(args)], output: 'pipe', timeoutMs: 30_000 });
     assert.equal(r.exitCode, 0, `${r.failure}\n${r.stderr}`);
     // The lower rank of each pair measures: 0 and 1 (stride 1: pairs 0-1, 2-3; stride 2: 0-2, 1-3).
@@ -761,6 +820,12 @@ test('the LogGP job measures every pair at once: XOR 1 inside a node, XOR ppn ac
       for (const p of res.pingPong) assert.ok(p.us > 0 && Number.isFinite(p.us), `rank ${x.rank}: ${p.bytes} B one way ${p.us} us`);
       assert.deepEqual(res.trains.map((t) => t.messages), [1, 2, 3, 4]);
       for (const t of res.trains) assert.ok(t.totalUs >= t.postUs && t.postUs > 0, `rank ${x.rank}: train of ${t.messages}`);
+      if (stride === 2) {
+        assert.equal(res.lentWrite, undefined);
+        continue;
+      }
+      assert.deepEqual(res.lentWrite!.map((w) => w.bytes), [16384]);
+      for (const [k, us] of Object.entries(res.lentWrite![0]!)) assert.ok(us > 0 && Number.isFinite(us), `rank ${x.rank}: lent ${k} ${us}`);
     }
   }
   // Barriers alone (a crowd's spread on one node): rank 0 reports the median spread of the exits, nobody pairs.

@@ -38,6 +38,9 @@
  *   as often, so the mean is kept). Where several pairs measured, the median per quantile.
  * - cached (shared memory): G, O and X again from ping-pongs of a payload written once (what a
  *   benchmark loop sends from its unchanged input), X against the fresh line's L, o and S.
+ * - lent (shared memory): what a fold (by the host executor's route) and a copy into a payload
+ *   the partner has just copied out of by rendezvous cost beyond the same write into a buffer
+ *   never lent, per byte (lentOf).
  * Kernels: a sum of two 1 MiB float64 vectors and a 1 MiB copy, fastest of 20. The library's
  * own cost per call: on one node (callUs), across nodes (callNetUs), and per collective
  * (callUsByColl), measureCall().
@@ -120,7 +123,7 @@ export function fitLogGOPS(job: LogGPJobResult, shm: boolean, eagerLimit: number
   const misfit = (m: LogGOPS): number => job.pingPong.reduce((sum, p) => sum + Math.abs(modelOneWay(m, p.bytes) - p.us) / p.us, 0);
   const line = misfit(pushed) < misfit(handshake) ? pushed : handshake;
   if (!shm) return line;
-  const fresh = withSizeExtra(line, job.pingPong);
+  const fresh = { ...withSizeExtra(line, job.pingPong), ...lentOf(job, eagerLimit) };
   if (job.pingPongCached === undefined) return fresh;
   // Unchanged payloads: G and O by the same rules from their ping-pongs, and X against the line
   // with the fresh path's L, o and S, so the model's one-way time of an unchanged payload is
@@ -128,6 +131,22 @@ export function fitLogGOPS(job: LogGPJobResult, shm: boolean, eagerLimit: number
   const c = fitLogGOPS({ ...job, pingPong: job.pingPongCached, pingPongCached: undefined }, true, eagerLimit);
   const X = withSizeExtra({ ...line, G: c.G, O: c.O }, job.pingPongCached).X;
   return { ...fresh, cached: { G: c.G, O: c.O, ...(X === undefined ? {} : { X }) } };
+}
+
+type LentPoint = NonNullable<LogGPJobResult['lentWrite']>[number];
+
+/**
+ * LogGOPS.lent from the job's writes into lent payloads: per kind of write (fold, copy), the
+ * least-squares slope through the origin of what it cost into a lent payload beyond the same
+ * write into the lead's own buffer, over the sizes measured (never below 0); sends above the
+ * eager limit lend.
+ */
+export function lentOf(job: LogGPJobResult, eagerLimit: number): { lent?: NonNullable<LogGOPS['lent']> } {
+  const w = job.lentWrite;
+  if (w === undefined || w.length === 0) return {};
+  const xx = w.reduce((sum, p) => sum + p.bytes * p.bytes, 0);
+  const slope = (extra: (p: LentPoint) => number): number => Math.max(0, w.reduce((sum, p) => sum + p.bytes * extra(p), 0) / xx);
+  return { lent: { above: eagerLimit, foldUsPerByte: slope((p) => p.foldLentUs - p.foldUs), copyUsPerByte: slope((p) => p.copyLentUs - p.copyUs) } };
 }
 
 /**
@@ -188,11 +207,26 @@ function kernelSpeeds(): { reduceUsPerByte: number; copyUsPerByte: number } {
   return { reduceUsPerByte: (red * 1000) / ua.byteLength, copyUsPerByte: (copy * 1000) / ua.byteLength };
 }
 
+/** How one LogGP job measures: its budget, statistic, transport, barriers and the eager limit. */
+interface MeasureOptions {
+  budgetMs: number;
+  stat: Stat;
+  transport: string | undefined;
+  eagerLimit: number;
+  barriers?: number;
+}
+
 /** Pairs at `stride` (1: inside a node with ppn 2; ppn: across nodes), on `ranks` ranks. */
-async function measure(ranks: number, ppn: number, stride: number, budgetMs: number, stat: Stat, transport: string | undefined, barriers = 0): Promise<LogGPJobResult> {
-  // On shared memory also unchanged payloads (LogGOPS.cached): a copy's speed there depends on
-  // where the lines sit; over the network the wire sets it.
-  const args: LogGPJobArgs = { sizes: SIZES, maxTrain: MAX_TRAIN, budgetMs, minRounds: 5, stride, stat, barriers, cached: stride < ppn };
+async function measure(ranks: number, ppn: number, stride: number, m: MeasureOptions): Promise<LogGPJobResult> {
+  const { budgetMs, stat, transport } = m;
+  // On shared memory also unchanged payloads (LogGOPS.cached), as a copy's speed there depends
+  // on where the lines sit (over the network the wire sets it), and writes into lent payloads
+  // (LogGOPS.lent), as only shared memory's rendezvous lends the sender's buffer to the peer.
+  const shm = stride < ppn;
+  const args: LogGPJobArgs = {
+    sizes: SIZES, maxTrain: MAX_TRAIN, budgetMs, minRounds: 5, stride, stat, barriers: m.barriers ?? 0, cached: shm,
+    ...(shm ? { lent: SIZES.filter((b) => b > m.eagerLimit) } : {}),
+  };
   const r = await launch(JOB, { ranks, ppn, args: [JSON.stringify(args)], output: 'pipe', timeoutMs: budgetMs + 30_000, transport: transport === undefined ? undefined : parseTransport(transport) });
   const path = stride < ppn ? 'shared memory' : 'the network';
   if (r.exitCode !== 0) throw new Error(`the LogGP job on ${path} (${ranks} ranks) failed (exit ${r.exitCode}):\n${r.stderr}`);
@@ -223,6 +257,12 @@ function medianOfPairs(pairs: LogGPJobResult[]): LogGPJobResult {
     ...(first.pingPongCached === undefined ? {} : { pingPongCached: first.pingPongCached.map((x, j) => ({ bytes: x.bytes, us: med((p) => p.pingPongCached![j]!.us) })) }),
     trains: first.trains.map((x, i) => ({ messages: x.messages, postUs: med((p) => p.trains[i]!.postUs), totalUs: med((p) => p.trains[i]!.totalUs) })),
     ...(first.jitterUs === undefined ? {} : { jitterUs: first.jitterUs.map((_, k) => med((p) => p.jitterUs![k]!)) }),
+    ...(first.lentWrite === undefined ? {} : {
+      lentWrite: first.lentWrite.map((x, j) => {
+        const at = (f: 'foldLentUs' | 'foldUs' | 'copyLentUs' | 'copyUs'): number => med((p) => p.lentWrite![j]![f]);
+        return { bytes: x.bytes, foldLentUs: at('foldLentUs'), foldUs: at('foldUs'), copyLentUs: at('copyLentUs'), copyUs: at('copyUs') };
+      }),
+    }),
   };
 }
 
@@ -303,17 +343,18 @@ export async function calibrateLogGP(o: CalibrateLogGPOptions): Promise<{ file: 
     }
   }
   log(`measuring shared memory (2 ranks, 1 node, ${stat} of each point)... `);
-  const shmJob = await measure(2, 2, 1, BUDGET_MS, stat, undefined);
+  const job = { stat, transport: o.transport, eagerLimit: limit };
+  const shmJob = await measure(2, 2, 1, { ...job, budgetMs: BUDGET_MS, transport: undefined });
   log(`${shmJob.rounds} rounds\nmeasuring the network (2 ranks, 2 nodes${o.transport ? `, ${o.transport}` : ''})... `);
-  const netJob = await measure(2, 1, 1, BUDGET_MS, stat, o.transport, CROWD_BARRIERS);
+  const netJob = await measure(2, 1, 1, { ...job, budgetMs: BUDGET_MS, barriers: CROWD_BARRIERS });
   log(`${netJob.rounds} rounds, barrier exits ${netJob.barrierSpreadUs!.toFixed(1)} us apart\n`);
   const crowdSamples: CalibrationSamples['crowd'] = [];
   for (const ranks of crowd) {
     // ppn 2: pairs XOR 1 share a node, pairs XOR 2 span two nodes; every pair runs at once.
     log(`measuring a crowd of ${ranks} ranks on ${cores} cores (${ranks / 2} nodes of 2): shared memory... `);
-    const shm = await measure(ranks, 2, 1, CROWD_BUDGET_MS, stat, o.transport);
+    const shm = await measure(ranks, 2, 1, { ...job, budgetMs: CROWD_BUDGET_MS });
     log('network... ');
-    const net = await measure(ranks, 2, 2, CROWD_BUDGET_MS, stat, o.transport, CROWD_BARRIERS);
+    const net = await measure(ranks, 2, 2, { ...job, budgetMs: CROWD_BUDGET_MS, barriers: CROWD_BARRIERS });
     log(`${Math.min(shm.rounds, net.rounds)} rounds, barrier exits ${net.barrierSpreadUs!.toFixed(0)} us apart; on one node... `);
     const nodeBarrierSpreadUs = await measureNodeSpread(ranks);
     log(`${nodeBarrierSpreadUs.toFixed(0)} us apart\n`);

@@ -22,6 +22,9 @@
  *   rendezvous request or a clear-to-send reached it had given up its core, and pays the
  *   path's W of core time before it handles it; a rank still busy pays none.
  * - reduce, copy: the CPU for bytes x reduceUsPerByte (copyUsPerByte);
+ * - lent memory: a reduction into bytes the rank lent to a peer of its node (Program.lentBytes)
+ *   costs its CPU shm.lent.foldUsPerByte more for each of them, a copy or receive into them
+ *   shm.lent.copyUsPerByte;
  * - the call itself (host executor): callUs of the rank's CPU before its first action
  *   (callNetUs where the call's ranks span nodes), plus the collective's own extra
  *   (callUsByColl[coll] - callUs).
@@ -194,6 +197,10 @@ class Simulation {
   /** Shared memory as it prices a payload the call did not write (LogGOPS.cached), and which sends carry one. */
   private readonly shmCached: LogGOPS;
   private readonly cached: Int8Array;
+  private readonly lentBytes: Int32Array;
+  /** What a rank's fold, and its copy or receive, into memory it lent cost per byte beyond the write (LogGOPS.lent of shm). */
+  private readonly lentFold: number;
+  private readonly lentCopy: number;
   private readonly cpuFree: Float64Array;
   /**
    * On a shared host (params.hostCores): when each of its cores is next free, taken by every
@@ -254,6 +261,9 @@ class Simulation {
     this.net = params.net;
     this.shm = params.shm;
     this.shmCached = cachedPath(params.shm);
+    this.lentBytes = prog.lentBytes;
+    this.lentFold = params.shm.lent?.foldUsPerByte ?? 0;
+    this.lentCopy = params.shm.lent?.copyUsPerByte ?? 0;
     this.cached = prog.cached;
     const ch = channelsOf(prog);
     this.chan = ch.chan;
@@ -502,8 +512,9 @@ class Simulation {
       const msg = this.match(this.chan[i]!, true, i);
       if (msg !== NO_MATCH) this.matched(i, msg >= 0 ? msg : -msg - 1, msg < 0);
     } else if (k === A_REDUCE || k === A_COPY) {
-      const per = k === A_REDUCE ? this.params.reduceUsPerByte : this.params.copyUsPerByte;
-      this.heap.push(this.cpu(c, now, this.bytesOf[i]! * per), EV_DONE, i, 0);
+      const fold = k === A_REDUCE;
+      const us = this.bytesOf[i]! * (fold ? this.params.reduceUsPerByte : this.params.copyUsPerByte) + this.lentBytes[i]! * (fold ? this.lentFold : this.lentCopy);
+      this.heap.push(this.cpu(c, now, us), EV_DONE, i, 0);
     } else {
       throw new NbcInternalError(`simulator: unknown action kind ${k}`);
     }
@@ -598,7 +609,7 @@ class Simulation {
     // message) takes it in without.
     const wake = this.wake(c, m);
     const start = this.startOn(c, Math.max(this.now, inj[slot]!));
-    const take = (m.oRecv ?? m.o) + Math.max(0, s - 1) * m.O + wake;
+    const take = (m.oRecv ?? m.o) + Math.max(0, s - 1) * m.O + wake + this.lentBytes[r]! * this.lentCopy;
     const end = this.advance(c, start, m.X === undefined ? take : Math.max(0, take + sizeExtraUs(m, s) / 2));
     this.busyUntil(c, end);
     inj[slot] = start + m.g + Math.max(0, s - 1) * m.G;

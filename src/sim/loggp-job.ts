@@ -21,7 +21,11 @@
  */
 import type { Communicator } from '../coll/communicator.js';
 import { statOf, type Stat } from '../bench/metrics.js';
+import { DType } from '../ops/dtype.js';
+import { OpCode } from '../ops/op.js';
+import { reduceRegions } from '../ops/regions.js';
 import { waitAll, type Request } from '../p2p/request.js';
+import { copyBytes } from '../p2p/transport.js';
 
 export interface LogGPJobArgs {
   sizes: number[];
@@ -38,6 +42,13 @@ export interface LogGPJobArgs {
    * benchmark loop sends from its unchanged input, whose lines stay cached on both cores.
    */
   cached?: boolean;
+  /**
+   * Sizes (above the eager limit, so sent by rendezvous) at which to time writes into lent
+   * memory (lentWrite): each round the lead sends a fresh payload, which its partner copies
+   * straight out of it, then writes into that payload the way the library does, timed; and
+   * again into a buffer of its own instead. Default none.
+   */
+  lent?: number[];
   /**
    * Then every rank runs this many barriers (after as many to warm up), notes when it left
    * each (performance.timeOrigin + now(): one clock for every process of the host), and rank 0
@@ -64,6 +75,13 @@ export interface LogGPJobResult {
   pingPongCached?: Array<{ bytes: number; us: number }>;
   /** Per train length: time inside the isend calls, and until the last message's ack, us. */
   trains: Array<{ messages: number; postUs: number; totalUs: number }>;
+  /**
+   * With `lent`, per size, us: a fold (float64 sum) into the payload just lent, by the host
+   * executor's route (copy it out to private memory, fold there, copy it back), against a fold
+   * in place into a buffer of the lead's own after the same send; and a copy (the library's
+   * copyBytes) into the payload just lent, against one into the lead's own buffer (LogGOPS.lent).
+   */
+  lentWrite?: Array<{ bytes: number; foldLentUs: number; foldUs: number; copyLentUs: number; copyUs: number }>;
   /** With `barriers`: the median spread of the ranks' barrier exits, us (rank 0 only). */
   barrierSpreadUs?: number;
   /**
@@ -91,6 +109,7 @@ const TAG_GO = 11;
 const TAG_PING = 12;
 const TAG_TRAIN = 13;
 const TAG_ACK = 14;
+const TAG_LENT = 15;
 
 export default function loggpJob(world: Communicator, argv: string[]): LogGPJobResult | BarrierSpreadResult | null {
   const a = JSON.parse(argv[0]!) as LogGPJobArgs;
@@ -133,9 +152,13 @@ function barrierSpread(world: Communicator, n: number): number {
 
 /** One pair's ping-pongs and trains; the lead's points, else null. */
 function pairPoints(world: Communicator, a: LogGPJobArgs, peer: number, lead: boolean): LogGPJobResult | null {
-  const maxBytes = Math.max(...a.sizes);
+  const lentSizes = a.lent ?? [];
+  const maxBytes = Math.max(...a.sizes, ...lentSizes);
   const out = world.alloc(Uint8Array, maxBytes).fill(1);
   const inb = world.alloc(Uint8Array, maxBytes);
+  const lentLen = Math.max(0, ...lentSizes);
+  const writes = lead && lentLen > 0 ? lentWrites(world, lentLen) : null;
+  const lentUs = lentSizes.map(() => ({ foldLent: [] as number[], fold: [] as number[], copyLent: [] as number[], copy: [] as number[] }));
   const kept = a.cached === true ? world.alloc(Uint8Array, maxBytes).fill(2) : null;
   const one = out.subarray(0, 1);
   const ack = new Uint8Array(1);
@@ -165,6 +188,16 @@ function pairPoints(world: Communicator, a: LogGPJobArgs, peer: number, lead: bo
       pingPong(world, s, r, peer, lead, pp[j]!);
       if (kept !== null) pingPong(world, kept.subarray(0, a.sizes[j]!), r, peer, lead, ppCached[j]!);
     }
+    for (let j = 0; j < lentSizes.length; j++) {
+      const payload = out.subarray(0, lentSizes[j]!);
+      const r = inb.subarray(0, lentSizes[j]!);
+      const fill = (rounds + j) & 255;
+      const t = lentUs[j]!;
+      lentWrite(world, payload, r, peer, fill, writes === null ? null : (p) => writes.foldLent(p), t.foldLent);
+      lentWrite(world, payload, r, peer, fill, writes === null ? null : (p) => writes.fold(p.byteLength), t.fold);
+      lentWrite(world, payload, r, peer, fill, writes === null ? null : (p) => writes.copyLent(p), t.copyLent);
+      lentWrite(world, payload, r, peer, fill, writes === null ? null : (p) => writes.copy(p.byteLength), t.copy);
+    }
     for (let k = 1; k <= a.maxTrain; k++) {
       if (lead) {
         const done = world.irecv(ack, peer, TAG_ACK);
@@ -192,6 +225,12 @@ function pairPoints(world: Communicator, a: LogGPJobArgs, peer: number, lead: bo
     jitterUs: jitterQuantiles(pp[smallest]!),
     pingPong: a.sizes.map((bytes, j) => ({ bytes, us: statOf(pp[j]!, stat) })),
     ...(kept === null ? {} : { pingPongCached: a.sizes.map((bytes, j) => ({ bytes, us: statOf(ppCached[j]!, stat) })) }),
+    ...(lentSizes.length === 0 ? {} : {
+      lentWrite: lentSizes.map((bytes, j) => {
+        const t = lentUs[j]!;
+        return { bytes, foldLentUs: statOf(t.foldLent, stat), foldUs: statOf(t.fold, stat), copyLentUs: statOf(t.copyLent, stat), copyUs: statOf(t.copy, stat) };
+      }),
+    }),
     trains: Array.from({ length: a.maxTrain }, (_, i) => ({ messages: i + 1, postUs: statOf(post[i]!, stat), totalUs: statOf(total[i]!, stat) })),
   };
 }
@@ -207,4 +246,48 @@ function pingPong(world: Communicator, s: Uint8Array, r: Uint8Array, peer: numbe
     world.recv(r, peer, TAG_PING);
     world.send(s, peer, TAG_PING);
   }
+}
+
+/**
+ * The lead's four ways to write up to `max` bytes (lentWrite): into a lent payload, a fold by
+ * the host executor's route (sched/host.ts, HostExecutor.reduce: copy out, fold in private
+ * memory, copy back) and a copy; into a buffer of its own (from the arena, as the library's
+ * buffers are, never lent), a fold in place and a copy.
+ */
+function lentWrites(world: Communicator, max: number): {
+  foldLent(p: Uint8Array): void; fold(bytes: number): void; copyLent(p: Uint8Array): void; copy(bytes: number): void;
+} {
+  const addend = world.alloc(Uint8Array, max);
+  new Float64Array(addend.buffer, addend.byteOffset, max / 8).fill(1);
+  const own = world.alloc(Uint8Array, max);
+  const priv = new Uint8Array(max);
+  const sum = (input: Uint8Array, inout: Uint8Array): void => reduceRegions(OpCode.sum, DType.Float64, input, inout);
+  return {
+    foldLent(p) {
+      const n = p.byteLength;
+      copyBytes(p, priv, 0, n);
+      sum(addend.subarray(0, n), priv.subarray(0, n));
+      copyBytes(priv.subarray(0, n), p, 0, n);
+    },
+    fold(bytes) { sum(addend.subarray(0, bytes), own.subarray(0, bytes)); },
+    copyLent(p) { copyBytes(addend.subarray(0, p.byteLength), p, 0, p.byteLength); },
+    copy(bytes) { copyBytes(addend.subarray(0, bytes), own, 0, bytes); },
+  };
+}
+
+/**
+ * The lead writes `payload` afresh and sends it (by rendezvous: the partner copies it into
+ * `r`), then times `write(payload)`, us; the partner (`write` null) only receives.
+ */
+function lentWrite(world: Communicator, payload: Uint8Array, r: Uint8Array, peer: number, fill: number,
+  write: ((payload: Uint8Array) => void) | null, samples: number[]): void {
+  if (write === null) {
+    world.recv(r, peer, TAG_LENT);
+    return;
+  }
+  payload.fill(fill);
+  world.send(payload, peer, TAG_LENT);
+  const t0 = performance.now();
+  write(payload);
+  samples.push((performance.now() - t0) * 1000);
 }

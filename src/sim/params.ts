@@ -73,6 +73,18 @@ export interface LogGOPS {
    * fresh one (Program.cached says which sends it applies to).
    */
   cached?: { G: number; O: number; X?: { bytes: number[]; us: number[] } };
+  /**
+   * Lent memory (optional; absent: free): a send of more than `above` bytes on this path lends
+   * its buffer (shared memory's rendezvous: the receiver copies straight out of it, so the
+   * receiver's core then holds those lines, and the sender's core must take each back before
+   * it writes it). The sender's later writes into what it lent cost its core more per byte than
+   * the same writes elsewhere: `foldUsPerByte` for a reduction (the host executor folds such a
+   * region through private memory: copy out, fold, copy back, which beats an element loop
+   * taking the lines back one by one), `copyUsPerByte` for a copy or a receive into it. A
+   * calibration measures both on shared memory, the library's own way, beside the same writes
+   * into a buffer never lent (Program.lentBytes says which writes pay, and for how many bytes).
+   */
+  lent?: { above: number; foldUsPerByte: number; copyUsPerByte: number };
 }
 
 /** Path `m` as it charges a payload the call did not write (LogGOPS.cached); `m` itself where it has no such costs. */
@@ -194,7 +206,7 @@ export interface Crowd {
 
 export const SIM_PARAMS_VERSION = 1;
 
-/** LogGOPS between `a` (at x = 0) and `b` (at x = 1); S from `a`; J quantile by quantile and X size by size where both have it alike, else none; W from 0 where one lacks it; cached where both have it. */
+/** LogGOPS between `a` (at x = 0) and `b` (at x = 1); S from `a`; J quantile by quantile and X size by size where both have it alike, else none; W from 0 where one lacks it; cached and lent where both have them. */
 function between(a: LogGOPS, b: LogGOPS, x: number): LogGOPS {
   const at = (u: number, v: number): number => u + (v - u) * x;
   const J = a.J !== undefined && b.J !== undefined && a.J.length === b.J.length ? a.J.map((u, k) => at(u, b.J![k]!)) : undefined;
@@ -208,10 +220,12 @@ function between(a: LogGOPS, b: LogGOPS, x: number): LogGOPS {
   const cachedX = ca?.X !== undefined && cb?.X !== undefined ? betweenX(ca.X, cb.X) : undefined;
   const cached = ca === undefined || cb === undefined ? undefined
     : { G: at(ca.G, cb.G), O: at(ca.O, cb.O), ...(cachedX === undefined ? {} : { X: cachedX }) };
+  const lent = a.lent === undefined || b.lent === undefined ? undefined
+    : { above: a.lent.above, foldUsPerByte: at(a.lent.foldUsPerByte, b.lent.foldUsPerByte), copyUsPerByte: at(a.lent.copyUsPerByte, b.lent.copyUsPerByte) };
   return {
     L: at(a.L, b.L), o: at(a.o, b.o), g: at(a.g, b.g), G: at(a.G, b.G), O: at(a.O, b.O), S: a.S,
     ...(oRecv === undefined ? {} : { oRecv }), ...(J === undefined ? {} : { J }), ...(X === undefined ? {} : { X }), ...(W === undefined ? {} : { W }),
-    ...(cached === undefined ? {} : { cached }),
+    ...(cached === undefined ? {} : { cached }), ...(lent === undefined ? {} : { lent }),
   };
 }
 
@@ -414,6 +428,17 @@ function parsePath(value: unknown, where: string, name: string): LogGOPS {
     out.cached = {
       G: finiteNonNegative(c.G, where, `${name}.cached.G`), O: finiteNonNegative(c.O, where, `${name}.cached.O`),
       ...(c.X === undefined ? {} : { X: parseX(c.X, where, `${name}.cached.X`) }),
+    };
+  }
+  if (p.lent !== undefined) {
+    const l = p.lent as Record<string, unknown> | null;
+    if (l === null || typeof l !== 'object') {
+      throw new NbcArgError(`Cannot use the simulator parameters from ${where}: ${name}.lent is ${JSON.stringify(p.lent)}; expected { above, foldUsPerByte, copyUsPerByte }`);
+    }
+    out.lent = {
+      above: finiteNonNegative(l.above, where, `${name}.lent.above`),
+      foldUsPerByte: finiteNonNegative(l.foldUsPerByte, where, `${name}.lent.foldUsPerByte`),
+      copyUsPerByte: finiteNonNegative(l.copyUsPerByte, where, `${name}.lent.copyUsPerByte`),
     };
   }
   return out;

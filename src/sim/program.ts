@@ -86,6 +86,15 @@ export interface Program {
    */
   cached: Int8Array;
   sub: Int8Array;
+  /**
+   * Per receive, reduction and copy: how many of the bytes it writes lie in memory its proc
+   * has lent (sent by rendezvous to a peer of its node: LogGOPS.lent) and not written since,
+   * which the engine prices at the shared-memory path's LogGOPS.lent; 0 for every other
+   * action, and everywhere where the parameters have no lent price or the procs are engines.
+   * With cached inputs (a benchmark loop), what the previous call lent counts too: the loop's
+   * steady state.
+   */
+  lentBytes: Int32Array;
   actProc: Int32Array;
   /** Proc p's actions are procAct[p] .. procAct[p+1]-1. */
   procAct: Int32Array;
@@ -211,9 +220,13 @@ export function buildProgram(spec: CallSpec, params: SimParams): Program {
     const displs = Int32Array.from({ length: N }, (_, i) => i * B);
     // Every rank's shape is rank 0's with its own rank: built once, copied per rank.
     const shared = { ...rankShape(spec.coll, 0, N, B, vec, displs), radix: choice.radix, topo, leader };
+    // Ranks lend their buffers to peers of their node (host); an engine runs its node's
+    // schedules on one core, so what it lends, it reads itself (offload).
+    const above = choice.mode === 'host' ? params.shm.lent?.above : undefined;
+    const lend = above === undefined ? null : { above, nodeOf: nodeOfRank };
     for (let r = 0; r < N; r++) {
       const s = choice.build({ ...shared, rank: r });
-      out.append(r, s, nodeOfRank[r]!, choice.mode === 'offload' ? N + nodeOfRank[r]! : r, spec.inputs !== 'fresh');
+      out.append(r, s, nodeOfRank[r]!, choice.mode === 'offload' ? N + nodeOfRank[r]! : r, spec.inputs !== 'fresh', lend);
     }
   } else {
     const kindWord = choice.composite! & ~TL_AGG;
@@ -261,7 +274,7 @@ export function buildProgram(spec: CallSpec, params: SimParams): Program {
       // On agg the fabric's tree is the exchange (engine.ts models it); the engines' schedule
       // is only its fallback.
       const exchange = nodes > 1 && choice.mode !== 'agg';
-      out.append(k, exchange ? interNodeSchedule(coll, s, spec.config ?? DEFAULT_CONFIG) : EMPTY_SCHEDULE(), k, N + k, false);
+      out.append(k, exchange ? interNodeSchedule(coll, s, spec.config ?? DEFAULT_CONFIG) : EMPTY_SCHEDULE(), k, N + k, false, null);
     }
   }
   return out.done({ coll: spec.coll, algorithm, mode: choice.mode, ranks: N, nodes, bytes: B, nodeOfRank, nodeStart, foldUs, writebackUs, aggBytes });
@@ -276,6 +289,7 @@ class ProgramBuilder {
   private readonly bytes = new Column(new Int32Array(1024));
   private readonly sub = new Column(new Int8Array(1024));
   private readonly cached = new Column(new Int8Array(1024));
+  private readonly lentBytes = new Column(new Int32Array(1024));
   private readonly actProc = new Column(new Int32Array(1024));
   private readonly roundBound = new Column(new Int32Array(1024));
   private readonly depCount = new Column(new Int32Array(1024));
@@ -295,8 +309,11 @@ class ProgramBuilder {
     this.procCpu = new Int32Array(procs);
   }
 
-  /** Proc `p` runs `s`; with `inputsCached`, its sends of what it did not write are marked cached (Program.cached). */
-  append(p: number, s: Schedule, node: number, cpu: number, inputsCached: boolean): void {
+  /**
+   * Proc `p` runs `s`; with `inputsCached`, its sends of what it did not write are marked cached
+   * (Program.cached); with `lend`, its writes into what it lent are counted (Program.lentBytes).
+   */
+  append(p: number, s: Schedule, node: number, cpu: number, inputsCached: boolean, lend: Lend | null): void {
     const { depCount, depStart, depList, roundBound } = this;
     const base = this.kind.n;
     this.procAct[p] = base;
@@ -310,6 +327,8 @@ class ProgramBuilder {
     this.sub.append(s.sub, n);
     if (inputsCached) this.markCached(s);
     else this.cached.fill(0, n);
+    if (lend !== null) this.markLent(s, node, lend, inputsCached);
+    else this.lentBytes.fill(0, n);
     this.actProc.fill(p, n);
     const e = s.isDag ? s.dependents() : null;
     if (e === null) {
@@ -356,30 +375,105 @@ class ProgramBuilder {
     }
   }
 
+  /**
+   * Program.lentBytes for `s`'s actions, run by a rank on `node`: in action order, a send of
+   * more than `lend.above` bytes to a rank of the same node lends its region, and a later write
+   * (receive, reduction, copy) into lent bytes counts them and takes them back. In a loop
+   * (`steady`), the pass runs twice and the second one counts, starting from what the first
+   * left lent.
+   */
+  private markLent(s: Schedule, node: number, lend: Lend, steady: boolean): void {
+    const lent = new LentRegions();
+    const out = this.lentBytes;
+    out.reserve(s.nActions);
+    for (let pass = steady ? 0 : 1; pass < 2; pass++) {
+      for (let i = 0; i < s.nActions; i++) {
+        const k = s.kind[i]!;
+        const bytes = s.bytesA[i]!;
+        let taken = 0;
+        if (k === A_SEND) {
+          if (bytes > lend.above && lend.nodeOf[s.peer[i]!] === node) lent.add(s.bufA[i]!, s.offA[i]!, bytes);
+        } else if (k === A_RECV) {
+          taken = lent.take(s.bufA[i]!, s.offA[i]!, bytes);
+        } else if (k === A_REDUCE || k === A_COPY) {
+          taken = lent.take(s.bufB[i]!, s.offB[i]!, bytes);
+        }
+        if (pass === 1) out.push(taken);
+      }
+    }
+  }
+
   done(head: ProgramHead): Program {
     this.procAct[this.procs] = this.kind.n;
     this.procRound[this.procs] = this.roundBound.n;
     this.depStart.push(this.depList.n);
     return {
       ...head, procs: this.procs, procNode: this.procNode, procCpu: this.procCpu, nActions: this.kind.n,
-      kind: this.kind.done(), peer: this.peer.done(), bytesOf: this.bytes.done(), cached: this.cached.done(), sub: this.sub.done(),
+      kind: this.kind.done(), peer: this.peer.done(), bytesOf: this.bytes.done(), cached: this.cached.done(), sub: this.sub.done(), lentBytes: this.lentBytes.done(),
       actProc: this.actProc.done(), procAct: this.procAct, procRound: this.procRound, roundBound: this.roundBound.done(), procDag: this.procDag,
       depCount: this.depCount.done(), depStart: this.depStart.done(), depList: this.depList.done(),
     };
   }
 }
 
+/** Which sends lend their buffer: more than `above` bytes to a rank of the sender's node (`nodeOf`: node per rank). */
+interface Lend {
+  above: number;
+  nodeOf: Int32Array;
+}
+
+/**
+ * What a proc has lent and not written since: per buffer (SEND, RECV, TMP), disjoint byte
+ * ranges [lo, hi) as flat pairs. A schedule lends a handful, so lists, not trees.
+ */
+class LentRegions {
+  private readonly ranges: number[][] = [[], [], []];
+
+  add(buf: number, off: number, bytes: number): void {
+    if (buf < 0 || bytes <= 0) return;
+    this.take(buf, off, bytes); // keeps the ranges disjoint
+    this.ranges[buf]!.push(off, off + bytes);
+  }
+
+  /** Takes [off, off + bytes) of `buf` back; returns how many of its bytes were lent. */
+  take(buf: number, off: number, bytes: number): number {
+    const r = buf < 0 || bytes <= 0 ? undefined : this.ranges[buf];
+    if (r === undefined || r.length === 0) return 0;
+    const lo = off;
+    const hi = off + bytes;
+    let taken = 0;
+    const kept: number[] = [];
+    for (let j = 0; j < r.length; j += 2) {
+      const a = r[j]!;
+      const b = r[j + 1]!;
+      const x = Math.max(a, lo);
+      const y = Math.min(b, hi);
+      if (x >= y) {
+        kept.push(a, b);
+        continue;
+      }
+      taken += y - x;
+      if (a < x) kept.push(a, x);
+      if (y < b) kept.push(y, b);
+    }
+    this.ranges[buf] = kept;
+    return taken;
+  }
+}
+
 /**
  * A host-mode program from schedules written by hand (tests, examples): proc r runs
- * `schedules[r]`, ranks `ppn` to a node.
+ * `schedules[r]`, ranks `ppn` to a node; with `lendAbove`, sends of more than that many bytes
+ * to a rank of the same node lend their region (Program.lentBytes, a benchmark loop's).
  */
-export function programOf(schedules: readonly Schedule[], ppn = 1, coll: CollName = 'allreduce'): Program {
+export function programOf(schedules: readonly Schedule[], ppn = 1, coll: CollName = 'allreduce', lendAbove?: number): Program {
   const N = schedules.length;
   const nodes = Math.ceil(N / ppn);
   const nodeOfRank = Int32Array.from({ length: N }, (_, r) => Math.floor(r / ppn));
   const nodeStart = Int32Array.from({ length: nodes + 1 }, (_, k) => Math.min(N, k * ppn));
   const b = new ProgramBuilder(N);
-  schedules.forEach((s, r) => b.append(r, s, nodeOfRank[r]!, r, true));
+  const lend = lendAbove === undefined ? null : { above: lendAbove, nodeOf: nodeOfRank };
+  schedules.forEach((s, r) => b.append(r, s, nodeOfRank[r]!, r, true, lend));
   return b.done({ coll, algorithm: schedules[0]?.algorithm ?? 'empty', mode: 'host', ranks: N, nodes, bytes: 0, nodeOfRank, nodeStart,
     foldUs: new Float64Array(nodes), writebackUs: new Float64Array(nodes), aggBytes: 0 });
 }
