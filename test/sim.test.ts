@@ -478,6 +478,7 @@ test('a write into memory the rank lent to a peer of its node pays the lent pric
   // and the send completes at 3.5 + 1999 x O = 5.499; the fold: 2000 x (0.002 + 0.01) = 24.
   near(runProgram(fold, lent).done, [29.499, 8.998], 'fold into lent memory');
   near(runProgram(fold, P).done, [9.499, 8.998], 'without a lent price');
+  assert.match(toGoal(fold, lent), /l1: calc 24000\n/, 'GOAL: the fold with its lent price, ns');
   near(runProgram(programOf(sendThen('copy'), 2, 'allreduce', 1000), lent).done, [5.499 + 2000 * 0.005, 8.998], 'copy into lent memory');
   // Nothing lent: across nodes, at or below `above` (eager), or without lending at all.
   assert.deepEqual(Array.from(programOf(sendThen('fold'), 1, 'allreduce', 1000).lentBytes), [0, 0, 0]);

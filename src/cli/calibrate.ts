@@ -166,7 +166,8 @@ export function registerCalibrate(program: Command): void {
         const { file, content } = o.refit !== undefined ? refitFile(o.refit, o.out) : await calibrateLogGP({ out: o.out, transport: o.transport, stat: o.stat, crowd });
         const p = content.params;
         const row = (name: string, x: typeof p.shm): string =>
-          `${name}: L ${x.L.toFixed(3)} us, o ${x.o.toFixed(3)} us${x.oRecv === undefined ? '' : ` (receiver ${x.oRecv.toFixed(3)} us)`}, g ${x.g.toFixed(3)} us, G ${x.G.toExponential(3)} us/B, O ${x.O.toExponential(3)} us/B, S ${x.S} B\n`;
+          `${name}: L ${x.L.toFixed(3)} us, o ${x.o.toFixed(3)} us${x.oRecv === undefined ? '' : ` (receiver ${x.oRecv.toFixed(3)} us)`}, g ${x.g.toFixed(3)} us, G ${x.G.toExponential(3)} us/B, O ${x.O.toExponential(3)} us/B, S ${x.S} B` +
+          (x.lent === undefined ? '' : `; into lent memory a fold ${x.lent.foldUsPerByte.toExponential(3)}, a copy ${x.lent.copyUsPerByte.toExponential(3)} us/B more`) + '\n';
         if (o.json) process.stdout.write(JSON.stringify(content, null, 2) + '\n');
         else {
           const crowdRows = (p.crowd?.levels ?? []).map((l) => row(`shm, ${l.ranks} ranks`, l.shm) + row(`net, ${l.ranks} ranks`, l.net) +

@@ -57,7 +57,7 @@ import { NbcInternalError } from '../errors.js';
 import { A_COPY, A_RECV, A_REDUCE, A_SEND, grown } from '../sched/schedule.js';
 import { EventQueue } from './heap.js';
 import type { Program } from './program.js';
-import { cachedPath, sizeExtraUs, type LogGOPS, type SimParams } from './params.js';
+import { cachedPath, localUs, sizeExtraUs, type LogGOPS, type SimParams } from './params.js';
 
 const EV_START = 0;
 const EV_DONE = 1;
@@ -198,8 +198,7 @@ class Simulation {
   private readonly shmCached: LogGOPS;
   private readonly cached: Int8Array;
   private readonly lentBytes: Int32Array;
-  /** What a rank's fold, and its copy or receive, into memory it lent cost per byte beyond the write (LogGOPS.lent of shm). */
-  private readonly lentFold: number;
+  /** What a rank's receive into memory it lent costs per byte beyond the copy (LogGOPS.lent of shm). */
   private readonly lentCopy: number;
   private readonly cpuFree: Float64Array;
   /**
@@ -262,7 +261,6 @@ class Simulation {
     this.shm = params.shm;
     this.shmCached = cachedPath(params.shm);
     this.lentBytes = prog.lentBytes;
-    this.lentFold = params.shm.lent?.foldUsPerByte ?? 0;
     this.lentCopy = params.shm.lent?.copyUsPerByte ?? 0;
     this.cached = prog.cached;
     const ch = channelsOf(prog);
@@ -512,9 +510,7 @@ class Simulation {
       const msg = this.match(this.chan[i]!, true, i);
       if (msg !== NO_MATCH) this.matched(i, msg >= 0 ? msg : -msg - 1, msg < 0);
     } else if (k === A_REDUCE || k === A_COPY) {
-      const fold = k === A_REDUCE;
-      const us = this.bytesOf[i]! * (fold ? this.params.reduceUsPerByte : this.params.copyUsPerByte) + this.lentBytes[i]! * (fold ? this.lentFold : this.lentCopy);
-      this.heap.push(this.cpu(c, now, us), EV_DONE, i, 0);
+      this.heap.push(this.cpu(c, now, localUs(this.params, k === A_REDUCE, this.bytesOf[i]!, this.lentBytes[i]!)), EV_DONE, i, 0);
     } else {
       throw new NbcInternalError(`simulator: unknown action kind ${k}`);
     }

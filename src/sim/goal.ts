@@ -15,7 +15,8 @@
  * One label per action (l<index in the rank's schedule>). Sends and receives keep their peer
  * and sub-tag (the library's tag is `sequence * 16 + sub`, and one call has one sequence).
  * Reductions and copies become `calc` with their cost in nanoseconds (LogGOPSim's time unit),
- * from the parameters' kernel speeds. Dependencies are the interpreter's: in rounds mode every
+ * from the parameters' kernel speeds and, for bytes written into memory the rank lent, their
+ * lent price (a receive's share of that has no place in GOAL and is left out). Dependencies are the interpreter's: in rounds mode every
  * action requires every action of the previous non-empty round; in a DAG, its dependencies.
  * Ranks are the program's procs: the ranks for host and offload, the node engines for the
  * two-level forms (whose fold and write-back are then left out).
@@ -23,7 +24,7 @@
 import { NbcArgError } from '../errors.js';
 import { A_COPY, A_RECV, A_REDUCE, A_SEND } from '../sched/schedule.js';
 import type { Program } from './program.js';
-import type { SimParams } from './params.js';
+import { localUs, type SimParams } from './params.js';
 
 export function toGoal(prog: Program, params: SimParams): string {
   if (prog.mode === 'agg') {
@@ -39,7 +40,7 @@ export function toGoal(prog: Program, params: SimParams): string {
       let text: string;
       if (k === A_SEND) text = `send ${b}b to ${prog.peer[i]} tag ${prog.sub[i]}`;
       else if (k === A_RECV) text = `recv ${b}b from ${prog.peer[i]} tag ${prog.sub[i]}`;
-      else if (k === A_REDUCE || k === A_COPY) text = `calc ${Math.round(b * (k === A_REDUCE ? params.reduceUsPerByte : params.copyUsPerByte) * 1000)}`;
+      else if (k === A_REDUCE || k === A_COPY) text = `calc ${Math.round(localUs(params, k === A_REDUCE, b, prog.lentBytes[i]!) * 1000)}`;
       else throw new NbcArgError(`Cannot export action ${i - base} of rank ${p} as GOAL: kind ${k} is unknown; expected send, recv, reduce or copy`);
       out.push(`l${i - base}: ${text}`);
     }

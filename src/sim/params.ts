@@ -95,6 +95,17 @@ export function cachedPath(m: LogGOPS): LogGOPS {
   return { ...rest, G: c.G, O: c.O, ...(c.X === undefined ? {} : { X: c.X }) };
 }
 
+/**
+ * What a reduction (`fold`) or a copy of `bytes` costs a rank's CPU, us: the kernel's speed, and
+ * for the `lentBytes` of them that land in memory the rank lent, the shared-memory path's lent
+ * price (LogGOPS.lent).
+ */
+export function localUs(params: SimParams, fold: boolean, bytes: number, lentBytes: number): number {
+  const lent = params.shm.lent;
+  const kernel = bytes * (fold ? params.reduceUsPerByte : params.copyUsPerByte);
+  return lent === undefined || lentBytes === 0 ? kernel : kernel + lentBytes * (fold ? lent.foldUsPerByte : lent.copyUsPerByte);
+}
+
 /** What a message of `s` bytes costs on path `m` beyond the linear model (LogGOPS.X), us. */
 export function sizeExtraUs(m: LogGOPS, s: number): number {
   const x = m.X;
