@@ -16,8 +16,9 @@
  * and sub-tag (the library's tag is `sequence * 16 + sub`, and one call has one sequence).
  * Reductions and copies become `calc` with their cost in nanoseconds (LogGOPSim's time unit),
  * from the parameters' kernel speeds and, for bytes written into memory the rank lent, their
- * lent price (a receive's share of that has no place in GOAL and is left out). Dependencies are the interpreter's: in rounds mode every
- * action requires every action of the previous non-empty round; in a DAG, its dependencies.
+ * lent price (a receive's share of that has no place in GOAL and is left out). Dependencies
+ * are the interpreter's: in rounds mode every action requires every action of the previous
+ * non-empty round; in a DAG, its dependencies.
  * Ranks are the program's procs: the ranks for host and offload, the node engines for the
  * two-level forms (whose fold and write-back are then left out).
  */

@@ -11,7 +11,9 @@
  *   ping-ponged from a payload written once (a benchmark loop's unchanged input);
  * - message trains: it isends k 1-byte messages back to back and waits for its partner's ack
  *   of the last. The time inside the k isend calls over k is o_s; the train's time over k has
- *   slope max(o, g) (the injector's gap shows once it exceeds the CPU's overhead).
+ *   slope max(o, g) (the injector's gap shows once it exceeds the CPU's overhead);
+ * - with `lent` (shared memory), writes into a payload the partner has just copied out by
+ *   rendezvous, the library's way, beside the same writes into a buffer never lent (lentWrite).
  * Every point is measured once per round and rounds repeat until the budget is spent; each
  * point keeps the statistic `stat` of its samples: `min` (the path's own cost, which other
  * programs only add to) or `median` (what nbcbench reports by default, and what a crowded
