@@ -221,8 +221,9 @@ export function buildProgram(spec: CallSpec, params: SimParams): Program {
     // Every rank's shape is rank 0's with its own rank: built once, copied per rank.
     const shared = { ...rankShape(spec.coll, 0, N, B, vec, displs), radix: choice.radix, topo, leader };
     // Ranks lend their buffers to peers of their node (host); an engine runs its node's
-    // schedules on one core, so what it lends, it reads itself (offload).
-    const above = choice.mode === 'host' ? params.shm.lent?.above : undefined;
+    // schedules on one core, so what it lends, it reads itself (offload); a rank alone on its
+    // node lends nothing.
+    const above = choice.mode === 'host' && nodes < N ? params.shm.lent?.above : undefined;
     const lend = above === undefined ? null : { above, nodeOf: nodeOfRank };
     for (let r = 0; r < N; r++) {
       const s = choice.build({ ...shared, rank: r });
