@@ -3,8 +3,8 @@ import { EventEmitter } from 'node:events';
 import { test } from 'node:test';
 import { DEFAULT_CONFIG } from '../src/config.ts';
 import { Transport } from '../src/p2p/transport.ts';
-import { Engine, FRAME_MSG, HIGH_WATER, PENDING_RECORD_COST } from '../src/runtime/engine.ts';
-import { H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_SRC, H_TAG, HEADER_BYTES, KIND_EAGER } from '../src/shm/layout.ts';
+import { Engine, FRAME_MSG, HIGH_WATER, PENDING_RECORD_COST, type EngineWait } from '../src/runtime/engine.ts';
+import { endpointWord, H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_SRC, H_TAG, HEADER_BYTES, KIND_EAGER, kWaiting } from '../src/shm/layout.ts';
 import { createNodeShared } from '../src/shm/node-shared.ts';
 
 /** Links that record what the engine does, with a settable backlog. */
@@ -30,13 +30,34 @@ class FakeLinks extends EventEmitter {
 }
 
 /** Node 0 with one rank (world rank 0); world rank 1 lives on node 1. */
-function node0(): { engine: Engine; links: FakeLinks; rank: Transport } {
+function node0(wait: EngineWait = {}): { engine: Engine; links: FakeLinks; rank: Transport; control: Int32Array } {
   const shared = createNodeShared({ ranks: 1, ringBytes: 64 * 1024, sliceBytes: 64 << 20 });
   const placement = { worldSize: 2, nodeId: 0, nodeOfRank: Int32Array.of(0, 1), localOfRank: Int32Array.of(0, 0) };
   const links = new FakeLinks();
-  const engine = new Engine(shared, { ...placement, worldRank: -1 }, links, (err) => { throw err; }, DEFAULT_CONFIG);
+  const engine = new Engine(shared, { ...placement, worldRank: -1 }, links, (err) => { throw err; }, DEFAULT_CONFIG, wait);
   const rank = new Transport(shared, { ...placement, worldRank: 0 });
-  return { engine, links, rank };
+  return { engine, links, rank, control: new Int32Array(shared.control) };
+}
+
+/** Resolves after `n` turns of the event loop. */
+function turns(n: number): Promise<void> {
+  return new Promise((resolve) => {
+    let i = 0;
+    const step = (): void => {
+      if (++i >= n) resolve();
+      else setImmediate(step);
+    };
+    setImmediate(step);
+  });
+}
+
+/** Resolves once `cond()` holds; fails after 5 s. */
+async function until(cond: () => boolean, what: string): Promise<void> {
+  const t0 = performance.now();
+  while (!cond()) {
+    if (performance.now() - t0 > 5000) assert.fail(`timed out: ${what}`);
+    await turns(1);
+  }
 }
 
 test('the engine stops forwarding to a node whose link is backed up, and resumes on drain', () => {
@@ -91,4 +112,34 @@ test('deliveries waiting for a full rank ring pause reading from the links, and 
   assert.ok(resumedAt > 0, 'reading resumed');
   assert.equal(links.pauses, 1, 'and was paused only once');
   assert.equal(links.paused, false);
+});
+
+test('an engine that shares its core polls on, yielding it, only while a rank of its node waits', { timeout: 20_000 }, async () => {
+  let yields = 0;
+  const { engine, links, rank, control } = node0({ spinUs: 60_000_000, yieldCore: () => { yields++; } });
+  const waiting = endpointWord(0, kWaiting);
+  engine.start();
+  try {
+    // The rank computes: the engine forwards its message, then parks instead of polling on.
+    rank.isend(new Uint8Array(8), 1, 0, 0, 7);
+    await until(() => links.sent === 1, 'the engine forwards the first message');
+    await turns(50);
+    assert.equal(yields, 0, 'with no rank waiting the engine parked');
+    // The rank waits (its yielding wait steps raise its word): the engine polls on, yielding.
+    Atomics.store(control, waiting, 1);
+    rank.isend(new Uint8Array(8), 1, 0, 0, 7);
+    await until(() => links.sent === 2, 'the engine forwards the second message');
+    for (let i = 0; i < 20; i++) {
+      Atomics.store(control, waiting, 1);
+      await turns(1);
+    }
+    assert.ok(yields >= 10, `the engine polled on while the rank waited (${yields} yields in 20 turns)`);
+    // The rank stops waiting: the engine parks within a turn or two.
+    await turns(5);
+    const settled = yields;
+    await turns(50);
+    assert.equal(yields, settled, 'once the rank stopped waiting the engine parked');
+  } finally {
+    engine.stop();
+  }
 });

@@ -9,6 +9,8 @@ import {
   encodeFrame, encodeFrameHeader, FrameDecoder, MAX_FRAME_BODY,
 } from '../src/net/frame.js';
 import { LinkManager, type LinkManagerOptions } from '../src/net/link.js';
+import { EmulatedWire } from '../src/net/emulate.js';
+import { LINK_PRESETS, parseLinkSpec } from '../src/runtime/link-spec.js';
 
 type Frame = { from: number; type: number; body: Buffer };
 
@@ -509,4 +511,23 @@ test('emulated bandwidth caps throughput and keeps frames in order', { timeout: 
   } finally {
     await close();
   }
+});
+
+test('a wire that waits out the last microseconds of a frame gives its core away between re-checks', { timeout: 10_000 }, async () => {
+  let yields = 0;
+  const t0 = performance.now();
+  const arrived = await new Promise<number>((resolve) => {
+    const wire = new EmulatedWire<number>({ latencyUs: 400 }, () => resolve(performance.now()), undefined, () => { yields++; });
+    wire.push(1, 8);
+  });
+  assert.ok(arrived - t0 >= 0.4, `the frame left after ${((arrived - t0) * 1000).toFixed(0)} us, before its 400 us`);
+  assert.ok(yields > 0, 'the sub-millisecond wait yielded its core');
+});
+
+test('--link takes the presets gige and ib, and names them when a setting is wrong', () => {
+  assert.deepEqual(parseLinkSpec('gige'), { latencyUs: 50, bandwidthBytesPerSec: 125e6 });
+  assert.deepEqual(parseLinkSpec('ib'), { latencyUs: 2, bandwidthBytesPerSec: 4e9 });
+  assert.deepEqual(parseLinkSpec('gige'), parseLinkSpec(LINK_PRESETS.gige!));
+  assert.deepEqual(parseLinkSpec('latency=1ms,bandwidth=8mbit'), { latencyUs: 1000, bandwidthBytesPerSec: 1e6 });
+  assert.throws(() => parseLinkSpec('ethernet'), (e: unknown) => e instanceof NbcError && e.code === 'NBC_ERR_ARG' && /gige or ib/.test(e.message));
 });

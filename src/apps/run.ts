@@ -14,17 +14,6 @@ import { renderSpec } from '../bench/chart.js';
 import { parseNoise, type Noise } from '../bench/metrics.js';
 import type { LineHook } from './grid.js';
 
-/** The emulated networks of `--link`: seed 001's Gigabit Ethernet and InfiniBand. */
-export const LINK_PRESETS: Readonly<Record<string, string>> = {
-  gige: 'latency=50us,bandwidth=1gbit',
-  ib: 'latency=2us,bandwidth=32gbit',
-};
-
-/** `gige`, `ib` or a spec (`latency=..,bandwidth=..`) as launch() takes it. */
-export function linkSpecOf(link: string): string {
-  return LINK_PRESETS[link] ?? link;
-}
-
 export type App = 'cg' | 'pcg';
 export const VARIANTS = { cg: ['cg'], pcg: ['alg1', 'alg2', 'overlap'] } as const;
 

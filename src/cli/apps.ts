@@ -10,9 +10,8 @@
  */
 import { fileURLToPath } from 'node:url';
 import { Option, type Command } from 'commander';
-import { linkSpecOf, LINK_PRESETS } from '../apps/run.js';
 import { launch } from '../runtime/launcher.js';
-import { parseLinkSpec } from '../runtime/link-spec.js';
+import { LINK_HELP, linkSpecOf, parseLinkSpec } from '../runtime/link-spec.js';
 import { parseTransport } from '../runtime/node-main.js';
 import { positiveInt } from './args.js';
 
@@ -37,7 +36,7 @@ function register(program: Command, app: 'cg' | 'pcg', description: string): Com
     .description(description)
     .option('--ranks <N>', 'ranks of the emulated cluster', positiveInt, 4)
     .option('--ppn <P>', 'ranks per node (default: all on one node)', positiveInt)
-    .option('--link <gige|ib|spec>', `emulated network between nodes: ${Object.entries(LINK_PRESETS).map(([k, v]) => `${k} = ${v}`).join('; ')}; or latency=..,bandwidth=..`)
+    .option('--link <gige|ib|spec>', LINK_HELP)
     .option('--transport <t>', 'between nodes: ucx, tcp or auto (an emulated --link needs tcp)')
     .option('--timeout <seconds>', 'kill the job after this many seconds', positiveInt)
     .option('--n <N>', `unknowns per rank per dimension (default ${app === 'pcg' ? 40 : 30})`)

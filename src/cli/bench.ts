@@ -27,7 +27,7 @@ import { formatCsv, formatOsu, formatTable } from '../bench/report.js';
 import type { BenchResult, BenchRow } from '../bench/result.js';
 import { parseSizeRange } from '../runtime/env.js';
 import { launch } from '../runtime/launcher.js';
-import { parseLinkSpec } from '../runtime/link-spec.js';
+import { LINK_HELP, parseLinkSpec } from '../runtime/link-spec.js';
 import { fabricFromEnv, parseAggSpec } from '../agg/fabric.js';
 
 const OP_JOB = fileURLToPath(new URL('../bench/op-job.js', import.meta.url));
@@ -253,7 +253,7 @@ export function registerBench(program: Command): void {
     .option('--algorithm <name>', 'force an algorithm (see docs/architecture.md)')
     .option('--test-interval <x>', 'time (10us) or data (64KiB, dgemm) between test() calls while computing; 0 = none', '0')
     .option('--compute <kind>', 'busy | dgemm: what runs between start and wait', 'busy')
-    .option('--link <spec>', 'emulated network between nodes, e.g. latency=50us,bandwidth=1gbit')
+    .option('--link <gige|ib|spec>', LINK_HELP)
     .option('--transport <t>', 'between nodes: ucx, tcp or auto (default NBC_TRANSPORT, else auto)')
     .option('--agg <spec>', 'a private aggregation fabric for each run (executor agg), e.g. radix=4,levels=2')
     .option('--noise <d@f>', 'per-rank CPU noise while computing, e.g. 100us@1kHz')

@@ -8,7 +8,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { NbcError } from '../errors.js';
 import { detectWireup } from '../runtime/env.js';
 import { launch } from '../runtime/launcher.js';
-import { parseLinkSpec } from '../runtime/link-spec.js';
+import { LINK_HELP, parseLinkSpec } from '../runtime/link-spec.js';
 import { parseTransport, runNode, type TransportChoice } from '../runtime/node-main.js';
 import { registerAgg } from './agg.js';
 import { registerApps } from './apps.js';
@@ -48,7 +48,7 @@ program.command('run')
   .requiredOption('-n, --np <N>', 'number of ranks', positiveInt)
   .option('--ppn <P>', 'ranks per node (default: all on one node)', positiveInt)
   .option('--tag-output', 'prefix every output line with its rank')
-  .option('--link <spec>', 'emulated network between nodes, e.g. latency=50us,bandwidth=1gbit')
+  .option('--link <gige|ib|spec>', LINK_HELP)
   .option('--transport <t>', 'between nodes: ucx, tcp or auto (default NBC_TRANSPORT, else auto: UCX where every node has it)')
   .option('--timeout <seconds>', 'kill the job after this many seconds (exit code 124)', positiveInt)
   .option('--agg <spec>', 'a private aggregation fabric for this job (executor agg), e.g. radix=4,levels=2[,payload=256]')
@@ -68,7 +68,7 @@ program.command('node')
   .description('run one node of a job started by another launcher (mpirun, srun, ...)')
   .requiredOption('--ppn <P>', 'ranks on this node', positiveInt)
   .option('--tag-output', 'prefix every output line with its rank')
-  .option('--link <spec>', 'emulated network to other nodes, e.g. latency=50us,bandwidth=1gbit')
+  .option('--link <gige|ib|spec>', 'emulated network to other nodes: gige, ib, or latency=..,bandwidth=..')
   .option('--bind <host>', 'address this node listens on (default 127.0.0.1, or NBC_BIND_ADDR)')
   .option('--transport <t>', 'to other nodes: ucx, tcp or auto (default NBC_TRANSPORT, else auto)')
   .argument('<job>', 'job file (.js or .ts)')

@@ -11,7 +11,9 @@
  * sub-millisecond rest (Node timers have 1 ms resolution and may fire a little early; the clock is
  * re-read before every hand-over, so nothing leaves before its time). The re-checks yield to I/O
  * on every turn of the event loop; they run only while a frame is due within the next
- * millisecond.
+ * millisecond. Where the process shares its core (`yieldCore`), each re-check also gives the
+ * core away, so the wait does not take it from the ranks (a sub-millisecond timer wait being
+ * what Node lacks).
  */
 import { NbcArgError } from '../errors.js';
 
@@ -57,6 +59,8 @@ export class EmulatedWire<T> {
     private readonly deliver: (item: T) => void,
     /** Called after the queue has emptied by hand-overs. */
     private readonly onEmpty?: () => void,
+    /** Called before each sub-millisecond re-check is scheduled (sched_yield; see above). */
+    private readonly yieldCore: (() => void) | null = null,
   ) {
     checkEmulation(emulation);
     this.latencyMs = (emulation.latencyUs ?? 0) / 1000;
@@ -123,8 +127,12 @@ export class EmulatedWire<T> {
 
   private arm(now: number): void {
     const wait = this.due[this.head]! - now;
-    if (wait >= 1) this.timer = setTimeout(this.fire, Math.floor(wait));
-    else this.immediate = setImmediate(this.fire);
+    if (wait >= 1) {
+      this.timer = setTimeout(this.fire, Math.floor(wait));
+    } else {
+      this.yieldCore?.();
+      this.immediate = setImmediate(this.fire);
+    }
   }
 
   private disarm(): void {

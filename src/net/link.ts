@@ -80,6 +80,12 @@ export interface LinkManagerOptions {
   log?: (msg: string) => void;
   /** Added latency and bandwidth cap on every outgoing frame. */
   emulate?: LinkEmulation;
+  /**
+   * Called between the emulated wire's sub-millisecond re-checks (emulate.ts): where the
+   * process shares its core with ranks, sched_yield, so that waiting out a frame's last
+   * microseconds does not hold the core they need.
+   */
+  yieldCore?: (() => void) | null;
   /** Handshake deadline (default 5000 ms). */
   handshakeTimeoutMs?: number;
   /** Deadline for a link to open after the first send to a peer (default 10000 ms). */
@@ -190,6 +196,7 @@ export class LinkManager extends EventEmitter<LinkEvents> {
   private readonly port: number;
   private readonly log: (msg: string) => void;
   private readonly emulation: LinkEmulation | null;
+  private readonly yieldCore: (() => void) | null;
   private readonly handshakeTimeoutMs: number;
   private readonly connectTimeoutMs: number;
   private server: Server | null = null;
@@ -218,6 +225,7 @@ export class LinkManager extends EventEmitter<LinkEvents> {
     this.log = opts.log ?? defaultLog;
     const e = opts.emulate;
     this.emulation = e !== undefined && ((e.latencyUs ?? 0) > 0 || e.bandwidthBytesPerSec !== undefined) ? e : null;
+    this.yieldCore = opts.yieldCore ?? null;
     this.handshakeTimeoutMs = opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
     this.connectTimeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
     this.rejections = new RejectLog(this.log, `nbc: node ${this.nodeId}: `);
@@ -565,7 +573,8 @@ export class LinkManager extends EventEmitter<LinkEvents> {
       conn.wire = new EmulatedWire<WireFrame>(
         this.emulation,
         (f) => this.rawWrite(conn, f.header, f.parts, f.onWritten),
-        () => this.onWireEmpty(conn));
+        () => this.onWireEmpty(conn),
+        this.yieldCore);
     }
     conn.socket.on('drain', () => this.onSocketDrain(conn));
     const queue = peer.queue;

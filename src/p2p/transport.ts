@@ -35,7 +35,7 @@ import {
 } from '../errors.js';
 import {
   align8, endpointWord, H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_OFFSET, H_SLICE, H_SRC,
-  H_AUX, H_SRC_WORLD, H_TAG, H_TOKEN, HEADER_BYTES, HEADER_WORDS, kAbortWord, kDoorbell, kSleeping, kWakeFd, KIND_ACK,
+  H_AUX, H_SRC_WORLD, H_TAG, H_TOKEN, HEADER_BYTES, HEADER_WORDS, kAbortWord, kDoorbell, kSleeping, kWaiting, kWakeFd, KIND_ACK,
   KIND_DATA, KIND_EAGER, KIND_EAGER_CREDIT, KIND_PULL, KIND_RTS, KIND_UCX_PULL,
 } from '../shm/layout.js';
 import { nativeAddon, type NativeAddon } from '../runtime/native.js';
@@ -226,6 +226,7 @@ export class Transport implements Progressor {
   private readonly yieldMs: number;
   private readonly sleepIdx: number;
   private readonly doorbellIdx: number;
+  private readonly waitingIdx: number;
   private asyncWaiters: Array<() => void> = [];
   private asyncArmed = false;
   private failure: Error | null = null;
@@ -272,6 +273,7 @@ export class Transport implements Progressor {
     this.yieldMs = this.yieldFn === null ? 0 : (opts.yieldUs ?? 0) / 1000;
     this.sleepIdx = endpointWord(this.ep, kSleeping);
     this.doorbellIdx = endpointWord(this.ep, kDoorbell);
+    this.waitingIdx = endpointWord(this.ep, kWaiting);
     this.ucx = opts.ucx ?? null;
     this.creditMax = opts.eagerCredit ?? EAGER_CREDIT_BYTES;
     this.creditBatch = Math.max(1, this.creditMax >> 2);
@@ -1221,13 +1223,19 @@ export class Transport implements Progressor {
    * One idle step of a wait that began at `start` (ms) and found nothing to do: within the
    * spin budget, nothing (the caller polls again); then, with a yield function, sched_yield
    * until the yield budget is spent; then park once. True once past the spin budget, from
-   * when the caller takes an idle step after every poll rather than every 16th.
+   * when the caller takes an idle step after every poll rather than every 16th. A yielding
+   * step also raises the rank's waiting word, which tells an engine that shares the rank's core
+   * that a rank is waiting (so polling on pays off) rather than computing (engine.ts).
    */
   private idle(start: number, spinMs: number, req: { done: boolean }): boolean {
     const waited = performance.now() - start;
     if (waited <= spinMs) return false;
-    if (this.yieldFn !== null && waited <= spinMs + this.yieldMs) this.yieldFn();
-    else this.parkOnce(req);
+    if (this.yieldFn !== null && waited <= spinMs + this.yieldMs) {
+      Atomics.store(this.control, this.waitingIdx, 1);
+      this.yieldFn();
+    } else {
+      this.parkOnce(req);
+    }
     return true;
   }
 

@@ -13,15 +13,18 @@
  * senders wait (their sends complete when pulled) instead of filling its memory.
  *
  * The engine never blocks: it parks with Atomics.waitAsync on its doorbell, so TCP events keep
- * flowing while it waits for ranks. Where it has a core of its own (`spinUs` > 0), it first
- * keeps polling, one event-loop turn at a time, until `spinUs` have passed without work, so
- * that a post or a frame in a busy stretch costs no wake-up on either side.
+ * flowing while it waits for ranks. With a spin budget (EngineWait.spinUs > 0) it first keeps
+ * polling, one event-loop turn at a time, until `spinUs` have passed without work, so that a
+ * post or a frame in a busy stretch costs no wake-up on either side. Where it shares its core
+ * with ranks, it gives the core away between turns (EngineWait.yieldCore, sched_yield), so a
+ * rank with work runs at once and the engine still sees the next frame without a wake-up; and
+ * it polls on only while one of its ranks waits (kWaiting), parking while they compute.
  */
 import { Buffer } from 'node:buffer';
 import { NbcError, NbcInternalError, NbcNoMemError } from '../errors.js';
 import {
   align8, endpointWord, H_AUX, H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_OFFSET, H_SLICE, H_SRC, H_TAG, H_TOKEN, HEADER_BYTES,
-  HEADER_WORDS, kDoorbell, KIND_ACK, KIND_COMM, KIND_CREDIT, KIND_DATA, KIND_EAGER, KIND_EAGER_CREDIT, KIND_FRAG, KIND_POST, KIND_PULL, KIND_RTS, KIND_SCHED, kSleeping,
+  HEADER_WORDS, kDoorbell, KIND_ACK, KIND_COMM, KIND_CREDIT, KIND_DATA, KIND_EAGER, KIND_EAGER_CREDIT, KIND_FRAG, KIND_POST, KIND_PULL, KIND_RTS, KIND_SCHED, kSleeping, kWaiting,
 } from '../shm/layout.js';
 import { COMM_RELEASE, DONE_ERROR, OF_BYTES, OF_WORDS, OffloadEngine } from '../sched/offload.js';
 import type { UcxPath } from '../p2p/ucx.js';
@@ -33,6 +36,14 @@ import { allocationBytes, SliceAllocator } from '../shm/arena.js';
 import { ringOffset, wake, type NodeShared } from '../shm/node-shared.js';
 import { Ring } from '../shm/ring.js';
 import { copyAt, copyBytes, type Placement } from '../p2p/transport.js';
+
+/** How the engine waits for work (node-main.ts chooses, from the host's cores). */
+export interface EngineWait {
+  /** How long to keep polling after the last work before parking (us); 0 (default) parks at once. */
+  spinUs?: number;
+  /** Called between polling turns: gives the core to another runnable thread (sched_yield). */
+  yieldCore?: (() => void) | null;
+}
 
 /** Frame type of a message (header + payload) between engines. */
 export const FRAME_MSG = 1;
@@ -164,6 +175,8 @@ export class Engine {
   private stopped = false;
   /** performance.now() when a poll last found work (spinning engines only). */
   private lastWork = 0;
+  private readonly spinUs: number;
+  private readonly yieldCore: (() => void) | null;
   private readonly sleepIdx: number;
   private readonly doorbellIdx: number;
   /** Int32 views of the arena slices, for completion words. */
@@ -182,12 +195,13 @@ export class Engine {
     readonly links: NodeLinks | null,
     private readonly onFatal: (err: Error) => void,
     config: CoreConfig,
-    /** How long to keep polling after the last work before parking (us); 0 parks at once. */
-    private readonly spinUs = 0,
+    wait: EngineWait = {},
     /** Where refused offload records are reported (default: a line on stderr). */
     private readonly log: (msg: string) => void = (msg) => process.stderr.write(`${msg}\n`),
   ) {
     const { ranks, ringBytes } = shared.layout;
+    this.spinUs = wait.spinUs ?? 0;
+    this.yieldCore = wait.yieldCore ?? null;
     this.ep = ranks;
     this.control = new Int32Array(shared.control);
     this.slices = shared.slices.map((s) => Buffer.from(s));
@@ -251,12 +265,15 @@ export class Engine {
   /**
    * Parks on the doorbell without blocking the event loop; polls when woken. A spinning engine
    * that had work within `spinUs` polls again on the next turn instead, its sleeping word left
-   * at 0 so that ranks skip the doorbell.
+   * at 0 so that ranks skip the doorbell. One that shares its core does so only while a rank of
+   * its node waits: while they compute, a parked engine is woken by its socket at once, where a
+   * yielding one would run only when the computing rank's time slice ends.
    */
   private arm(): void {
     if (this.armed || this.stopped) return;
     this.armed = true;
-    if (this.spinUs > 0 && (performance.now() - this.lastWork) * 1000 < this.spinUs) {
+    if (this.spinUs > 0 && (performance.now() - this.lastWork) * 1000 < this.spinUs &&
+      (this.yieldCore === null || this.rankWaited())) {
       setImmediate(this.spinTurn);
       return;
     }
@@ -281,16 +298,25 @@ export class Engine {
     else setImmediate(fire);
   }
 
-  /** One turn of a spinning engine: the ranks' rings, then the UCX worker. */
+  /** One turn of a spinning engine: its core to whoever needs it, the ranks' rings, then the UCX worker. */
   private readonly spinTurn = (): void => {
     this.armed = false;
     if (this.stopped) return;
+    this.yieldCore?.();
     this.guard(() => {
       const ranks = this.poll();
       if (this.drainUcx() || ranks) this.lastWork = performance.now();
     });
     this.arm();
   };
+
+  /** Whether a rank of the node took a yielding wait step since the last call (kWaiting), clearing the words. */
+  private rankWaited(): boolean {
+    const c = this.control;
+    let waited = false;
+    for (let r = 0; r < this.ep; r++) if (Atomics.exchange(c, endpointWord(r, kWaiting), 0) !== 0) waited = true;
+    return waited;
+  }
 
   private hasWork(): boolean {
     if (this.pendingCount > 0) return true;

@@ -1,7 +1,7 @@
 /**
  * `--link latency=50us,bandwidth=1gbit`: the emulated network between nodes.
  * Latency takes ns, us, ms or s; bandwidth takes bit/s or byte/s units (kbit, mbit, gbit,
- * KB, MB, GB per second; `1gbit` is 1e9 bit/s).
+ * KB, MB, GB per second; `1gbit` is 1e9 bit/s). A preset name (`gige`, `ib`) stands for its spec.
  */
 import { NbcArgError } from '../errors.js';
 
@@ -16,7 +16,22 @@ const RATE: Record<string, number> = {
   b: 1, kb: 1e3, mb: 1e6, gb: 1e9,
 };
 
+/** The named networks of `--link`: seed 001's Gigabit Ethernet and InfiniBand. */
+export const LINK_PRESETS: Readonly<Record<string, string>> = {
+  gige: 'latency=50us,bandwidth=1gbit',
+  ib: 'latency=2us,bandwidth=32gbit',
+};
+
+/** How `--link` is described in help texts. */
+export const LINK_HELP = `emulated network between nodes: ${Object.entries(LINK_PRESETS).map(([k, v]) => `${k} = ${v}`).join('; ')}; or latency=..,bandwidth=..`;
+
+/** `gige`, `ib` or a spec (`latency=..,bandwidth=..`), as a spec. */
+export function linkSpecOf(link: string): string {
+  return LINK_PRESETS[link.trim()] ?? link;
+}
+
 export function parseLinkSpec(text: string): LinkSpec {
+  text = linkSpecOf(text);
   const spec: LinkSpec = {};
   for (const part of text.split(',').map((s) => s.trim()).filter(Boolean)) {
     const [key, value = ''] = part.split('=').map((s) => s.trim());
@@ -41,6 +56,6 @@ export function parseLinkSpec(text: string): LinkSpec {
 
 function bad(part: string): NbcArgError {
   return new NbcArgError(
-    `Cannot parse link setting '${part}': expected latency=<n>(ns|us|ms|s) or ` +
-    `bandwidth=<n>(bit|kbit|mbit|gbit|B|KB|MB|GB), e.g. --link latency=50us,bandwidth=1gbit`);
+    `Cannot parse link setting '${part}': expected ${Object.keys(LINK_PRESETS).join(' or ')}, or latency=<n>(ns|us|ms|s) ` +
+    `and bandwidth=<n>(bit|kbit|mbit|gbit|B|KB|MB|GB), e.g. --link latency=50us,bandwidth=1gbit`);
 }

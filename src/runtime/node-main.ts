@@ -49,7 +49,9 @@ export interface NodeOptions {
   yieldUs?: number;
   /**
    * How long the engine keeps polling after its last work before it parks (us); default
-   * DEFAULT_ENGINE_SPIN_US where every rank and engine of the host has a core, else 0.
+   * DEFAULT_ENGINE_SPIN_US where every rank and engine of the host has a core,
+   * DEFAULT_ENGINE_YIELD_US where the host is crowded, its engines carry the TCP traffic and the
+   * native addon is there (the engine then yields its core between turns), else 0.
    */
   engineSpinUs?: number;
   /** How ranks reach ranks of other nodes (`--transport`, NBC_TRANSPORT); default 'auto'. */
@@ -89,6 +91,15 @@ export const DEFAULT_YIELD_US = 1000;
  * enough that an idle job leaves its cores within a millisecond.
  */
 export const DEFAULT_ENGINE_SPIN_US = 1000;
+
+/**
+ * How long an engine that shares its core with ranks polls after its last work before parking,
+ * yielding the core between turns (us): on 2 nodes of 1 rank on 2 cores, a TCP message of 8 B
+ * then costs 50 us one way against 92 us for an engine that parks at once (medians of 5
+ * interleaved rounds), a parked engine's event-loop wake-up on each side being most of the
+ * difference (BENCHMARKS.md, "The pure-JS path: engines that yield").
+ */
+export const DEFAULT_ENGINE_YIELD_US = 200;
 
 /** Messages to a parent `nbc run` over the IPC channel. */
 export type NodeToLauncher =
@@ -205,8 +216,16 @@ export async function runNode(o: NodeOptions): Promise<number> {
   let onUcxAddresses: () => void = () => {};
   let counts = [o.ranks];
   let useUcx = false;
+  // How this host's threads share its cores: the job's ranks on it (NBC_HOST_RANKS) and its
+  // node engines (NBC_HOST_NODES; both set by nbc run). Where the engines have no core of their
+  // own, whatever in this process waits without work gives its core away (sched_yield, with
+  // the native addon) rather than hold it.
+  const hostRanks = Number(process.env.NBC_HOST_RANKS ?? o.ranks);
+  const hostNodes = Number(process.env.NBC_HOST_NODES ?? 1);
+  const engineHasCore = hostRanks + hostNodes <= availableParallelism();
+  const yieldCore = engineHasCore ? null : nativeAddon().addon?.schedYield ?? null;
   if (nodes > 1) {
-    links = new LinkManager({ nodeId: nodeRank, secret, host: o.bindHost, log: rawLog, emulate: o.link });
+    links = new LinkManager({ nodeId: nodeRank, secret, host: o.bindHost, log: rawLog, emulate: o.link, yieldCore });
     const addr = await links.listen();
     let masterPort = o.wireup.masterPort;
     if (nodeRank === 0) {
@@ -286,14 +305,13 @@ export async function runNode(o: NodeOptions): Promise<number> {
   // wake here, which would otherwise dominate every round trip. On an oversubscribed host
   // (e.g. 16 ranks on 2 cores) they spin 20 us and park, so waiting never starves the ranks
   // that have work. Measured in BENCHMARKS.md ("Waiting"); NBC_SPIN_US overrides.
-  const hostRanks = Number(process.env.NBC_HOST_RANKS ?? o.ranks);
   const oversubscribed = hostRanks > availableParallelism();
   // On the TCP transport every message between nodes passes through both nodes' engines, so
   // the engines need cores too: a rank that spins 2 ms while its engine waits for a core
   // delays the very message it waits for. Counting the host's engines (NBC_HOST_NODES, set by
   // nbc run) decides how waits behave (BENCHMARKS.md, "The pure-JS path between nodes"). With
   // UCX the engines are off the data path.
-  const hostEngines = nodes > 1 && !useUcx ? Number(process.env.NBC_HOST_NODES ?? 1) : 0;
+  const hostEngines = nodes > 1 && !useUcx ? hostNodes : 0;
   const crowded = hostRanks + hostEngines > availableParallelism();
   // Crowded, with the native addon, a waiting rank yields its core from its first idle poll
   // (BENCHMARKS.md, "Waits that yield": spinning first only delays the rank it waits for), for
@@ -306,11 +324,15 @@ export async function runNode(o: NodeOptions): Promise<number> {
   // and a rank waiting for an offloaded collective spins as long as any wait: neither then pays
   // a thread wake-up per step (BENCHMARKS.md, "With a core for every engine"). Elsewhere both
   // park at once, since their spin would take the core that the other needs.
-  const engineHasCore = hostRanks + Number(process.env.NBC_HOST_NODES ?? 1) <= availableParallelism();
-  const engineSpinUs = o.engineSpinUs ?? (engineHasCore ? DEFAULT_ENGINE_SPIN_US : 0);
+  // On a crowded host whose engines carry the TCP traffic, an engine that parks costs every
+  // message between nodes an event-loop wake-up on each side; with the addon it polls on for a
+  // while instead, while a rank of its node waits, handing its core to any thread with work
+  // between turns.
+  const engineSpinUs = o.engineSpinUs ??
+    (engineHasCore ? DEFAULT_ENGINE_SPIN_US : yieldCore !== null && hostEngines > 0 ? DEFAULT_ENGINE_YIELD_US : 0);
   const offloadSpinUs = engineHasCore ? spinUs : undefined;
   engine = new Engine(shared, enginePlacement, links, (err) => fail(`node ${nodeRank} engine failed: ${formatError(err)}`, 1), configFromEnv(),
-    engineSpinUs);
+    { spinUs: engineSpinUs, yieldCore });
   engine.start();
 
   // ---- the aggregation fabric (the agg executor), where the job has one -----------------

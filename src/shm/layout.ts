@@ -33,6 +33,11 @@ export const kSleeping = 1;
  * transport); `wake` rings it besides the futex.
  */
 export const kWakeFd = 2;
+/**
+ * Per endpoint: 1 while the rank is inside a blocking wait, 0 otherwise. An engine that shares
+ * its core with ranks polls on after its work only while one of them waits (engine.ts).
+ */
+export const kWaiting = 3;
 
 export function controlWords(endpoints: number): number {
   return kEndpointBase + endpoints * LINE_WORDS;

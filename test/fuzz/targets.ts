@@ -536,7 +536,7 @@ export function offloadNode(): { engine: Engine; rank: Transport; shared: Return
     send: (_n: number, _t: number, _p: readonly Uint8Array[], onWritten?: () => void) => onWritten?.(),
     writableBytesPending: () => 0, pauseReading: () => {}, resumeReading: () => {},
   });
-  const engine = new Engine(shared, { ...placement, worldRank: -1 }, links, (err) => fatal.push(err), DEFAULT_CONFIG, 0,
+  const engine = new Engine(shared, { ...placement, worldRank: -1 }, links, (err) => fatal.push(err), DEFAULT_CONFIG, {},
     (line) => logs.push(line));
   const rank = new Transport(shared, { ...placement, worldRank: 0 });
   return { engine, rank, shared, fatal, logs };
