@@ -1,7 +1,7 @@
 // Summary of scripts/ab-tcp-engine.sh: per benchmark and size, the median over rounds of each
 // side (base, new) and their ratio, the loopback TCP ping-pong of the same runs beside them;
 // a chart in docs/img/tcp-engine.svg.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { renderSpec } from '../dist/bench/chart.js';
 
 const [dir, roundsArg] = process.argv.slice(2);
@@ -33,6 +33,10 @@ for (const [name, what, pick] of benches) {
   const base = runs('base');
   const neu = runs('new');
   base[0].forEach((r, k) => row(what, 'us', size(r.bytes), base.map((x) => pick(x[k])), neu.map((x) => pick(x[k]))));
+}
+for (const q of existsSync(`${dir}/loop-2x1-gige-new-1.json`) ? ['medianUs', 'p90Us'] : []) {
+  const per = (side) => each((i) => load(`loop-2x1-gige-${side}-${i}`)[q]);
+  row(`compute 500 us + allreduce, gige, ${q === 'medianUs' ? 'median' : '90th pct'}`, 'us', '8 B', per('base'), per('new'));
 }
 for (const mode of ['blocking', 'nonblocking']) {
   const per = (side) => each((i) => load(`cg-2x1-gige-${mode}-${side}-${i}`).perIterationMs);

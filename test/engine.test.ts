@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events';
 import { test } from 'node:test';
 import { DEFAULT_CONFIG } from '../src/config.ts';
 import { Transport } from '../src/p2p/transport.ts';
-import { Engine, FRAME_MSG, HIGH_WATER, PENDING_RECORD_COST, type EngineWait } from '../src/runtime/engine.ts';
+import { Engine, FRAME_MSG, HIGH_WATER, PENDING_RECORD_COST, waitWatcher, type EngineWait } from '../src/runtime/engine.ts';
 import { endpointWord, H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_SRC, H_TAG, HEADER_BYTES, KIND_EAGER, kWaiting } from '../src/shm/layout.ts';
 import { createNodeShared } from '../src/shm/node-shared.ts';
 
@@ -125,12 +125,12 @@ test('an engine that shares its core polls on, yielding it, only while a rank of
     await until(() => links.sent === 1, 'the engine forwards the first message');
     await turns(50);
     assert.equal(yields, 0, 'with no rank waiting the engine parked');
-    // The rank waits (its yielding wait steps raise its word): the engine polls on, yielding.
-    Atomics.store(control, waiting, 1);
+    // The rank waits (its yielding wait steps count in its word): the engine polls on, yielding.
+    Atomics.add(control, waiting, 1);
     rank.isend(new Uint8Array(8), 1, 0, 0, 7);
     await until(() => links.sent === 2, 'the engine forwards the second message');
     for (let i = 0; i < 20; i++) {
-      Atomics.store(control, waiting, 1);
+      Atomics.add(control, waiting, 1);
       await turns(1);
     }
     assert.ok(yields >= 10, `the engine polled on while the rank waited (${yields} yields in 20 turns)`);
@@ -142,4 +142,20 @@ test('an engine that shares its core polls on, yielding it, only while a rank of
   } finally {
     engine.stop();
   }
+});
+
+test('wait watchers each see a rank\'s wait steps once, without hiding them from one another', () => {
+  const control = new Int32Array(64);
+  const a = waitWatcher(control, 2);
+  const b = waitWatcher(control, 2);
+  assert.equal(a(), false);
+  Atomics.add(control, endpointWord(1, kWaiting), 1);
+  assert.equal(a(), true, 'a sees rank 1 step');
+  assert.equal(a(), false, 'a has seen it');
+  assert.equal(b(), true, 'b still sees it');
+  Atomics.add(control, endpointWord(0, kWaiting), 3);
+  Atomics.add(control, endpointWord(1, kWaiting), 1);
+  assert.equal(b(), true);
+  assert.equal(b(), false);
+  assert.equal(a(), true);
 });

@@ -11,9 +11,10 @@
  * sub-millisecond rest (Node timers have 1 ms resolution and may fire a little early; the clock is
  * re-read before every hand-over, so nothing leaves before its time). The re-checks yield to I/O
  * on every turn of the event loop; they run only while a frame is due within the next
- * millisecond. Where the process shares its core (`yieldCore`), each re-check also gives the
- * core away, so the wait does not take it from the ranks (a sub-millisecond timer wait being
- * what Node lacks).
+ * millisecond. A `yieldCore` callback runs before each re-check: where the process shares its
+ * core with ranks that wait, it gives the core away, so the wait does not take it from them (a
+ * sub-millisecond timer wait being what Node lacks); beside ranks that compute it must not,
+ * since a yielding thread would then run only when their time slices end.
  */
 import { NbcArgError } from '../errors.js';
 

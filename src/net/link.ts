@@ -82,8 +82,8 @@ export interface LinkManagerOptions {
   emulate?: LinkEmulation;
   /**
    * Called between the emulated wire's sub-millisecond re-checks (emulate.ts): where the
-   * process shares its core with ranks, sched_yield, so that waiting out a frame's last
-   * microseconds does not hold the core they need.
+   * process shares its core with ranks that wait, sched_yield, so that waiting out a frame's
+   * last microseconds does not hold the core they need.
    */
   yieldCore?: (() => void) | null;
   /** Handshake deadline (default 5000 ms). */

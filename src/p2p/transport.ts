@@ -1224,14 +1224,14 @@ export class Transport implements Progressor {
    * spin budget, nothing (the caller polls again); then, with a yield function, sched_yield
    * until the yield budget is spent; then park once. True once past the spin budget, from
    * when the caller takes an idle step after every poll rather than every 16th. A yielding
-   * step also raises the rank's waiting word, which tells an engine that shares the rank's core
-   * that a rank is waiting (so polling on pays off) rather than computing (engine.ts).
+   * step also counts in the rank's waiting word, which tells an engine that shares the rank's
+   * core that a rank is waiting (so polling on pays off) rather than computing (engine.ts).
    */
   private idle(start: number, spinMs: number, req: { done: boolean }): boolean {
     const waited = performance.now() - start;
     if (waited <= spinMs) return false;
     if (this.yieldFn !== null && waited <= spinMs + this.yieldMs) {
-      Atomics.store(this.control, this.waitingIdx, 1);
+      Atomics.add(this.control, this.waitingIdx, 1);
       this.yieldFn();
     } else {
       this.parkOnce(req);

@@ -18,7 +18,8 @@
  * post or a frame in a busy stretch costs no wake-up on either side. Where it shares its core
  * with ranks, it gives the core away between turns (EngineWait.yieldCore, sched_yield), so a
  * rank with work runs at once and the engine still sees the next frame without a wake-up; and
- * it polls on only while one of its ranks waits (kWaiting), parking while they compute.
+ * it polls on only while one of its ranks waits (kWaiting, waitWatcher), parking while they
+ * compute.
  */
 import { Buffer } from 'node:buffer';
 import { NbcError, NbcInternalError, NbcNoMemError } from '../errors.js';
@@ -36,6 +37,26 @@ import { allocationBytes, SliceAllocator } from '../shm/arena.js';
 import { ringOffset, wake, type NodeShared } from '../shm/node-shared.js';
 import { Ring } from '../shm/ring.js';
 import { copyAt, copyBytes, type Placement } from '../p2p/transport.js';
+
+/**
+ * A reader of the node's kWaiting counts: each call says whether a rank of the node took a
+ * yielding wait step since this reader's previous call (its own view; other readers are not
+ * disturbed).
+ */
+export function waitWatcher(control: Int32Array, ranks: number): () => boolean {
+  const seen = new Int32Array(ranks);
+  return () => {
+    let waited = false;
+    for (let r = 0; r < ranks; r++) {
+      const n = Atomics.load(control, endpointWord(r, kWaiting));
+      if (n !== seen[r]) {
+        seen[r] = n;
+        waited = true;
+      }
+    }
+    return waited;
+  };
+}
 
 /** How the engine waits for work (node-main.ts chooses, from the host's cores). */
 export interface EngineWait {
@@ -177,6 +198,8 @@ export class Engine {
   private lastWork = 0;
   private readonly spinUs: number;
   private readonly yieldCore: (() => void) | null;
+  /** Whether a rank waited since the engine last looked (waitWatcher). */
+  private readonly rankWaited: () => boolean;
   private readonly sleepIdx: number;
   private readonly doorbellIdx: number;
   /** Int32 views of the arena slices, for completion words. */
@@ -204,6 +227,7 @@ export class Engine {
     this.yieldCore = wait.yieldCore ?? null;
     this.ep = ranks;
     this.control = new Int32Array(shared.control);
+    this.rankWaited = waitWatcher(this.control, ranks);
     this.slices = shared.slices.map((s) => Buffer.from(s));
     this.allocator = new SliceAllocator(shared.layout.sliceBytes);
     const nodes = placement.nodeOfRank.reduce((m, n) => Math.max(m, n + 1), 1);
@@ -310,13 +334,6 @@ export class Engine {
     this.arm();
   };
 
-  /** Whether a rank of the node took a yielding wait step since the last call (kWaiting), clearing the words. */
-  private rankWaited(): boolean {
-    const c = this.control;
-    let waited = false;
-    for (let r = 0; r < this.ep; r++) if (Atomics.exchange(c, endpointWord(r, kWaiting), 0) !== 0) waited = true;
-    return waited;
-  }
 
   private hasWork(): boolean {
     if (this.pendingCount > 0) return true;

@@ -21,7 +21,7 @@ import type { Placement } from '../p2p/transport.js';
 import { AggClient } from '../agg/client.js';
 import { fabricFromEnv } from '../agg/fabric.js';
 import { AggNode } from './agg-node.js';
-import { Engine } from './engine.js';
+import { Engine, waitWatcher } from './engine.js';
 import type { Wireup } from './env.js';
 import type { LinkSpec } from './link-spec.js';
 import type { RankBoot, RankReport } from './rank-main.js';
@@ -224,8 +224,13 @@ export async function runNode(o: NodeOptions): Promise<number> {
   const hostNodes = Number(process.env.NBC_HOST_NODES ?? 1);
   const engineHasCore = hostRanks + hostNodes <= availableParallelism();
   const yieldCore = engineHasCore ? null : nativeAddon().addon?.schedYield ?? null;
+  // The emulated wire waits out a frame's last microseconds polling; it yields between its
+  // polls only while a rank of this node waits (set once the shared memory exists): beside a
+  // computing rank a yielding thread runs only when the rank's time slice ends.
+  let ranksWaited: () => boolean = () => false;
+  const wireYield = yieldCore === null ? null : (): void => { if (ranksWaited()) yieldCore(); };
   if (nodes > 1) {
-    links = new LinkManager({ nodeId: nodeRank, secret, host: o.bindHost, log: rawLog, emulate: o.link, yieldCore });
+    links = new LinkManager({ nodeId: nodeRank, secret, host: o.bindHost, log: rawLog, emulate: o.link, yieldCore: wireYield });
     const addr = await links.listen();
     let masterPort = o.wireup.masterPort;
     if (nodeRank === 0) {
@@ -299,6 +304,7 @@ export async function runNode(o: NodeOptions): Promise<number> {
     sliceBytes: o.sliceBytes ?? DEFAULT_SLICE_BYTES,
   });
   control = new Int32Array(shared.control);
+  ranksWaited = waitWatcher(control, o.ranks);
   const enginePlacement: Placement = { worldRank: -1, worldSize, nodeId: nodeRank, nodeOfRank, localOfRank };
   // Spin budget before parking. When the job's ranks on this host fit its cores, waiting ranks
   // poll for up to 2 ms, as MPI ranks busy-poll: a parked thread takes tens of microseconds to

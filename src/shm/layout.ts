@@ -34,8 +34,10 @@ export const kSleeping = 1;
  */
 export const kWakeFd = 2;
 /**
- * Per endpoint: 1 while the rank is inside a blocking wait, 0 otherwise. An engine that shares
- * its core with ranks polls on after its work only while one of them waits (engine.ts).
+ * Per endpoint: a count (wrapping) of the rank's yielding wait steps. Whoever sees it move
+ * knows the rank waited since it last looked, without clearing it for other readers: an engine
+ * that shares its core with ranks polls on after its work, and its emulated wire yields, only
+ * while one of them waits (engine.ts, waitWatcher).
  */
 export const kWaiting = 3;
 
