@@ -3,9 +3,9 @@ import { EventEmitter } from 'node:events';
 import { test } from 'node:test';
 import { DEFAULT_CONFIG } from '../src/config.ts';
 import { Transport } from '../src/p2p/transport.ts';
-import { Engine, FRAME_MSG, HIGH_WATER, PENDING_RECORD_COST, waitWatcher, type EngineWait } from '../src/runtime/engine.ts';
+import { Engine, FRAME_MSG, HIGH_WATER, PENDING_RECORD_COST, type EngineWait } from '../src/runtime/engine.ts';
 import { endpointWord, H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_SRC, H_TAG, HEADER_BYTES, KIND_EAGER, kWaiting } from '../src/shm/layout.ts';
-import { createNodeShared } from '../src/shm/node-shared.ts';
+import { createNodeShared, waitWatcher } from '../src/shm/node-shared.ts';
 
 /** Links that record what the engine does, with a settable backlog. */
 class FakeLinks extends EventEmitter {

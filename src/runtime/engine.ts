@@ -18,14 +18,14 @@
  * post or a frame in a busy stretch costs no wake-up on either side. Where it shares its core
  * with ranks, it gives the core away between turns (EngineWait.yieldCore, sched_yield), so a
  * rank with work runs at once and the engine still sees the next frame without a wake-up; and
- * it polls on only while one of its ranks waits (kWaiting, waitWatcher), parking while they
+ * it polls on only while one of its ranks waits (kWaiting, shm/node-shared.ts waitWatcher), parking while they
  * compute.
  */
 import { Buffer } from 'node:buffer';
 import { NbcError, NbcInternalError, NbcNoMemError } from '../errors.js';
 import {
   align8, endpointWord, H_AUX, H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_OFFSET, H_SLICE, H_SRC, H_TAG, H_TOKEN, HEADER_BYTES,
-  HEADER_WORDS, kDoorbell, KIND_ACK, KIND_COMM, KIND_CREDIT, KIND_DATA, KIND_EAGER, KIND_EAGER_CREDIT, KIND_FRAG, KIND_POST, KIND_PULL, KIND_RTS, KIND_SCHED, kSleeping, kWaiting,
+  HEADER_WORDS, kDoorbell, KIND_ACK, KIND_COMM, KIND_CREDIT, KIND_DATA, KIND_EAGER, KIND_EAGER_CREDIT, KIND_FRAG, KIND_POST, KIND_PULL, KIND_RTS, KIND_SCHED, kSleeping,
 } from '../shm/layout.js';
 import { COMM_RELEASE, DONE_ERROR, OF_BYTES, OF_WORDS, OffloadEngine } from '../sched/offload.js';
 import type { UcxPath } from '../p2p/ucx.js';
@@ -34,29 +34,9 @@ import { decodeSchedule } from '../sched/wire.js';
 import { interNodeSchedule } from '../coll/select.js';
 import type { CoreConfig } from '../config.js';
 import { allocationBytes, SliceAllocator } from '../shm/arena.js';
-import { ringOffset, wake, type NodeShared } from '../shm/node-shared.js';
+import { ringOffset, waitWatcher, wake, type NodeShared } from '../shm/node-shared.js';
 import { Ring } from '../shm/ring.js';
 import { copyAt, copyBytes, type Placement } from '../p2p/transport.js';
-
-/**
- * A reader of the node's kWaiting counts: each call says whether a rank of the node took a
- * yielding wait step since this reader's previous call (its own view; other readers are not
- * disturbed).
- */
-export function waitWatcher(control: Int32Array, ranks: number): () => boolean {
-  const seen = new Int32Array(ranks);
-  return () => {
-    let waited = false;
-    for (let r = 0; r < ranks; r++) {
-      const n = Atomics.load(control, endpointWord(r, kWaiting));
-      if (n !== seen[r]) {
-        seen[r] = n;
-        waited = true;
-      }
-    }
-    return waited;
-  };
-}
 
 /** How the engine waits for work (node-main.ts chooses, from the host's cores). */
 export interface EngineWait {

@@ -2,7 +2,7 @@
  * The shared memory of one node: created by the engine, handed to each rank worker through
  * workerData, attached to by both. See layout.ts for what lives where.
  */
-import { controlWords, endpointWord, kDoorbell, kSleeping, kWakeFd, ringBase, RING_HEADER_BYTES } from './layout.js';
+import { controlWords, endpointWord, kDoorbell, kSleeping, kWaiting, kWakeFd, ringBase, RING_HEADER_BYTES } from './layout.js';
 
 export interface NodeLayout {
   /** Ranks on this node; endpoint `ranks` is the engine. */
@@ -34,6 +34,26 @@ export function createNodeShared(layout: NodeLayout): NodeShared {
 
 export function ringOffset(shared: NodeShared, from: number, to: number): number {
   return ringBase(from, to, shared.layout.ranks + 1, shared.layout.ringBytes);
+}
+
+/**
+ * A reader of the node's kWaiting counts: each call says whether a rank of the node took a
+ * yielding wait step since this reader's previous call (its own view; other readers are not
+ * disturbed).
+ */
+export function waitWatcher(control: Int32Array, ranks: number): () => boolean {
+  const seen = new Int32Array(ranks);
+  return () => {
+    let waited = false;
+    for (let r = 0; r < ranks; r++) {
+      const n = Atomics.load(control, endpointWord(r, kWaiting));
+      if (n !== seen[r]) {
+        seen[r] = n;
+        waited = true;
+      }
+    }
+    return waited;
+  };
 }
 
 /**
