@@ -14,15 +14,29 @@
  *                 fit its array; nbcoll's protocol, not this call, keeps the threads off each
  *                 other's bytes.
  *
+ *   mapShared(path, bytes)
+ *                 An ArrayBuffer over `bytes` bytes of the existing file at `path`, mapped
+ *                 shared (extended with zeros where shorter): memory that the processes
+ *                 of one host see together, which JavaScript cannot have (a SharedArrayBuffer
+ *                 stays within its process). nbc run's node processes keep their host board
+ *                 there (src/shm/host-board.ts). Unmapped when the buffer is collected; throws
+ *                 an Error naming the call that failed.
+ *
  * Where libucx-dev is installed it also carries UCX primitives (nbc_ucx.c, NBC_HAVE_UCX).
  *
  * Built by scripts/build-native.mjs (node-gyp, against the installed Node headers). Every
  * feature works without it: src/runtime/native.ts loads it when present and says why not.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <node_api.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static napi_value SchedYield(napi_env env, napi_callback_info info) {
   (void)env;
@@ -67,6 +81,54 @@ static napi_value Copy(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+static void Unmap(napi_env env, void *data, void *hint) {
+  (void)env;
+  munmap(data, (size_t)(uintptr_t)hint);
+}
+
+static napi_value MapShared(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  char path[4096];
+  size_t path_len;
+  int64_t bytes;
+  char why[4200];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 2 ||
+      napi_get_value_string_utf8(env, argv[0], path, sizeof path, &path_len) != napi_ok ||
+      napi_get_value_int64(env, argv[1], &bytes) != napi_ok || bytes <= 0 || path_len + 1 >= sizeof path) {
+    napi_throw_type_error(env, NULL, "mapShared: expected (path, bytes > 0)");
+    return NULL;
+  }
+  int fd = open(path, O_RDWR | O_CLOEXEC);
+  struct stat st;
+  const char *call = "open";
+  void *p = MAP_FAILED;
+  if (fd >= 0) {
+    call = "fstat";
+    if (fstat(fd, &st) == 0) {
+      call = "ftruncate";
+      if (st.st_size >= bytes || ftruncate(fd, (off_t)bytes) == 0) {
+        call = "mmap";
+        p = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      }
+    }
+  }
+  int err = errno;
+  if (fd >= 0) close(fd);
+  if (p == MAP_FAILED) {
+    snprintf(why, sizeof why, "mapShared: %s(%s) failed: %s", call, path, strerror(err));
+    napi_throw_error(env, NULL, why);
+    return NULL;
+  }
+  napi_value ab;
+  if (napi_create_external_arraybuffer(env, p, (size_t)bytes, Unmap, (void *)(uintptr_t)bytes, &ab) != napi_ok) {
+    munmap(p, (size_t)bytes);
+    napi_throw_error(env, NULL, "mapShared: this Node cannot wrap external memory in an ArrayBuffer");
+    return NULL;
+  }
+  return ab;
+}
+
 #ifdef NBC_HAVE_UCX
 napi_value nbc_ucx_init(napi_env env, napi_value exports); /* nbc_ucx.c */
 #endif
@@ -77,6 +139,8 @@ static napi_value Init(napi_env env, napi_value exports) {
   if (napi_set_named_property(env, exports, "schedYield", fn) != napi_ok) return NULL;
   if (napi_create_function(env, "copy", NAPI_AUTO_LENGTH, Copy, NULL, &fn) != napi_ok) return NULL;
   if (napi_set_named_property(env, exports, "copy", fn) != napi_ok) return NULL;
+  if (napi_create_function(env, "mapShared", NAPI_AUTO_LENGTH, MapShared, NULL, &fn) != napi_ok) return NULL;
+  if (napi_set_named_property(env, exports, "mapShared", fn) != napi_ok) return NULL;
 #ifdef NBC_HAVE_UCX
   if (nbc_ucx_init(env, exports) == NULL) return NULL;
 #endif

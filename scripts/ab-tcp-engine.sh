@@ -4,7 +4,8 @@
 # && npm run build)`) against this checkout. Per round, each side runs back to back:
 #   p2p 2 x 1 (8 B, 4 KiB, 64 KiB), allreduce 2 x 1 on --link gige (8 B, 16 KiB),
 #   allreduce 2 x 2 (8 B, 64 KiB), iallreduce 2 x 1 with compute (8 B, 64 KiB),
-#   compute 500 us then allreduce 8 B, 400 times (scripts/allreduce-loop-job.mjs) on --link gige,
+#   compute 500 us then allreduce 8 B, 1000 times after 2500 untimed (scripts/allreduce-loop-job.mjs)
+#   on --link gige,
 #   CG 2 x 1 on --link gige, blocking and non-blocking halo (--n 40).
 # Raw results in OUT (default bench/results/tcp-engine); the summary (medians over rounds, the
 # loopback TCP ping-pong of the same runs beside them) goes to OUT/summary.md, the chart to

@@ -144,6 +144,36 @@ test('an engine that shares its core polls on, yielding it, only while a rank of
   }
 });
 
+test('an engine that shares its core with other nodes\' ranks polls on only while none of them computes', { timeout: 20_000 }, async () => {
+  let yields = 0;
+  let hostIdle = false;
+  const { engine, links, rank, control } = node0({ spinUs: 60_000_000, yieldCore: () => { yields++; }, hostIdle: () => hostIdle });
+  const waiting = endpointWord(0, kWaiting);
+  engine.start();
+  try {
+    // Its own rank waits, but a rank of another node on this host computes: the engine parks.
+    Atomics.add(control, waiting, 1);
+    rank.isend(new Uint8Array(8), 1, 0, 0, 7);
+    await until(() => links.sent === 1, 'the engine forwards the message');
+    for (let i = 0; i < 20; i++) {
+      Atomics.add(control, waiting, 1);
+      await turns(1);
+    }
+    assert.equal(yields, 0, 'beside a computing rank the engine parked');
+    // Every rank of the host waits: the engine polls on, yielding.
+    hostIdle = true;
+    rank.isend(new Uint8Array(8), 1, 0, 0, 7);
+    await until(() => links.sent === 2, 'the engine forwards the second message');
+    for (let i = 0; i < 20; i++) {
+      Atomics.add(control, waiting, 1);
+      await turns(1);
+    }
+    assert.ok(yields >= 10, `the engine polled on while the host was idle (${yields} yields in 20 turns)`);
+  } finally {
+    engine.stop();
+  }
+});
+
 test('wait watchers each see a rank\'s wait steps once, without hiding them from one another', () => {
   const control = new Int32Array(64);
   const a = waitWatcher(control, 2);

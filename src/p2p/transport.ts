@@ -40,6 +40,7 @@ import {
 } from '../shm/layout.js';
 import { nativeAddon, type NativeAddon } from '../runtime/native.js';
 import { SliceAllocator } from '../shm/arena.js';
+import type { HostBoard } from '../shm/host-board.js';
 import { ringOffset, wake, type NodeShared } from '../shm/node-shared.js';
 import { Ring } from '../shm/ring.js';
 import { ANY_SOURCE, ANY_TAG, TAG_BITS } from './constants.js';
@@ -92,6 +93,14 @@ export interface TransportOptions {
   yieldUs?: number;
   /** The UCX path for ranks of other nodes (the UCX transport), or null: through the engine. */
   ucx?: UcxPath | null;
+  /**
+   * The job's host board, this rank's word (shm/host-board.ts), where the job's nodes share
+   * this host: the rank marks its blocking waits there, so that the nodes' engines and wires
+   * yield their cores only while no rank computes. The rank's own yield does not look at it:
+   * parking beside a computing rank instead cost more (BENCHMARKS.md, "Yields beside a
+   * computing rank").
+   */
+  board?: HostBoard | null;
   /** Eager credit toward each other rank, bytes (default EAGER_CREDIT_BYTES; 0: every send by rendezvous). */
   eagerCredit?: number;
 }
@@ -227,6 +236,7 @@ export class Transport implements Progressor {
   private readonly sleepIdx: number;
   private readonly doorbellIdx: number;
   private readonly waitingIdx: number;
+  private readonly board: HostBoard | null;
   private asyncWaiters: Array<() => void> = [];
   private asyncArmed = false;
   private failure: Error | null = null;
@@ -274,6 +284,7 @@ export class Transport implements Progressor {
     this.sleepIdx = endpointWord(this.ep, kSleeping);
     this.doorbellIdx = endpointWord(this.ep, kDoorbell);
     this.waitingIdx = endpointWord(this.ep, kWaiting);
+    this.board = opts.board ?? null;
     this.ucx = opts.ucx ?? null;
     this.creditMax = opts.eagerCredit ?? EAGER_CREDIT_BYTES;
     this.creditBatch = Math.max(1, this.creditMax >> 2);
@@ -742,6 +753,7 @@ export class Transport implements Progressor {
       }
     } finally {
       this.wantRing = null;
+      this.board?.leave();
     }
   }
 
@@ -749,15 +761,19 @@ export class Transport implements Progressor {
   private recvEagerUcx(ctx: number, src: number, tag: number, bytes: number): number {
     let n = this.idleFromFirstPoll();
     let start = n < 0 ? performance.now() : 0;
-    for (;;) {
-      this.progress();
-      if (this.takeUnexpected(ctx, src, tag, bytes)) return -1;
-      if (n < 0) {
-        if (this.idle(start, this.spinMs, NOT_DONE)) n = -1;
-      } else if ((++n & 15) === 0) {
-        if (start === 0) start = performance.now();
-        else if (this.idle(start, this.spinMs, NOT_DONE)) n = -1;
+    try {
+      for (;;) {
+        this.progress();
+        if (this.takeUnexpected(ctx, src, tag, bytes)) return -1;
+        if (n < 0) {
+          if (this.idle(start, this.spinMs, NOT_DONE)) n = -1;
+        } else if ((++n & 15) === 0) {
+          if (start === 0) start = performance.now();
+          else if (this.idle(start, this.spinMs, NOT_DONE)) n = -1;
+        }
       }
+    } finally {
+      this.board?.leave();
     }
   }
 
@@ -1226,10 +1242,13 @@ export class Transport implements Progressor {
    * when the caller takes an idle step after every poll rather than every 16th. A yielding
    * step also counts in the rank's waiting word, which tells an engine that shares the rank's
    * core that a rank is waiting (so polling on pays off) rather than computing (engine.ts).
+   * From the first idle step until the wait returns, the rank shows as waiting on the host
+   * board, for the engines and wires of the other nodes on this host.
    */
   private idle(start: number, spinMs: number, req: { done: boolean }): boolean {
     const waited = performance.now() - start;
     if (waited <= spinMs) return false;
+    this.board?.enter();
     if (this.yieldFn !== null && waited <= spinMs + this.yieldMs) {
       Atomics.add(this.control, this.waitingIdx, 1);
       this.yieldFn();
@@ -1255,12 +1274,16 @@ export class Transport implements Progressor {
     const start = performance.now();
     const probe = { get done() { return done(); } };
     let n = this.idleFromFirstPoll();
-    for (;;) {
-      this.progress();
-      if (done()) return;
-      if (n < 0 || (++n & 15) === 0) {
-        if (this.idle(start, this.spinMs, probe)) n = -1;
+    try {
+      for (;;) {
+        this.progress();
+        if (done()) return;
+        if (n < 0 || (++n & 15) === 0) {
+          if (this.idle(start, this.spinMs, probe)) n = -1;
+        }
       }
+    } finally {
+      this.board?.leave();
     }
   }
 
@@ -1271,12 +1294,16 @@ export class Transport implements Progressor {
     const start = performance.now();
     const spinMs = req.spinUs === undefined ? this.spinMs : req.spinUs / 1000;
     let n = this.idleFromFirstPoll(spinMs);
-    for (;;) {
-      this.progress();
-      if (req.done) return;
-      if (n < 0 || (++n & 15) === 0) {
-        if (this.idle(start, spinMs, req)) n = -1;
+    try {
+      for (;;) {
+        this.progress();
+        if (req.done) return;
+        if (n < 0 || (++n & 15) === 0) {
+          if (this.idle(start, spinMs, req)) n = -1;
+        }
       }
+    } finally {
+      this.board?.leave();
     }
   }
 

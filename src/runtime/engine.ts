@@ -44,6 +44,11 @@ export interface EngineWait {
   spinUs?: number;
   /** Called between polling turns: gives the core to another runnable thread (sched_yield). */
   yieldCore?: (() => void) | null;
+  /**
+   * Whether no rank of the host computes (the job's host board, shm/host-board.ts), where the
+   * job's other nodes share this host; a yielding engine polls on only while it says so.
+   */
+  hostIdle?: (() => boolean) | null;
 }
 
 /** Frame type of a message (header + payload) between engines. */
@@ -178,6 +183,7 @@ export class Engine {
   private lastWork = 0;
   private readonly spinUs: number;
   private readonly yieldCore: (() => void) | null;
+  private readonly hostIdle: (() => boolean) | null;
   /** Whether a rank waited since the engine last looked (waitWatcher). */
   private readonly rankWaited: () => boolean;
   private readonly sleepIdx: number;
@@ -208,6 +214,7 @@ export class Engine {
     this.ep = ranks;
     this.control = new Int32Array(shared.control);
     this.rankWaited = waitWatcher(this.control, ranks);
+    this.hostIdle = wait.hostIdle ?? null;
     this.slices = shared.slices.map((s) => Buffer.from(s));
     this.allocator = new SliceAllocator(shared.layout.sliceBytes);
     const nodes = placement.nodeOfRank.reduce((m, n) => Math.max(m, n + 1), 1);
@@ -277,7 +284,7 @@ export class Engine {
     if (this.armed || this.stopped) return;
     this.armed = true;
     if (this.spinUs > 0 && (performance.now() - this.lastWork) * 1000 < this.spinUs &&
-      (this.yieldCore === null || this.rankWaited())) {
+      (this.yieldCore === null || (this.rankWaited() && (this.hostIdle === null || this.hostIdle())))) {
       setImmediate(this.spinTurn);
       return;
     }

@@ -7,12 +7,14 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { availableParallelism, constants } from 'node:os';
-import { resolve as resolvePath } from 'node:path';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, constants, tmpdir } from 'node:os';
+import { join, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NbcLaunchError } from '../errors.js';
 import { parseAggSpec, startFabric, type FabricHandle } from '../agg/fabric.js';
 import { parseLinkSpec, type LinkSpec } from './link-spec.js';
+import { hostBoardBytes } from '../shm/host-board.js';
 import type { NodeToLauncher, TransportChoice } from './node-main.js';
 
 export interface LaunchOptions {
@@ -116,6 +118,22 @@ export function launch(entry: string, opts: LaunchOptions): Promise<LaunchResult
   })();
 }
 
+/**
+ * A fresh zero-filled file for the job's host board, in /dev/shm where it exists (memory, not
+ * disk), else the temporary directory; null where none can be written (nothing then yields
+ * beside other nodes' ranks).
+ */
+function hostBoardPath(jobId: string, ranks: number): string | null {
+  const dir = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
+  const path = join(dir, `nbcoll-board-${jobId}`);
+  try {
+    writeFileSync(path, new Uint8Array(hostBoardBytes(ranks)), { mode: 0o600 });
+    return path;
+  } catch {
+    return null;
+  }
+}
+
 function launchNodes(entry: string, opts: LaunchOptions, fabricEnv: Record<string, string>): Promise<LaunchResult> {
   const n = opts.ranks;
   const ppn = opts.ppn ?? n;
@@ -125,6 +143,9 @@ function launchNodes(entry: string, opts: LaunchOptions, fabricEnv: Record<strin
   const jobId = `${process.pid}-${Date.now().toString(36)}`;
   const pipe = opts.output === 'pipe';
   const link = linkText(opts.link);
+  // The host board (shm/host-board.ts): every node of this job runs on this host, and their
+  // idle threads yield their cores only while no rank of any node computes.
+  const board = hostBoardPath(jobId, n);
 
   return new Promise<LaunchResult>((resolve) => {
     const children: Array<ChildProcess | null> = new Array(nodes).fill(null);
@@ -192,6 +213,7 @@ function launchNodes(entry: string, opts: LaunchOptions, fabricEnv: Record<strin
       }
       // One closing line with the cause, as mpirun ends: after every node has exited, so that no
       // node's own report of the consequences (lost links, aborted ranks) comes after it.
+      if (board !== null) rmSync(board, { force: true });
       if (failure !== null) note(`job failed (exit code ${exitCode}): ${failure.split('\n')[0]}`);
       ranks.sort((a, b) => a.rank - b.rank);
       resolve({ exitCode, ranks, failure, stdout, stderr });
@@ -211,6 +233,7 @@ function launchNodes(entry: string, opts: LaunchOptions, fabricEnv: Record<strin
         // every node of this job runs on this host: it decides how long waiting ranks spin
         NBC_HOST_RANKS: String(n),
         NBC_HOST_NODES: String(nodes),
+        ...(board === null ? {} : { NBC_HOST_BOARD: board }),
       };
       const args = [CLI, 'node', '--ppn', String(ranksOf(node))];
       if (opts.tagOutput) args.push('--tag-output');

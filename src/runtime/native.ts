@@ -19,6 +19,11 @@ export interface NativeAddon {
    */
   copy?(dst: Uint8Array, dstAt: number, src: Uint8Array, srcAt: number, bytes: number): void;
   /**
+   * `bytes` bytes of the existing file at `path` (extended with zeros where shorter), mapped
+   * shared: memory the processes of one host see together (absent in an addon built before it).
+   */
+  mapShared?(path: string, bytes: number): ArrayBuffer;
+  /**
    * UCX primitives (native/nbc_ucx.c), present where libucx-dev was installed at build time;
    * the UCX transport (p2p/ucx.ts) is built on them. State is per thread.
    */

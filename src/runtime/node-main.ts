@@ -13,6 +13,7 @@ import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { NbcArgError, NbcError, NbcLaunchError } from '../errors.js';
 import { LinkManager } from '../net/link.js';
+import { openHostBoard } from './host-board.js';
 import { createNodeShared, DEFAULT_RING_BYTES, DEFAULT_SLICE_BYTES, ring, setFdSignal, waitWatcher } from '../shm/node-shared.js';
 import { kAbortWord } from '../shm/layout.js';
 import { isUcxAddon, ucxErrModeFromEnv, UcxPath } from '../p2p/ucx.js';
@@ -227,8 +228,13 @@ export async function runNode(o: NodeOptions): Promise<number> {
   // The emulated wire waits out a frame's last microseconds polling; it yields between its
   // polls only while a rank of this node waits (set once the shared memory exists): beside a
   // computing rank a yielding thread runs only when the rank's time slice ends.
+  // Where the job's other nodes share this host too (nbc run), their ranks must not compute
+  // either: the host board says whether any rank of the host does (shm/host-board.ts).
+  const boardPath = process.env.NBC_HOST_BOARD || undefined;
+  const board = yieldCore === null ? null : openHostBoard(hostRanks, -1, boardPath);
+  const wireHostIdle = board === null ? (): boolean => true : (): boolean => board.idle();
   let ranksWaited: () => boolean = () => false;
-  const wireYield = yieldCore === null ? null : (): void => { if (ranksWaited()) yieldCore(); };
+  const wireYield = yieldCore === null ? null : (): void => { if (ranksWaited() && wireHostIdle()) yieldCore(); };
   if (nodes > 1) {
     links = new LinkManager({ nodeId: nodeRank, secret, host: o.bindHost, log: rawLog, emulate: o.link, yieldCore: wireYield });
     const addr = await links.listen();
@@ -338,7 +344,7 @@ export async function runNode(o: NodeOptions): Promise<number> {
     (engineHasCore ? DEFAULT_ENGINE_SPIN_US : yieldCore !== null && hostEngines > 0 ? DEFAULT_ENGINE_YIELD_US : 0);
   const offloadSpinUs = engineHasCore ? spinUs : undefined;
   engine = new Engine(shared, enginePlacement, links, (err) => fail(`node ${nodeRank} engine failed: ${formatError(err)}`, 1), configFromEnv(),
-    { spinUs: engineSpinUs, yieldCore });
+    { spinUs: engineSpinUs, yieldCore, hostIdle: board === null ? null : () => board.idle() });
   engine.start();
 
   // ---- the aggregation fabric (the agg executor), where the job has one -----------------
@@ -399,6 +405,7 @@ export async function runNode(o: NodeOptions): Promise<number> {
       oversubscribed,
       yieldFromIdle: canYield,
       yieldUs,
+      ...(boardPath === undefined ? {} : { hostBoard: { path: boardPath, ranks: hostRanks } }),
       ucx: useUcx,
       ucxErrMode,
     };

@@ -17,6 +17,7 @@ import { isUcxAddon, UcxPath, type UcxErrMode } from '../p2p/ucx.js';
 import { setFdSignal, type NodeShared } from '../shm/node-shared.js';
 import { configFromEnv } from './config.js';
 import { nativeAddon } from './native.js';
+import { openHostBoard } from './host-board.js';
 import { setRankRuntime } from './init.js';
 
 export interface RankBoot {
@@ -38,6 +39,8 @@ export interface RankBoot {
   yieldFromIdle?: boolean;
   /** Oversubscribed: how long a wait yields the core between polls before parking (us). */
   yieldUs?: number;
+  /** The job's host board (shm/host-board.ts), where its nodes share this host: the rank marks its waits there. */
+  hostBoard?: { path: string; ranks: number };
   /** Ranks of other nodes are reached over UCX (the node checked that the addon has it). */
   ucx?: boolean;
   /** How UCX endpoints treat a failed peer (NBC_UCX_ERR_MODE, checked by the node). */
@@ -76,6 +79,7 @@ if (boot.ucx === true) {
 }
 const transport = new Transport(boot.shared, boot.placement, {
   eagerLimit, eagerCredit: boot.eagerCredit, spinUs: boot.spinUs, yieldFn, yieldUs: boot.yieldUs, ucx,
+  board: boot.hostBoard === undefined ? null : openHostBoard(boot.hostBoard.ranks, boot.placement.worldRank, boot.hostBoard.path),
 });
 const rc: RankContext = {
   transport,
