@@ -17,6 +17,7 @@
 # 2 ranks of one node measured 2.8-4.7 us after 2000 calls, 1.2-1.7 us after 0.5 s).
 # QUICK=1 runs a tiny configuration (a few minutes); MEDIUM=1 every collective on 2 layouts. OUT=dir (default bench/results/sim).
 # COLLS="..." and CONFIGS="ranks:ppn ..." replace the mode's collectives and layouts (a full run in parts).
+# VALIDATION_ONLY=1 stops after step 2 (a part of a full run: steps 3 and 4 do not depend on it).
 # RESIM=1 measures nothing: after a change to the model, it fits OUT's calibrations again from
 # the samples they keep (nbc calibrate --loggp --refit) and simulates OUT's measured points again,
 # each with the calibration it was simulated with (val/cal-TAG.txt; loggp.json where absent).
@@ -128,6 +129,7 @@ for coll in $COLLS; do
   done
 done
 node scripts/sim-summary.mjs validation "$OUT"
+if [[ "${VALIDATION_ONLY:-0}" == 1 ]]; then echo "results in $OUT (validation only)"; exit 0; fi
 
 echo "== 3. at scale: allreduce latency vs ranks"
 for alg in recursive-doubling knomial rabenseifner ring; do

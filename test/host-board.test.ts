@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -87,7 +88,12 @@ test('mapShared gives two mappings of one file the same memory; openHostBoard ne
 });
 
 test('nbc run gives its nodes a host board on which a rank of one node sees a rank of another wait; removed after the job', { timeout: 90_000 }, async () => {
+  // A board left by a launcher that was killed (its pid is gone): the next launch removes it.
+  const dead = spawnSync('true').pid!;
+  const stale = join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), `nbcoll-board-${dead}-stale`);
+  writeFileSync(stale, new Uint8Array(64));
   const r = await runOk('board.ts', 2, 1, [], 60_000);
+  assert.equal(existsSync(stale), false, 'the stale board of a dead launcher was removed');
   const [zero, one] = r.ranks.map((x) => x.result as { path?: string; mapped: boolean; sawWaiting?: boolean; waitingAfter?: boolean });
   assert.ok(zero!.path !== undefined && zero!.path === one!.path, 'both nodes were given the same board');
   assert.equal(existsSync(zero!.path), false, 'the launcher removed the board');

@@ -7,7 +7,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, constants, tmpdir } from 'node:os';
 import { join, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -118,6 +118,36 @@ export function launch(entry: string, opts: LaunchOptions): Promise<LaunchResult
   })();
 }
 
+const BOARD_PREFIX = 'nbcoll-board-';
+
+/**
+ * Removes the boards of launchers that died without removing theirs (killed with SIGKILL):
+ * a board's name starts with its launcher's pid. Another user's cannot be removed and stay.
+ */
+function removeStaleBoards(dir: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (!name.startsWith(BOARD_PREFIX)) continue;
+    const pid = Number.parseInt(name.slice(BOARD_PREFIX.length), 10);
+    if (!(pid > 0) || pid === process.pid) continue;
+    try {
+      process.kill(pid, 0);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ESRCH') continue; // alive (EPERM: another user's)
+      try {
+        rmSync(join(dir, name), { force: true });
+      } catch {
+        // another user's board: theirs to remove
+      }
+    }
+  }
+}
+
 /**
  * A fresh zero-filled file for the job's host board, in /dev/shm where it exists (memory, not
  * disk), else the temporary directory; null where none can be written (nothing then yields
@@ -125,7 +155,8 @@ export function launch(entry: string, opts: LaunchOptions): Promise<LaunchResult
  */
 function hostBoardPath(jobId: string, ranks: number): string | null {
   const dir = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
-  const path = join(dir, `nbcoll-board-${jobId}`);
+  removeStaleBoards(dir);
+  const path = join(dir, `${BOARD_PREFIX}${jobId}`);
   try {
     writeFileSync(path, new Uint8Array(hostBoardBytes(ranks)), { mode: 0o600 });
     return path;
