@@ -150,8 +150,8 @@ function removeStaleBoards(dir: string): void {
 
 /**
  * A fresh zero-filled file for the job's host board, in /dev/shm where it exists (memory, not
- * disk), else the temporary directory; null where none can be written (nothing then yields
- * beside other nodes' ranks).
+ * disk), else the temporary directory; null where none can be written (then each node
+ * watches only its own ranks before yielding).
  */
 function hostBoardPath(jobId: string, ranks: number): string | null {
   const dir = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
@@ -242,9 +242,9 @@ function launchNodes(entry: string, opts: LaunchOptions, fabricEnv: Record<strin
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);
       }
+      if (board !== null) rmSync(board, { force: true });
       // One closing line with the cause, as mpirun ends: after every node has exited, so that no
       // node's own report of the consequences (lost links, aborted ranks) comes after it.
-      if (board !== null) rmSync(board, { force: true });
       if (failure !== null) note(`job failed (exit code ${exitCode}): ${failure.split('\n')[0]}`);
       ranks.sort((a, b) => a.rank - b.rank);
       resolve({ exitCode, ranks, failure, stdout, stderr });
