@@ -19,7 +19,8 @@
  * with ranks, it gives the core away between turns (EngineWait.yieldCore, sched_yield), so a
  * rank with work runs at once and the engine still sees the next frame without a wake-up; and
  * it polls on only while one of its ranks waits (kWaiting, shm/node-shared.ts waitWatcher), parking while they
- * compute.
+ * compute; where other nodes' ranks share the host (nbc run), also only while none of those
+ * computes (EngineWait.hostIdle, the host board: shm/host-board.ts).
  */
 import { Buffer } from 'node:buffer';
 import { NbcError, NbcInternalError, NbcNoMemError } from '../errors.js';

@@ -232,9 +232,8 @@ export async function runNode(o: NodeOptions): Promise<number> {
   // either: the host board says whether any rank of the host does (shm/host-board.ts).
   const boardPath = process.env.NBC_HOST_BOARD || undefined;
   const board = yieldCore === null ? null : openHostBoard(hostRanks, -1, boardPath);
-  const wireHostIdle = board === null ? (): boolean => true : (): boolean => board.idle();
   let ranksWaited: () => boolean = () => false;
-  const wireYield = yieldCore === null ? null : (): void => { if (ranksWaited() && wireHostIdle()) yieldCore(); };
+  const wireYield = yieldCore === null ? null : (): void => { if (ranksWaited() && (board === null || board.idle())) yieldCore(); };
   if (nodes > 1) {
     links = new LinkManager({ nodeId: nodeRank, secret, host: o.bindHost, log: rawLog, emulate: o.link, yieldCore: wireYield });
     const addr = await links.listen();
