@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { parseAppArgs } from '../src/apps/run.ts';
 import { boundaryBoxes, interiorBox, makeBox, recvRegion, sendRegion, split1d } from '../src/apps/grid.ts';
 import type { CgRun, PcgRun } from './jobs/apps.ts';
 import { launch } from 'nbcoll';
@@ -86,5 +87,25 @@ describe('the proof applications (nbc cg, nbc pcg)', () => {
     const { stdout } = await promisify(execFile)(process.execPath, [NBC, 'run', '-n', '4', '--ppn', '2', '--link', 'latency=50us,bandwidth=1gbit', job, '--n', '6', '--mode', 'nonblocking'], { timeout: 60_000 });
     assert.match(stdout, /verification \(manufactured exact solution\): ok/);
     assert.match(stdout, /4 ranks \(2 node\(s\) x 2\)/);
+  });
+
+  test('--warmup runs untimed solves first: the timed solve reports the same iterations and counts only its own test() calls', T, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nbc-apps-'));
+    const run = async (warmup: string): Promise<Record<string, unknown>> => {
+      const json = join(dir, `cg-${warmup}.json`);
+      await promisify(execFile)(process.execPath, [NBC, 'cg', '--ranks', '2', '--n', '6', '--mode', 'nonblocking', '--test-interval', '1',
+        '--warmup', warmup, '--quiet', '--json', json], { timeout: 60_000 });
+      return JSON.parse(readFileSync(json, 'utf8')) as Record<string, unknown>;
+    };
+    const [cold, warm] = [await run('0'), await run('2')];
+    assert.equal(cold.warmupSolves, 0);
+    assert.equal(warm.warmupSolves, 2);
+    assert.equal(warm.iterations, cold.iterations);
+    assert.equal(warm.finalRelResidual, cold.finalRelResidual, 'the timed solve starts from x0 = 0 again');
+    assert.ok((cold.testCalls as number) > 0);
+    assert.equal(warm.testCalls, cold.testCalls);
+    assert.equal((warm.verification as { ok: boolean }).ok, true);
+    assert.throws(() => parseAppArgs('pcg', ['--warmup=-1']), { code: 'NBC_ERR_ARG', message: /--warmup -1: expected an integer >= 0/ });
+    assert.throws(() => parseAppArgs('cg', ['--warm-up', '1']), { code: 'NBC_ERR_ARG', message: /cg job's arguments: Unknown option '--warm-up'/ });
   });
 });

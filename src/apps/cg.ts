@@ -22,7 +22,7 @@ import { axpy, axpyFromGhost, boundaryBoxes, dot, dotGhost, interiorBox, makeBox
 import { Halo } from './halo.js';
 import { matvecGBs } from './pcg.js';
 import {
-  collOptions, P, Pacer, parseAppArgs, phaseSummary, Phases, placement, report, solveContext, type AppOptions, type AppResult, type Verification,
+  collOptions, P, Pacer, parseAppArgs, phaseSummary, Phases, placement, report, solveContext, warmUp, type AppOptions, type AppResult, type Verification,
 } from './run.js';
 
 /** The exact solution's factor along one dimension of N points, at 0-based global index g. */
@@ -154,9 +154,11 @@ export default async function cg(world: Communicator, args: string[]): Promise<A
     if (global[k]! < dims[k]!) throw new Error(`Cannot run on ${world.size} ranks: global grid ${global.join('x')} has fewer points than the process grid ${dims.join('x')} in dimension ${k}; expected at least one point per rank`);
   }
   const box = makeBox(global, dims, cart.coords());
-  const { noise, phases, pacer, progress } = solveContext(world, o);
+  const ctx = solveContext(world, o);
+  const { noise, phases, pacer } = ctx;
   const where = placement(world);
-  const res = solveCg(cart, o, box, phases, pacer, progress);
+  warmUp(ctx, o, (log) => solveCg(cart, o, box, phases, pacer, log));
+  const res = solveCg(cart, o, box, phases, pacer, ctx.progress);
   const summary = phaseSummary(world, phases);
   const red = new Float64Array(4);
   world.allreduce(Float64Array.of(res.err2, res.u2, 0, noise?.stolenMs ?? 0), red, 'sum');
@@ -178,7 +180,7 @@ export default async function cg(world: Communicator, args: string[]): Promise<A
   const result: AppResult = {
     app: 'cg', variant: 'cg', mode: o.mode, executor: o.executor, algorithm: o.algorithm ?? null, ranks: world.size,
     ppn: where.ppn, nodes: where.nodes, link: o.link, noise: o.noiseText, global: [...box.global], local: [...box.n],
-    processGrid: [...box.dims], unknowns, iterations: res.iterations, finalRelResidual: res.relResidual, solveSeconds: secs[0]!,
+    processGrid: [...box.dims], unknowns, iterations: res.iterations, finalRelResidual: res.relResidual, solveSeconds: secs[0]!, warmupSolves: o.warmup,
     perIterationMs: res.iterations > 0 ? (secs[0]! * 1000) / res.iterations : 0, phases: summary,
     matvecGBs: matvecGBs(box.rows, res.iterations, summary.matvec!.seconds), testCalls: pacer.tests,
     noiseStolenSeconds: red[3]! / world.size / 1000, verification, residualHistory: res.history,

@@ -31,7 +31,7 @@ import {
 } from './grid.js';
 import { Halo } from './halo.js';
 import {
-  collOptions, P, Pacer, parseAppArgs, phaseSummary, Phases, placement, report, solveContext, type AppOptions, type AppResult, type Verification,
+  collOptions, P, Pacer, parseAppArgs, phaseSummary, Phases, placement, report, solveContext, warmUp, type AppOptions, type AppResult, type Verification,
 } from './run.js';
 
 /** Above this many unknowns `--verify auto` skips the sequential reference solve. */
@@ -361,9 +361,11 @@ export function matvecGBs(rows: number, iterations: number, matvecSeconds: numbe
 export default async function pcg(world: Communicator, args: string[]): Promise<AppResult | null> {
   const o = parseAppArgs('pcg', args);
   const box = layout(world, o);
-  const { noise, phases, pacer, progress } = solveContext(world, o);
+  const ctx = solveContext(world, o);
+  const { noise, phases, pacer } = ctx;
   const where = placement(world);
-  const res = solvePcg(world, o, box, phases, pacer, progress);
+  warmUp(ctx, o, (log) => solvePcg(world, o, box, phases, pacer, log));
+  const res = solvePcg(world, o, box, phases, pacer, ctx.progress);
   const summary = phaseSummary(world, phases);
   const secs = new Float64Array(1);
   world.allreduce(Float64Array.of(res.seconds), secs, 'max');
@@ -387,7 +389,7 @@ export default async function pcg(world: Communicator, args: string[]): Promise<
     app: 'pcg', variant: o.variant, mode: o.variant === 'overlap' ? 'nonblocking' : 'blocking', executor: o.executor,
     algorithm: o.algorithm ?? null, ranks: world.size, ppn: where.ppn, nodes: where.nodes, link: o.link, noise: o.noiseText,
     global: [...box.global], local: [...box.n], processGrid: [...box.dims], unknowns,
-    iterations: res.iterations, finalRelResidual: res.relResidual, solveSeconds: secs[0]!,
+    iterations: res.iterations, finalRelResidual: res.relResidual, solveSeconds: secs[0]!, warmupSolves: o.warmup,
     perIterationMs: (secs[0]! * 1000) / res.iterations, phases: summary,
     matvecGBs: matvecGBs(box.rows, res.iterations, summary.matvec!.seconds), testCalls: pacer.tests,
     noiseStolenSeconds: stolen[0]! / world.size / 1000, verification, residualHistory: res.history,

@@ -6,7 +6,7 @@
  */
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import Table from 'cli-table3';
 import type { TopLevelSpec } from 'vega-lite';
 import { NbcArgError, type CollOptions, type Communicator, type Request } from '../index.js';
@@ -24,6 +24,12 @@ export interface AppOptions {
   global: [number, number, number] | null;
   tol: number;
   maxIter: number;
+  /**
+   * Untimed solves before the timed one: a Node job runs its first second or so slower while V8
+   * compiles its hot paths (BENCHMARKS.md, "The first second of a job"), so comparisons of
+   * steady-state solvers time a solve after one.
+   */
+  warmup: number;
   variant: string;
   mode: 'blocking' | 'nonblocking';
   executor: string;
@@ -56,13 +62,26 @@ function oneOf<T extends string>(name: string, text: string, allowed: readonly T
   return text as T;
 }
 
+/** node:util's parseArgs, its errors (unknown flag, missing value) as NbcArgError. */
+function parseJobArgs<T extends ParseArgsConfig>(app: App, config: T): ReturnType<typeof parseArgs<T>> {
+  try {
+    return parseArgs(config);
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    if (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS')) {
+      throw new NbcArgError(`Cannot parse the ${app} job's arguments: ${(err as Error).message.split('\n')[0]}`);
+    }
+    throw err;
+  }
+}
+
 /** Parses a job's arguments (the same flags as `nbc cg` / `nbc pcg`, less the launcher's). */
 export function parseAppArgs(app: App, argv: readonly string[]): AppOptions {
-  const { values: v } = parseArgs({
+  const { values: v } = parseJobArgs(app, {
     args: [...argv],
     strict: true,
     options: {
-      n: { type: 'string' }, global: { type: 'string' }, tol: { type: 'string' }, 'max-iter': { type: 'string' },
+      n: { type: 'string' }, global: { type: 'string' }, tol: { type: 'string' }, 'max-iter': { type: 'string' }, warmup: { type: 'string' },
       variant: { type: 'string' }, mode: { type: 'string' }, executor: { type: 'string' }, algorithm: { type: 'string' },
       'test-interval': { type: 'string' }, noise: { type: 'string' }, verbose: { type: 'boolean' }, json: { type: 'string' },
       chart: { type: 'string' }, verify: { type: 'string' }, link: { type: 'string' }, quiet: { type: 'boolean' },
@@ -80,6 +99,7 @@ export function parseAppArgs(app: App, argv: readonly string[]): AppOptions {
     global,
     tol: num('tol', v.tol ?? '1e-8', false, 0),
     maxIter: num('max-iter', v['max-iter'] ?? '10000', true, 1),
+    warmup: num('warmup', v.warmup ?? '0', true, 0),
     variant: oneOf('variant', v.variant ?? (app === 'pcg' ? 'overlap' : 'cg'), VARIANTS[app]),
     mode: oneOf('mode', v.mode ?? 'nonblocking', ['blocking', 'nonblocking'] as const),
     executor: v.executor ?? 'host',
@@ -217,7 +237,10 @@ export interface AppResult {
   unknowns: number;
   iterations: number;
   finalRelResidual: number;
+  /** Seconds of the timed solve (the slowest rank's). */
   solveSeconds: number;
+  /** Untimed solves run before it (`--warmup`). */
+  warmupSolves: number;
   perIterationMs: number;
   /** Per phase: seconds averaged over ranks, and of them seconds blocked in communication. */
   phases: Record<string, PhaseTime>;
@@ -259,6 +282,16 @@ export function solveContext(world: Communicator, o: AppOptions): SolveContext {
   };
 }
 
+/**
+ * Runs `o.warmup` untimed solves (`solve` without the residual printer), then forgets what they
+ * counted; every solve clears the phase clocks itself when it starts timing.
+ */
+export function warmUp(ctx: SolveContext, o: AppOptions, solve: (log: SolveContext['progress']) => void): void {
+  for (let w = 0; w < o.warmup; w++) solve(() => {});
+  ctx.pacer.tests = 0;
+  if (ctx.noise !== null) ctx.noise.stolenMs = 0;
+}
+
 /** The ranks per node (largest node) and the number of nodes, agreed by all. */
 export function placement(world: Communicator): { ppn: number; nodes: number } {
   const local = world.splitShared();
@@ -293,7 +326,8 @@ export function formatReport(r: AppResult): string {
     `(${r.unknowns} unknowns), executor ${r.executor}${r.algorithm === null ? '' : `, algorithm ${r.algorithm}`}` +
     `${r.link === null ? '' : `, link ${r.link}`}${r.noise === null ? '' : `, noise ${r.noise}`}`);
   lines.push(`iterations ${r.iterations}, final relative residual ${r.finalRelResidual.toExponential(3)}, solve ${r.solveSeconds.toFixed(4)} s, ` +
-    `${r.perIterationMs.toFixed(3)} ms per iteration, matvec ${r.matvecGBs.toFixed(2)} GB/s per rank`);
+    `${r.perIterationMs.toFixed(3)} ms per iteration, matvec ${r.matvecGBs.toFixed(2)} GB/s per rank` +
+    `${r.warmupSolves > 0 ? ` (timed after ${r.warmupSolves} warm-up solve${r.warmupSolves > 1 ? 's' : ''})` : ''}`);
   const t = new Table({ head: ['phase', 'ms (avg over ranks)', 'of it blocked in comm (ms)', '% of solve'], style: { head: [], border: [] } });
   const total = r.solveSeconds;
   let sum = 0;

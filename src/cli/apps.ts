@@ -21,9 +21,9 @@ const JOBS = {
 };
 
 /** Flags forwarded to the job as given (the job validates them, so `nbc run` behaves the same). */
-const FORWARDED = ['n', 'global', 'tol', 'maxIter', 'variant', 'mode', 'executor', 'algorithm', 'testInterval', 'noise', 'json', 'chart', 'verify'] as const;
+const FORWARDED = ['n', 'global', 'tol', 'maxIter', 'warmup', 'variant', 'mode', 'executor', 'algorithm', 'testInterval', 'noise', 'json', 'chart', 'verify'] as const;
 const FLAG: Record<(typeof FORWARDED)[number], string> = {
-  n: '--n', global: '--global', tol: '--tol', maxIter: '--max-iter', variant: '--variant', mode: '--mode', executor: '--executor',
+  n: '--n', global: '--global', tol: '--tol', maxIter: '--max-iter', warmup: '--warmup', variant: '--variant', mode: '--mode', executor: '--executor',
   algorithm: '--algorithm', testInterval: '--test-interval', noise: '--noise', json: '--json', chart: '--chart', verify: '--verify',
 };
 
@@ -43,6 +43,7 @@ function register(program: Command, app: 'cg' | 'pcg', description: string): Com
     .option('--global <NX,NY,NZ>', 'global grid instead of --n (split as evenly as the process grid allows)')
     .option('--tol <t>', 'stop when ||r|| / ||b|| < t (default 1e-8)')
     .option('--max-iter <k>', 'iteration limit (default 10000)')
+    .option('--warmup <k>', 'untimed solves before the timed one (default 0; the first second of a Node job is slower while V8 compiles)')
     .option('--executor <e>', 'executor of the collectives: host, offload or agg (default host)')
     .option('--algorithm <a>', 'allreduce algorithm of the inner products (default: the selection table)')
     .option('--noise <D@F>', "seed 000's OS noise: D of busy work every 1/F on every rank, e.g. 100us@1kHz")
