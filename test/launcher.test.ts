@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
@@ -53,6 +53,19 @@ describe('launcher', () => {
       '[1] hello from rank 1 of 3 on node 0 args=a,b',
       '[2] hello from rank 2 of 3 on node 1 args=a,b',
     ]);
+  });
+
+  test('NBC_NODE_ARGS gives the node processes (and so their rank threads) Node flags; a bad one fails the job', T, () => {
+    const run = (args: string): SpawnSyncReturns<string> => spawnSync(process.execPath, [CLI, 'run', '-n', '2', '--ppn', '1', jobPath('hello.ts')], {
+      encoding: 'utf8', timeout: 30_000, env: { ...process.env, NBC_NODE_ARGS: args, HELLO_EXEC_ARGV: '1' },
+    });
+    const ok = run(' --stack-size=900  --max-semi-space-size=32 ');
+    assert.equal(ok.status, 0, ok.stderr);
+    assert.deepEqual(ok.stdout.trim().split('\n').sort(), [0, 1].map((r) =>
+      `hello from rank ${r} of 2 on node ${r} args= execArgv=--stack-size=900 --max-semi-space-size=32`));
+    const bad = run('--no-such-node-flag');
+    assert.notEqual(bad.status, 0);
+    assert.match(bad.stderr, /bad option: --no-such-node-flag[\s\S]*node \d \(pid \d+\) exited with code 9/);
   });
 
   test('nbc run stops every node on SIGTERM and exits 143', T, async () => {

@@ -174,6 +174,9 @@ function launchNodes(entry: string, opts: LaunchOptions, fabricEnv: Record<strin
   const jobId = `${process.pid}-${Date.now().toString(36)}`;
   const pipe = opts.output === 'pipe';
   const link = linkText(opts.link);
+  // Node and V8 flags for the node processes (--cpu-prof, --trace-opt, ...): NODE_OPTIONS
+  // takes only some, and the launcher's own flags (--import tsx, --test) must not follow.
+  const nodeArgs = (opts.env?.NBC_NODE_ARGS ?? process.env.NBC_NODE_ARGS ?? '').split(/\s+/).filter((a) => a !== '');
   // The host board (shm/host-board.ts): every node of this job runs on this host, and their
   // idle threads yield their cores only while no rank of any node computes.
   const board = hostBoardPath(jobId, n);
@@ -271,7 +274,7 @@ function launchNodes(entry: string, opts: LaunchOptions, fabricEnv: Record<strin
       if (link) args.push('--link', link);
       if (opts.transport !== undefined) args.push('--transport', opts.transport);
       args.push(job, ...(opts.args ?? []));
-      const child = spawn(process.execPath, args, {
+      const child = spawn(process.execPath, [...nodeArgs, ...args], {
         env,
         stdio: ['ignore', pipe ? 'pipe' : 'inherit', pipe ? 'pipe' : 'inherit', 'ipc'],
       });
