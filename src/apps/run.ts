@@ -25,9 +25,9 @@ export interface AppOptions {
   tol: number;
   maxIter: number;
   /**
-   * Untimed solves before the timed one: a Node job runs its first second or so slower while V8
-   * compiles its hot paths (BENCHMARKS.md, "The first second of a job"), so comparisons of
-   * steady-state solvers time a solve after one.
+   * Untimed solves before the timed one: a fresh job's first few thousand calls are slower while
+   * V8 tiers its hot paths up (BENCHMARKS.md, "The first thousands of calls"), so comparisons
+   * of steady-state solvers time a solve after some.
    */
   warmup: number;
   variant: string;
