@@ -15,10 +15,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 nbc() { node dist/cli/nbc.js "$@"; }
 out=${OUT:-bench/results/apps}
-mkdir -p "$out" "${CHARTS:-docs/img}"
 rounds=${ROUNDS:-3}
 warmup=${WARMUP:-3}
 charts=${CHARTS:-docs/img}
+mkdir -p "$out" "$charts"
 pcg_ppn=${PCG_PPN:-2}
 cg_n=${CG_N:-40}
 pcg_n=${PCG_N:-30}

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -97,7 +97,13 @@ describe('the proof applications (nbc cg, nbc pcg)', () => {
         '--warmup', warmup, '--quiet', '--json', json], { timeout: 60_000 });
       return JSON.parse(readFileSync(json, 'utf8')) as Record<string, unknown>;
     };
-    const [cold, warm] = [await run('0'), await run('2')];
+    const [cold, warm] = await (async () => {
+      try {
+        return [await run('0'), await run('2')];
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    })();
     assert.equal(cold.warmupSolves, 0);
     assert.equal(warm.warmupSolves, 2);
     assert.equal(warm.iterations, cold.iterations);

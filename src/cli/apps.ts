@@ -43,7 +43,7 @@ function register(program: Command, app: 'cg' | 'pcg', description: string): Com
     .option('--global <NX,NY,NZ>', 'global grid instead of --n (split as evenly as the process grid allows)')
     .option('--tol <t>', 'stop when ||r|| / ||b|| < t (default 1e-8)')
     .option('--max-iter <k>', 'iteration limit (default 10000)')
-    .option('--warmup <k>', 'untimed solves before the timed one (default 0; the first second of a Node job is slower while V8 compiles)')
+    .option('--warmup <k>', 'untimed solves before the timed one (default 0; a fresh job\'s first few thousand calls are slower while V8 warms up)')
     .option('--executor <e>', 'executor of the collectives: host, offload or agg (default host)')
     .option('--algorithm <a>', 'allreduce algorithm of the inner products (default: the selection table)')
     .option('--noise <D@F>', "seed 000's OS noise: D of busy work every 1/F on every rank, e.g. 100us@1kHz")
