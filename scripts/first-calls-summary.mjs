@@ -45,6 +45,6 @@ await renderSpec({
   encoding: {
     x: { field: 'calls', type: 'quantitative', title: 'calls since the job started' },
     y: { field: 'us', type: 'quantitative', scale: { type: 'log' }, title: 'us per call (median of 1000)' },
-    color: { field: 'side', type: 'nominal', title: '' },
+    color: { field: 'side', type: 'nominal', title: '', legend: { labelLimit: 400, orient: 'bottom', columns: 2 } },
   },
 }, 'docs/img/first-calls.svg');
