@@ -116,6 +116,13 @@ describe('collectives against a sequential reference', () => {
     assert.deepEqual(r.ranks.map((x) => x.result), new Array(5).fill(1000));
   });
 
+  test('persistent collectives in waitAll, testAll, waitAny and testAny beside plain requests; inactive ones complete with an empty status (host and offload, 2 nodes)', T, async () => {
+    for (const executor of ['host', 'offload']) {
+      const r = await runOk('coll.ts', 4, 2, ['persistentall', executor]);
+      assert.deepEqual(r.ranks.map((x) => x.result), new Array(4).fill(20), executor);
+    }
+  });
+
   test('a user-defined op cannot be offloaded: NBC_ERR_OP', T, async () => {
     const r = await runOk('coll.ts', 2, 2, ['offloaduserop']);
     for (const x of r.ranks) assert.deepEqual(x.result, { 'user op offloaded': 'NBC_ERR_OP' });

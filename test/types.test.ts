@@ -46,7 +46,7 @@ const OK = `
 import {
   init, initSync, dimsCreate, waitAll, Op, Comm, Communicator, PersistentRequest, Request,
   ErrorCode, NbcError, NbcArgError, NbcCommError, IN_PLACE, UNDEFINED,
-  type CartComm, type CollOptions, type ErrorCodeValue, type Status,
+  type AnyRequest, type CartComm, type CollOptions, type ErrorCodeValue, type Status,
 } from 'nbcoll';
 
 const world: Communicator = await init();
@@ -108,6 +108,14 @@ const times = Op.create((inout: Float64Array, input: Float64Array) => {
   for (let i = 0; i < inout.length; i++) inout[i] = (inout[i] ?? 1) * (input[i] ?? 1);
 }, { commutative: true });
 dup.allreduceInit(send, recv, times).start().wait();
+// Persistent requests join plain ones in waitAll and friends; wait() gives a Status too.
+const pw = world.allreduceInit(send, recv, 'sum');
+const statuses: Status[] = waitAll([pw.start(), world.ibarrier()]);
+const pst: Status = pw.wait();
+const anyOf: AnyRequest[] = [pw, world.ibarrier()];
+waitAll(anyOf);
+pw.free();
+void [statuses, pst];
 
 // The base class still types code written against plain communicators.
 function ringOf(c: Comm): Comm { return c.dup(); }

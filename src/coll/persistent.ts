@@ -3,11 +3,15 @@
  * any number of times, without validation, selection or a schedule lookup per start.
  */
 import { NbcArgError } from '../errors.js';
-import type { Request, Status } from '../p2p/request.js';
+import { emptyStatus, type Request, type Status } from '../p2p/request.js';
 import type { Plan } from '../sched/executor.js';
 import type { Schedule } from '../sched/schedule.js';
 
-/** A persistent collective: start() it any number of times; wait()/test() each start. */
+/**
+ * A persistent collective: start() it any number of times; wait()/test() each start. Before
+ * its first start and once freed it is inactive, as in MPI: test() is true, wait() returns an
+ * empty status at once, and waitAll and friends (p2p/request.ts) count it complete.
+ */
 export class PersistentRequest implements PromiseLike<Status> {
   private current: Request | null = null;
   private freed = false;
@@ -30,16 +34,28 @@ export class PersistentRequest implements PromiseLike<Status> {
     return this.current;
   }
 
+  /** The current start's request; null while inactive (never started, or freed). */
+  get request(): Request | null {
+    return this.freed ? null : this.current;
+  }
+
   get done(): boolean {
     return this.current === null || this.current.done;
   }
 
+  /** True when the current start has finished, without making progress (Request.ready()). */
+  ready(): boolean {
+    return this.done;
+  }
+
+  /** Makes progress; true once the current start is complete. Throws its error. */
   test(): boolean {
     return this.current === null ? true : this.current.test();
   }
 
-  wait(): void {
-    if (this.current !== null) this.active('wait').wait();
+  /** Blocks until the current start completes; returns its status (empty when inactive). */
+  wait(): Status {
+    return this.current === null ? emptyStatus() : this.current.wait();
   }
 
   free(): void {

@@ -3,7 +3,9 @@
  * `test()` and `wait()` (blocking this worker with Atomics, spinning briefly first), and is
  * also a PromiseLike, so `await req` works without blocking the thread.
  */
+import type { PersistentRequest } from '../coll/persistent.js';
 import { NbcRequestError } from '../errors.js';
+import { ANY_SOURCE, ANY_TAG } from './constants.js';
 
 export interface Status {
   /** Rank of the sender in the communicator (PROC_NULL for a receive from PROC_NULL). */
@@ -107,58 +109,85 @@ export function completedRequest(engine: Progressor, status?: Partial<Status>): 
   return r;
 }
 
-function progressorOf(reqs: readonly Request[]): Progressor | null {
-  for (const r of reqs) if (!r.done) return (r as unknown as { engine: Progressor }).engine;
+/**
+ * What waitAll, testAll, waitAny and testAny take: requests, and persistent collectives, which
+ * stand for their current start. One not started yet, or freed, is inactive: as in MPI, it
+ * counts as complete, with an empty status (source ANY_SOURCE, tag ANY_TAG, count 0).
+ */
+export type AnyRequest = Request | PersistentRequest;
+
+/** MPI's empty status: what an inactive persistent request completes with. */
+export function emptyStatus(): Status {
+  return { source: ANY_SOURCE, tag: ANY_TAG, count: 0, bytes: 0 };
+}
+
+/** The request behind `r`: itself, a persistent collective's current start, or null (inactive). */
+function instanceOf(r: AnyRequest): Request | null {
+  return r instanceof Request ? r : r.request;
+}
+
+function progressorOf(reqs: readonly AnyRequest[]): Progressor | null {
+  for (const x of reqs) {
+    const r = instanceOf(x);
+    if (r !== null && !r.done) return (r as unknown as { engine: Progressor }).engine;
+  }
   return null;
 }
 
 /** Waits for every request; returns their statuses. The first error is thrown after all finish. */
-export function waitAll(reqs: readonly Request[]): Status[] {
+export function waitAll(reqs: readonly AnyRequest[]): Status[] {
   let firstError: Error | null = null;
-  for (const r of reqs) {
+  const statuses = reqs.map((x) => {
+    const r = instanceOf(x);
+    if (r === null) return emptyStatus();
     try {
-      r.wait();
+      return r.wait();
     } catch (err) {
       firstError ??= err as Error;
+      return r.status;
     }
-  }
+  });
   if (firstError) throw firstError;
-  return reqs.map((r) => r.status);
+  return statuses;
 }
 
 /** True when every request is complete (progressing each once). */
-export function testAll(reqs: readonly Request[]): boolean {
+export function testAll(reqs: readonly AnyRequest[]): boolean {
   const p = progressorOf(reqs);
   if (p) p.progress();
   let all = true;
-  for (const r of reqs) {
+  for (const x of reqs) {
+    const r = instanceOf(x);
+    if (r === null) continue;
     if (!r.done) all = false;
     else if (r.error) throw r.error;
   }
   return all;
 }
 
+/** Returns the index of a complete request, or -1 (progressing once). */
+export function testAny(reqs: readonly AnyRequest[]): number {
+  const p = progressorOf(reqs);
+  if (p) p.progress();
+  return firstDone(reqs);
+}
+
 /** Blocks until one request completes; returns its index. */
-export function waitAny(reqs: readonly Request[]): number {
+export function waitAny(reqs: readonly AnyRequest[]): number {
   if (reqs.length === 0) throw new NbcRequestError('Cannot waitAny on an empty request list: expected at least one request');
   for (;;) {
-    for (let i = 0; i < reqs.length; i++) {
-      const r = reqs[i]!;
-      if (r.done) {
-        if (r.error) throw r.error;
-        return i;
-      }
-    }
-    progressorOf(reqs)!.waitUntilAny(reqs);
+    const i = firstDone(reqs);
+    if (i >= 0) return i;
+    const active = reqs.map(instanceOf).filter((r): r is Request => r !== null);
+    progressorOf(active)!.waitUntilAny(active);
   }
 }
 
-/** Returns the index of a complete request, or -1 (progressing once). */
-export function testAny(reqs: readonly Request[]): number {
-  const p = progressorOf(reqs);
-  if (p) p.progress();
+/** The index of the first complete (or inactive) request, -1 if none; throws its error. */
+function firstDone(reqs: readonly AnyRequest[]): number {
   for (let i = 0; i < reqs.length; i++) {
-    const r = reqs[i]!;
+    const r = instanceOf(reqs[i]!);
+    if (r === null) return i;
     if (r.done) {
       if (r.error) throw r.error;
       return i;

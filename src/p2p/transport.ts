@@ -260,6 +260,7 @@ export class Transport implements Progressor {
    * ranks waiting on two collectives in opposite orders would deadlock.
    */
   private readonly hooks: Array<() => boolean> = [];
+  private readonly readyChecks: Array<() => boolean> = [];
 
   constructor(readonly shared: NodeShared, readonly placement: Placement, opts: TransportOptions = {}) {
     const { ranks, ringBytes } = shared.layout;
@@ -294,9 +295,22 @@ export class Transport implements Progressor {
     if (this.ucx !== null) Atomics.store(this.control, endpointWord(this.ep, kWakeFd), this.ucx.wakeFd);
   }
 
-  /** Registers a function run on every progress call; it returns true when it did something. */
-  addProgressHook(hook: () => boolean): void {
+  /**
+   * Registers a function run on every progress call; it returns true when it did something.
+   * `ready`, where given, tells without side effects whether the hook has work that no ring
+   * record announces (an offloaded collective's completion word, which the engine sets before
+   * it rings a sleeping rank): a rank about to park checks it after raising its sleeping flag,
+   * so a completion that landed between its last poll and the flag is not slept through.
+   */
+  addProgressHook(hook: () => boolean, ready?: () => boolean): void {
     this.hooks.push(hook);
+    if (ready !== undefined) this.readyChecks.push(ready);
+  }
+
+  /** True when a progress hook has work waiting (see addProgressHook). */
+  private hookReady(): boolean {
+    for (let i = 0; i < this.readyChecks.length; i++) if (this.readyChecks[i]!()) return true;
+    return false;
   }
 
   /** Endpoint a message for `dstWorld` leaves through. */
@@ -1214,16 +1228,17 @@ export class Transport implements Progressor {
 
   /**
    * Parks once (until a doorbell or 100 ms) unless there is already something to do. Queued
-   * sends are retried after the sleeping flag is up: a consumer that freed ring space just
-   * before saw the flag down and rang no doorbell, so either the retry sees that space or the
-   * consumer's next release sees the flag (sequential consistency) and rings.
+   * sends are retried, and the progress hooks' completion words read, after the sleeping flag
+   * is up: a consumer that freed ring space, or an engine that completed an offloaded
+   * collective, just before saw the flag down and rang no doorbell, so either the check sees
+   * its work or its next look at the flag (sequential consistency) sees it up and rings.
    */
   private parkOnce(req: { done: boolean }): void {
     const c = this.control;
     Atomics.store(c, this.sleepIdx, 1);
     const seen = Atomics.load(c, this.doorbellIdx);
     const moved = this.queuedEndpoints > 0 && !this.inProgress && this.flushQueues();
-    if (!moved && !req.done && !this.hasIncoming() && Atomics.load(c, kAbortWord) === 0) {
+    if (!moved && !req.done && !this.hasIncoming() && !this.hookReady() && Atomics.load(c, kAbortWord) === 0) {
       // With UCX, sleep in poll(2) on the worker's events and this rank's eventfd doorbell,
       // which wake() rings for a sleeping UCX rank besides the futex.
       if (this.ucx !== null) {
@@ -1335,7 +1350,7 @@ export class Transport implements Progressor {
       this.asyncWaiters = [];
       for (const w of waiters) w();
     };
-    if (this.hasIncoming() || this.queuedEndpoints > 0) {
+    if (this.hasIncoming() || this.queuedEndpoints > 0 || this.hookReady()) {
       setImmediate(fire);
       return;
     }

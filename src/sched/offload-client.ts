@@ -55,7 +55,7 @@ export class OffloadClient implements Executor {
   constructor(private readonly t: Transport, private readonly spinUs: number) {
     this.ownSlice = t.shared.slices[t.ep]!;
     this.slot = new Int32Array(this.ownSlice);
-    t.addProgressHook(() => this.poll());
+    t.addProgressHook(() => this.poll(), () => this.completed());
   }
 
   private alloc(bytes: number, what: string): number {
@@ -160,6 +160,12 @@ export class OffloadClient implements Executor {
     req.slot = this.slot;
     Atomics.store(this.slot, req.slotIndex, 0);
     return slotOff;
+  }
+
+  /** True when the engine has set a pending request's completion word (read only). */
+  private completed(): boolean {
+    for (let i = 0; i < this.pending.length; i++) if (Atomics.load(this.slot, this.pending[i]!.slotIndex) !== 0) return true;
+    return false;
   }
 
   /** Completes the requests whose completion word the engine has set. */

@@ -9,6 +9,8 @@
  *   scrambled        many outstanding collectives on world, dup and split, completed in
  *                    a different order on different ranks
  *   persistent N     one persistent allreduce restarted N times with fresh data
+ *   persistentall E  persistent collectives (executor E) in waitAll, testAll, waitAny and
+ *                    testAny beside plain requests; inactive ones count as complete
  *   determinism      allreduce of random floats: every rank holds the same bits, run after run
  *   badinput         invalid calls raise their NbcError code before any message is sent
  *   reuse            a remembered plan started again while earlier starts still run
@@ -24,7 +26,8 @@
  */
 import assert from 'node:assert/strict';
 import {
-  ALGORITHMS, IN_PLACE, NbcError, UNDEFINED, dimsCreate, type Communicator, type OpLike, type TypedArray,
+  ALGORITHMS, ANY_SOURCE, ANY_TAG, IN_PLACE, NbcError, UNDEFINED, dimsCreate, testAll, testAny, waitAll, waitAny,
+  type AnyRequest, type Communicator, type OpLike, type TypedArray,
 } from 'nbcoll';
 import { DType, ctorOf, dtypeOf, isBigInt, referenceReduce } from 'nbcoll/testing';
 import { errorCodes, matmul } from './common.ts';
@@ -510,6 +513,55 @@ function persistent(w: Communicator, times: number, executor: 'host' | 'offload'
   }
   req.free();
   return times;
+}
+
+/**
+ * Persistent collectives where MPI allows them, in the request-set calls beside plain requests:
+ * before the first start and after free they are inactive (complete, with an empty status);
+ * started, they complete with the right data. testAll and testAny are polled in loops, which
+ * only end if they progress the persistent collectives' current starts.
+ */
+function persistentInSets(w: Communicator, executor: 'host' | 'offload'): number {
+  const n = 5;
+  const send = new Int32Array(n);
+  const sum = new Int32Array(n);
+  const bc = new Int32Array(n);
+  const ar = w.allreduceInit(send, sum, 'sum', { executor });
+  const bcast = w.bcastInit(bc, 0, { executor });
+  const empty = { source: ANY_SOURCE, tag: ANY_TAG, count: 0, bytes: 0 };
+  assert.deepEqual(waitAll([ar, bcast]), [empty, empty], 'inactive waitAll statuses');
+  eq('inactive testAll', [testAll([ar, bcast])], [true]);
+  eq('inactive testAny, waitAny', [testAny([ar]), waitAny([bcast])], [0, 0]);
+  assert.deepEqual(ar.wait(), empty, 'inactive wait');
+  let checks = 0;
+  for (let t = 0; t < 20; t++) {
+    for (let i = 0; i < n; i++) send[i] = w.rank * (t + 1) + i;
+    for (let i = 0; i < n; i++) bc[i] = w.rank === 0 ? 1000 * t + i : -1;
+    const want = (i: number): number => ((w.size * (w.size - 1)) / 2) * (t + 1) + w.size * i;
+    ar.start();
+    bcast.start();
+    const plain = w.ibarrier();
+    const set: AnyRequest[] = [ar, plain, bcast];
+    switch (t % 4) {
+      case 0: waitAll(set); break;
+      case 1: while (!testAll(set)) { /* each call progresses */ } break;
+      case 2: {
+        const left = [...set];
+        while (left.length > 0) left.splice(waitAny(left), 1);
+        break;
+      }
+      default: while (testAny([ar]) < 0) { /* each call progresses */ } waitAll(set);
+    }
+    for (let i = 0; i < n; i++) {
+      if (sum[i] !== want(i)) assert.fail(`start ${t}: allreduce element ${i} is ${sum[i]}, expected ${want(i)}`);
+      if (bc[i] !== 1000 * t + i) assert.fail(`start ${t}: bcast element ${i} is ${bc[i]}, expected ${1000 * t + i}`);
+    }
+    checks++;
+  }
+  ar.free();
+  bcast.free();
+  assert.deepEqual(waitAll([ar, bcast]), [empty, empty], 'freed waitAll statuses');
+  return checks;
 }
 
 function determinism(w: Communicator): string {
@@ -1023,6 +1075,7 @@ export default function main(w: Communicator, args: string[]): unknown {
     case 'aggfault': return aggFault(w);
     case 'scrambled': return scrambled(w, (args[1] ?? 'host') as 'host' | 'offload');
     case 'persistent': return persistent(w, Number(args[1] ?? 1000), (args[2] ?? 'host') as 'host' | 'offload', args[3]);
+    case 'persistentall': return persistentInSets(w, (args[1] ?? 'host') as 'host' | 'offload');
     case 'hiercount': return hierMessageCounts(w);
     case 'determinism': return determinism(w);
     case 'badinput': return badinput(w);
