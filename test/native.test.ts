@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { copyAt, copyBytes, NATIVE_COPY_MIN } from '../src/p2p/transport.ts';
+import { copyAt, copyBytes, NATIVE_COPY_MIN, setNativeCopy } from '../src/p2p/transport.ts';
 import { nativeAddon, type NativeAddon } from '../src/runtime/native.ts';
 import { jobPath } from './job-path.ts';
 
@@ -83,19 +83,28 @@ test('the addon\'s copy moves the bytes TypedArray.set moves, between shared and
   assert.throws(() => copy(a, 0, new Float64Array(4) as unknown as Uint8Array, 0, 8), { name: 'TypeError', message: 'copy: expected Uint8Arrays' });
 });
 
-test('the transport\'s copies (copyAt, copyBytes) give TypedArray.set\'s bytes at every size, shared or plain, with whatever copy is built', () => {
-  for (const shared of [false, true]) {
-    for (const n of [0, 5, 64, 65, NATIVE_COPY_MIN - 1, NATIVE_COPY_MIN, 100_003]) {
-      const src = pattern(n + 9, shared);
-      const a = new Uint8Array(new SharedArrayBuffer(n + 16));
-      const b = new Uint8Array(n + 16);
-      copyAt(src, 9, a, 4, n);
-      b.set(src.subarray(9, 9 + n), 4);
-      assert.deepEqual(new Uint8Array(a), b, `copyAt ${n} B from ${shared ? 'shared' : 'plain'}`);
-      const c = new Uint8Array(n + 16);
-      copyBytes(src.subarray(9), c, 4, n);
-      assert.deepEqual(c, b, `copyBytes ${n} B from ${shared ? 'shared' : 'plain'}`);
+test('the transport\'s copies (copyAt, copyBytes) give TypedArray.set\'s bytes at every size, shared or plain, with the JavaScript copy and the addon\'s where built', () => {
+  const native = nativeAddon().addon?.copy ?? null;
+  try {
+    for (const copy of native === null ? [null] : [null, native]) {
+      setNativeCopy(copy);
+      const how = copy === null ? 'JavaScript' : 'native';
+      for (const shared of [false, true]) {
+        for (const n of [0, 5, 64, 65, NATIVE_COPY_MIN - 1, NATIVE_COPY_MIN, 100_003]) {
+          const src = pattern(n + 9, shared);
+          const a = new Uint8Array(new SharedArrayBuffer(n + 16));
+          const b = new Uint8Array(n + 16);
+          copyAt(src, 9, a, 4, n);
+          b.set(src.subarray(9, 9 + n), 4);
+          assert.deepEqual(new Uint8Array(a), b, `${how} copyAt ${n} B from ${shared ? 'shared' : 'plain'}`);
+          const c = new Uint8Array(n + 16);
+          copyBytes(src.subarray(9), c, 4, n);
+          assert.deepEqual(c, b, `${how} copyBytes ${n} B from ${shared ? 'shared' : 'plain'}`);
+        }
+      }
     }
+  } finally {
+    setNativeCopy(null);
   }
 });
 

@@ -17,7 +17,7 @@ import type { Command } from 'commander';
 import { NbcArgError } from '../errors.js';
 import { atomicsPingPongOneWayUs, tcpPingPongOneWayUs, typedArraySetGBs, ucxPerftestLimit, ucxPerftestMissing } from '../bench/limits.js';
 import { parseTransport, ucxUnavailable, type TransportChoice } from '../runtime/node-main.js';
-import { ucxErrModeFromEnv } from '../p2p/ucx.js';
+import { ucxErrModeFromEnv } from '../runtime/config.js';
 import { parseDurationMs, parseNoise, parseTestInterval, STATS, type Stat } from '../bench/metrics.js';
 import { BENCH_OPS, opKind, type OpJobArgs, type OpJobResult } from '../bench/op-job.js';
 import type { P2pJobArgs, P2pRow } from '../bench/p2p-job.js';

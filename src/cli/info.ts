@@ -12,7 +12,7 @@ import { NATIVE_COPY_MIN } from '../p2p/transport.js';
 import { nativeAddon } from '../runtime/native.js';
 import { paramsFilePath, readParamsFile } from '../runtime/params-file.js';
 import { DEFAULT_YIELD_US, ucxUnavailable } from '../runtime/node-main.js';
-import { ucxErrModeFromEnv } from '../p2p/ucx.js';
+import { ucxErrModeFromEnv } from '../runtime/config.js';
 
 /** The installed UCX version and a space, from `ucx_info -v` where present, else ''. */
 function ucxVersion(): string {

@@ -38,7 +38,6 @@ import {
   H_AUX, H_SRC_WORLD, H_TAG, H_TOKEN, HEADER_BYTES, HEADER_WORDS, kAbortWord, kDoorbell, kSleeping, kWaiting, kWakeFd, KIND_ACK,
   KIND_DATA, KIND_EAGER, KIND_EAGER_CREDIT, KIND_PULL, KIND_RTS, KIND_UCX_PULL,
 } from '../shm/layout.js';
-import { nativeAddon, type NativeAddon } from '../runtime/native.js';
 import { SliceAllocator } from '../shm/arena.js';
 import type { HostBoard } from '../shm/host-board.js';
 import { ringOffset, wake, type NodeShared } from '../shm/node-shared.js';
@@ -1426,12 +1425,23 @@ function lengthMismatch(got: number, expected: number, src: number, tag: number)
  */
 export const NATIVE_COPY_MIN = 2048;
 
-/** The addon's memmove, looked up on first use; null without it. */
-let nativeCopy: NativeAddon['copy'] | null | undefined;
+/** A memmove between typed arrays' bytes: (dst, dstAt, src, srcAt, bytes). */
+export type CopyFn = (dst: Uint8Array, dstAt: number, src: Uint8Array, srcAt: number, bytes: number) => void;
+
+/** This thread's native memmove (setNativeCopy); null without the addon. */
+let nativeCopy: CopyFn | null = null;
+
+/**
+ * Gives this thread the native addon's memmove for copies that involve shared memory. The
+ * runtime sets it as a rank or node thread starts (runtime/rank-main.ts, node-main.ts), as it
+ * hands over the yield function: the core never loads the addon itself.
+ */
+export function setNativeCopy(fn: CopyFn | null): void {
+  nativeCopy = fn;
+}
 
 /** Copies through the addon's memmove where shared memory is involved and it is built; false where the caller copies. */
 function copiedNatively(src: Uint8Array, from: number, dst: Uint8Array, at: number, bytes: number): boolean {
-  if (nativeCopy === undefined) nativeCopy = nativeAddon().addon?.copy ?? null;
   if (nativeCopy === null || !(src.buffer instanceof SharedArrayBuffer || dst.buffer instanceof SharedArrayBuffer)) return false;
   nativeCopy(dst, at, src, from, bytes);
   return true;

@@ -20,7 +20,7 @@
  * Wire-up: every rank's worker address travels through the job's authenticated rendezvous
  * (node-main); an endpoint is created the first time a rank sends to a peer.
  */
-import { NbcArgError, NbcPeerFailedError } from '../errors.js';
+import { NbcPeerFailedError } from '../errors.js';
 import type { NativeAddon, UcxHandle } from '../runtime/native.js';
 import { HEADER_BYTES } from '../shm/layout.js';
 
@@ -47,15 +47,6 @@ export function isUcxAddon(addon: NativeAddon | null): addon is NativeAddon & Uc
  *   launcher and the engines' links see it.
  */
 export type UcxErrMode = 'peer' | 'none';
-
-/** The UCX error mode the environment asks for (NBC_UCX_ERR_MODE); NbcArgError on a bad value. */
-export function ucxErrModeFromEnv(env: NodeJS.ProcessEnv = process.env): UcxErrMode {
-  const v = env.NBC_UCX_ERR_MODE;
-  if (v === undefined || v === '' || v === 'peer') return 'peer';
-  if (v === 'none') return 'none';
-  throw new NbcArgError(`NBC_UCX_ERR_MODE=${v}: expected peer (the default: operations on a failed peer raise NBC_ERR_PEER_FAILED) ` +
-    `or none (UCX without peer error handling, as MPI runs it: faster streams of large messages, but a broken link aborts the process or goes unnoticed)`);
-}
 
 /**
  * H_AUX of an RTS header whose payload the sender holds until asked (KIND_UCX_PULL): a small

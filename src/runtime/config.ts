@@ -5,6 +5,7 @@
  */
 import { DEFAULT_CONFIG, type CoreConfig } from '../config.js';
 import { NbcArgError } from '../errors.js';
+import type { UcxErrMode } from '../p2p/ucx.js';
 import { loadCostParams, paramsFilePath } from './params-file.js';
 
 const ALGORITHM_VAR = /^NBC_([A-Z_]+)_ALGORITHM$/;
@@ -43,4 +44,13 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env, oversubscrib
     cost: loadCostParams(paramsFilePath(env)),
     oversubscribed,
   };
+}
+
+/** The UCX error mode the environment asks for (NBC_UCX_ERR_MODE); NbcArgError on a bad value. */
+export function ucxErrModeFromEnv(env: NodeJS.ProcessEnv = process.env): UcxErrMode {
+  const v = env.NBC_UCX_ERR_MODE;
+  if (v === undefined || v === '' || v === 'peer') return 'peer';
+  if (v === 'none') return 'none';
+  throw new NbcArgError(`NBC_UCX_ERR_MODE=${v}: expected peer (the default: operations on a failed peer raise NBC_ERR_PEER_FAILED) ` +
+    `or none (UCX without peer error handling, as MPI runs it: faster streams of large messages, but a broken link aborts the process or goes unnoticed)`);
 }

@@ -16,9 +16,9 @@ import { LinkManager } from '../net/link.js';
 import { openHostBoard } from './host-board.js';
 import { createNodeShared, DEFAULT_RING_BYTES, DEFAULT_SLICE_BYTES, ring, setFdSignal, waitWatcher } from '../shm/node-shared.js';
 import { kAbortWord } from '../shm/layout.js';
-import { isUcxAddon, ucxErrModeFromEnv, UcxPath } from '../p2p/ucx.js';
+import { isUcxAddon, UcxPath } from '../p2p/ucx.js';
 import { OF_BYTES, OF_FRAGMENT } from '../sched/offload.js';
-import type { Placement } from '../p2p/transport.js';
+import { setNativeCopy, type Placement } from '../p2p/transport.js';
 import { AggClient } from '../agg/client.js';
 import { fabricFromEnv } from '../agg/fabric.js';
 import { AggNode } from './agg-node.js';
@@ -27,7 +27,7 @@ import type { Wireup } from './env.js';
 import type { LinkSpec } from './link-spec.js';
 import type { RankBoot, RankReport } from './rank-main.js';
 import { RendezvousClient, RendezvousServer } from './rendezvous.js';
-import { configFromEnv } from './config.js';
+import { configFromEnv, ucxErrModeFromEnv } from './config.js';
 import { nativeAddon } from './native.js';
 
 export interface NodeOptions {
@@ -225,6 +225,8 @@ export async function runNode(o: NodeOptions): Promise<number> {
   const hostNodes = Number(process.env.NBC_HOST_NODES ?? 1);
   const engineHasCore = hostRanks + hostNodes <= availableParallelism();
   const yieldCore = engineHasCore ? null : nativeAddon().addon?.schedYield ?? null;
+  // The engine's copies between rings, arenas and frames go to the addon's memmove where built.
+  setNativeCopy(nativeAddon().addon?.copy ?? null);
   // The emulated wire waits out a frame's last microseconds polling; it yields between its
   // polls only while a rank of this node waits (set once the shared memory exists): beside a
   // computing rank a yielding thread runs only when the rank's time slice ends.

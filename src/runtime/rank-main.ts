@@ -12,7 +12,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { pathToFileURL } from 'node:url';
 import type { RankContext } from '../comm/comm.js';
 import { Communicator } from '../coll/communicator.js';
-import { Transport, type Placement } from '../p2p/transport.js';
+import { setNativeCopy, Transport, type Placement } from '../p2p/transport.js';
 import { isUcxAddon, UcxPath, type UcxErrMode } from '../p2p/ucx.js';
 import { setFdSignal, type NodeShared } from '../shm/node-shared.js';
 import { configFromEnv } from './config.js';
@@ -63,6 +63,8 @@ const boot = workerData as RankBoot;
 // with sched_yield (the native addon's) before it parks; without the addon it spins briefly
 // and parks.
 const yieldFn = boot.yieldFromIdle === true ? nativeAddon().addon?.schedYield ?? null : null;
+// Copies that involve shared memory go to the addon's memmove where it is built.
+setNativeCopy(nativeAddon().addon?.copy ?? null);
 const eagerLimit = boot.eagerLimit ?? 8192;
 let ucx: UcxPath | null = null;
 if (boot.ucx === true) {

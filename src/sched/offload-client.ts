@@ -123,12 +123,6 @@ export class OffloadClient implements Executor {
   }
 
   /**
-   * What every post starts with: the communicator registered with the engine (once), a
-   * request, and the send and receive regions in the arena. A staged receive buffer is copied
-   * in too: a collective may leave parts of it untouched (exscan on rank 0, gaps between
-   * gatherv blocks, PROC_NULL neighbours), and copying the stage out must not overwrite them.
-   */
-  /**
    * A freed communicator: the engine forgets its members (a KIND_COMM record with H_TAG 1 and
    * no members), after the posts already written. Without it every communicator an offloaded
    * collective ever ran on stayed registered in the engine (the soak's residual growth).
@@ -138,6 +132,12 @@ export class OffloadClient implements Executor {
     this.t.toEngine(KIND_COMM, target.collCtx, target.rank, COMM_RELEASE, 0, 0, 0, 0, new Int32Array(0));
   }
 
+  /**
+   * What every post starts with: the communicator registered with the engine (once), a
+   * request, and the send and receive regions in the arena. A staged receive buffer is copied
+   * in too: a collective may leave parts of it untouched (exscan on rank 0, gaps between
+   * gatherv blocks, PROC_NULL neighbours), and copying the stage out must not overwrite them.
+   */
   private stage(target: OffloadTarget, send: Uint8Array, recv: Uint8Array) {
     if (!this.comms.has(target.collCtx)) {
       this.t.toEngine(KIND_COMM, target.collCtx, target.rank, 0, 0, 0, 0, 0, target.worldRanks);
