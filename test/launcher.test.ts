@@ -3,6 +3,7 @@ import { execFileSync, spawnSync, type SpawnSyncReturns } from 'node:child_proce
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
+import { launch } from 'nbcoll';
 import { jobPath, processesMatching, run, runOk } from './helpers.ts';
 
 const T = { timeout: 60_000 };
@@ -40,6 +41,14 @@ describe('launcher', () => {
     assert.equal(r.exitCode, 124);
     assert.match(r.failure ?? '', /timed out/);
     assert.deepEqual(processesMatching(token), []);
+  });
+
+  test('a job file that does not exist fails at once with one line naming it (nbc run exit 2; launch() throws NBC_ERR_LAUNCH)', T, () => {
+    const missing = `/tmp/nbc-no-such-job-${randomBytes(4).toString('hex')}.ts`;
+    const p = spawnSync(process.execPath, [CLI, 'run', '-n', '2', missing], { encoding: 'utf8', timeout: 30_000 });
+    assert.equal(p.status, 2, p.stderr);
+    assert.deepEqual(p.stderr.trim().split('\n'), [`nbc: Cannot run job file '${missing}': there is no file ${missing}; expected a .ts or .js job file [NBC_ERR_LAUNCH]`]);
+    assert.throws(() => launch(missing, { ranks: 2 }), { code: 'NBC_ERR_LAUNCH' });
   });
 
   test('nbc run --tag-output prefixes every line with its rank and passes the exit code', T, () => {

@@ -5,7 +5,7 @@ import { select } from '../src/coll/select.ts';
 import { DEFAULT_CONFIG } from '../src/config.ts';
 import { barrierLoopSpread, buildProgram, programOf, runProgram, simulate, toGoal, PRESETS, parseSimParams, crowdedParams, DEFAULT_SIM_PARAMS, type CallSpec, type SimNoise, type SimParams } from '../src/sim/index.ts';
 import { parseSimOp } from '../src/cli/sim.ts';
-import { fitLogGOPS, lentOf, modelOneWay, refitLogGP, splitAtSpread } from '../src/sim/calibrate.ts';
+import { fitLogGOPS, lentOf, modelOneWay, refitLogGP, splitAtSpread, stalledCall } from '../src/sim/calibrate.ts';
 import { EventQueue } from '../src/sim/heap.ts';
 import { jitterQuantiles, type BarrierSpreadResult, type LogGPJobArgs, type LogGPJobResult } from '../src/sim/loggp-job.ts';
 import { fileURLToPath } from 'node:url';
@@ -837,4 +837,15 @@ test('the LogGP job measures every pair at once: XOR 1 inside a node, XOR ppn ac
   assert.deepEqual(byRank.slice(1), [null, null]);
   assert.ok(byRank[0]!.barrierSpreadUs >= 0 && Number.isFinite(byRank[0]!.barrierSpreadUs), `${byRank[0]!.barrierSpreadUs} us`);
   assert.deepEqual(Object.keys(byRank[0]!), ['barrierSpreadUs']);
+});
+
+test('the calibration measures a call again when its run stalled (a scheduler tick per call), not when it was merely slow', { timeout: 5_000 }, () => {
+  const call = (measuredUs: number, modelUs: number) => ({ measuredUs, modelUs, callUs: Math.max(0, measuredUs - modelUs) });
+  // One node: 0.6 us of messages; 2-40 us measured is a call, 4 ms a stall (seen with both cores busy elsewhere).
+  assert.equal(stalledCall(call(2.1, 0.6)), false);
+  assert.equal(stalledCall(call(40, 0.6)), false);
+  assert.equal(stalledCall(call(4028.7, 0.6)), true);
+  // Across nodes: 30 us of messages; 90 us is slow, 4.1 ms stalled.
+  assert.equal(stalledCall(call(90, 30)), false);
+  assert.equal(stalledCall(call(4100, 30)), true);
 });

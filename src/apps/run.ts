@@ -10,7 +10,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import Table from 'cli-table3';
 import type { TopLevelSpec } from 'vega-lite';
 import { NbcArgError, type CollOptions, type Communicator, type Request } from '../index.js';
-import { renderSpec } from '../bench/chart.js';
+import { chartFormat, renderSpec } from '../bench/chart.js';
 import { parseNoise, type Noise } from '../bench/metrics.js';
 import type { LineHook } from './grid.js';
 
@@ -93,6 +93,7 @@ export function parseAppArgs(app: App, argv: readonly string[]): AppOptions {
     if (parts.length !== 3) throw new NbcArgError(`Cannot use --global ${v.global}: expected NX,NY,NZ`);
     global = [parts[0]!, parts[1]!, parts[2]!];
   }
+  if (v.chart !== undefined) chartFormat(v.chart);
   return {
     app,
     n: num('n', v.n ?? (app === 'pcg' ? '40' : '30'), true, 1),

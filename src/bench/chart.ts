@@ -156,7 +156,7 @@ export function chartSpec(results: readonly BenchResult[], opts: ChartOptions = 
 }
 
 /** The output format a file name asks for; throws NbcArgError for any other extension. */
-function chartFormat(file: string): ChartFormat {
+export function chartFormat(file: string): ChartFormat {
   const ext = extname(file).toLowerCase();
   const format = FORMATS.find((f) => f === ext);
   if (format === undefined) {

@@ -86,7 +86,7 @@ export function registerAgg(program: Command): void {
         return;
       }
       const ans = s.ans as AnRow[];
-      const t = new Table({ head: ['AN', 'level', 'address', 'pid', 'alive', 'slots', 'fragments', 'bytes', 'reduced', 'auth rej.', 'bad frames', 'errors'] });
+      const t = new Table({ style: { head: [], border: [] }, head: ['AN', 'level', 'address', 'pid', 'alive', 'slots', 'fragments', 'bytes', 'reduced', 'auth rej.', 'bad frames', 'errors'] });
       for (const a of ans) {
         const c = a.counters;
         t.push([a.id, a.level, `${a.host}:${a.port}`, a.pid, a.alive ? 'yes' : 'NO', `${a.slotsUsed}/${a.slotsTotal}`,
@@ -97,7 +97,7 @@ export function registerAgg(program: Command): void {
         `${String(s.payloadPerSlot)} B per slot\n${t.toString()}\n`);
       const groups = s.groups as GroupRow[];
       if (groups.length > 0) {
-        const g = new Table({ head: ['group', 'job', 'key', 'members', 'root AN', 'ANs', 'slots', 'epoch', 'fragments'] });
+        const g = new Table({ style: { head: [], border: [] }, head: ['group', 'job', 'key', 'members', 'root AN', 'ANs', 'slots', 'epoch', 'fragments'] });
         for (const x of groups) g.push([x.id, x.job, x.key, x.members, x.rootAn, x.ans.join(','), x.slots, x.epoch, x.rootFragments]);
         process.stdout.write(`${g.toString()}\n`);
       } else {

@@ -10,6 +10,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { Option, type Command } from 'commander';
+import { parseAppArgs } from '../apps/run.js';
 import { launch } from '../runtime/launcher.js';
 import { LINK_HELP, linkSpecOf, parseLinkSpec } from '../runtime/link-spec.js';
 import { parseTransport } from '../runtime/node-main.js';
@@ -67,6 +68,7 @@ function register(program: Command, app: 'cg' | 'pcg', description: string): Com
     if (o.verbose) args.push('--verbose');
     if (o.quiet) args.push('--quiet');
     if (o.link !== undefined) args.push('--link', o.link);
+    parseAppArgs(app, args); // every rank parses them too: a bad value fails here, once, before any start
     const r = await launch(JOBS[app], {
       ranks: o.ranks, ppn: o.ppn, args, link, transport: o.transport === undefined ? undefined : parseTransport(o.transport),
       timeoutMs: o.timeout === undefined ? undefined : o.timeout * 1000, handleSignals: true,

@@ -21,9 +21,9 @@ import { ucxErrModeFromEnv } from '../runtime/config.js';
 import { parseDurationMs, parseNoise, parseTestInterval, STATS, type Stat } from '../bench/metrics.js';
 import { BENCH_OPS, opKind, type OpJobArgs, type OpJobResult } from '../bench/op-job.js';
 import type { P2pJobArgs, P2pRow } from '../bench/p2p-job.js';
-import { renderChart } from '../bench/chart.js';
+import { chartFormat, renderChart } from '../bench/chart.js';
 import { compareResults } from '../bench/compare.js';
-import { formatCsv, formatOsu, formatTable } from '../bench/report.js';
+import { formatBytes, formatCsv, formatOsu, formatTable } from '../bench/report.js';
 import type { BenchResult, BenchRow } from '../bench/result.js';
 import { parseSizeRange } from '../runtime/env.js';
 import { launch } from '../runtime/launcher.js';
@@ -201,12 +201,13 @@ async function benchP2p(o: BenchOptions, ranks: number, ppn: number, sizes: numb
     : transport === 'ucx' ? `inter-node (UCX rank to rank, UCX_TLS=${process.env.UCX_TLS ?? 'tcp,self'} on loopback, NBC_UCX_ERR_MODE=${errMode})`
       : 'inter-node (TCP loopback, through the engines)';
   const table = new Table({
+    style: { head: [], border: [] },
     head: ['size', 'latency us', `limit us (${intra ? 'Atomics' : 'TCP'} ping-pong)`, 'bandwidth GB/s', 'TypedArray.set GB/s', '% of set', 'shared-memory copy GB/s'],
     colAligns: ['right', 'right', 'right', 'right', 'right', 'right', 'right'],
   });
   for (const row of rows) {
     table.push([
-      row.bytes, row.latencyUs.toFixed(2), limitLatencyUs.toFixed(2), row.bandwidthGBs.toFixed(2),
+      formatBytes(row.bytes), row.latencyUs.toFixed(2), limitLatencyUs.toFixed(2), row.bandwidthGBs.toFixed(2),
       row.limitBandwidthGBs === null ? '' : row.limitBandwidthGBs.toFixed(1),
       row.bandwidthPctOfLimit === null ? '' : `${row.bandwidthPctOfLimit.toFixed(0)} %`,
       row.limitSharedCopyGBs === null ? '' : row.limitSharedCopyGBs.toFixed(1),
@@ -268,6 +269,11 @@ export function registerBench(program: Command): void {
     .option('--window <n>', 'p2p: messages in flight for the bandwidth test', '16')
     .option('--plain', 'p2p: send from plain typed arrays instead of registered memory')
     .action(async (op: string, files: string[], o: BenchOptions) => {
+      // Output options first, so a typo fails before minutes of measuring.
+      if (o.chart !== undefined) chartFormat(o.chart);
+      if (o.metric !== undefined && o.metric !== 'latency' && o.metric !== 'overlap') {
+        throw new NbcArgError(`Cannot chart --metric ${o.metric}: expected latency or overlap`);
+      }
       if (op === 'compare') {
         if (files.length !== 2) throw new NbcArgError('Cannot compare: expected exactly two JSON result files, e.g. nbc bench compare A.json B.json');
         const a = readResult(files[0]!);
@@ -278,6 +284,7 @@ export function registerBench(program: Command): void {
       }
       if (op === 'chart') {
         if (files.length < 2) throw new NbcArgError('Cannot chart: expected an output file (.svg or .png) and at least one JSON result');
+        chartFormat(files[0]!);
         await renderChart(files.slice(1).map(readResult), files[0]!, o.metric === undefined ? undefined : { metric: o.metric as 'latency' | 'overlap' });
         return;
       }

@@ -22,6 +22,7 @@ import {
   fitPath, packingCutoffBytes, PARAMS_VERSION, scatterLatency, type CostParams, type ParamsFile, type PathName, type PathParams,
 } from '../coll/cost-model.js';
 import { launch } from '../runtime/launcher.js';
+import { TRANSPORT_CHOICES, type TransportChoice } from '../runtime/node-main.js';
 import { paramsFilePath, writeParamsFile } from '../runtime/params-file.js';
 import { machineInfo } from './bench.js';
 import { NbcArgError } from '../errors.js';
@@ -49,9 +50,9 @@ function ranksArg(value: string): number {
 interface CalibrateOptions {
   out?: string;
   loggp?: boolean;
-  transport?: string;
+  transport?: TransportChoice;
   stat: string;
-  crowd?: string;
+  crowd?: number[];
   refit?: string;
   iters: number;
   ranks: number;
@@ -146,6 +147,17 @@ function refitFile(from: string, out: string | undefined): { file: string; conte
   return { file, content };
 }
 
+/** `--crowd 8,16` or `none`, else commander's usage error. */
+function crowdArg(value: string): number[] {
+  return value === 'none' ? [] : value.split(',').map((x) => positiveInt(x));
+}
+
+/** `--transport`, checked before anything is measured; commander's usage error otherwise. */
+function transportArg(value: string): TransportChoice {
+  if (!(TRANSPORT_CHOICES as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${TRANSPORT_CHOICES.join(', ')}`);
+  return value as TransportChoice;
+}
+
 export function registerCalibrate(program: Command): void {
   program.command('calibrate')
     .description("measure seed 004's cost model (start-up, per-byte, constant) per path and store it as JSON for selection")
@@ -154,16 +166,15 @@ export function registerCalibrate(program: Command): void {
     .option('--ranks <n>', 'ranks per job: the scatter spreads its messages over n-1 receivers', ranksArg, 2)
     .option('--json', 'print the parameters file instead of the tables')
     .option('--loggp', "instead: measure the simulator's LogGOPS parameters (Netgauge's method) and write them for nbc sim (default file: NBC_SIM_PARAMS, else loggp.json beside params.json)")
-    .option('--transport <t>', 'with --loggp: the path between nodes to measure, ucx or tcp (default: auto)')
+    .option('--transport <t>', 'with --loggp: the path between nodes to measure, ucx or tcp (default: auto)', transportArg)
     .option('--stat <s>', 'with --loggp: statistic of each point over its rounds, median or min', 'median')
     .option('--refit <file>', "with --loggp: measure nothing; fit the samples FILE keeps again with this version's rules and write the result to --out (default: FILE)")
-    .option('--crowd <list>', "with --loggp: crowds to measure, ranks on this host (multiples of 4 above its cores), or 'none' (default: 2, 4 and 8 per core, up to 64)")
+    .option('--crowd <list>', "with --loggp: crowds to measure, ranks on this host (multiples of 4 above its cores), or 'none' (default: 2, 4 and 8 per core, up to 64)", crowdArg)
     .action(async (o: CalibrateOptions) => {
       if (o.refit !== undefined && o.loggp !== true) throw new NbcArgError('Cannot use --refit without --loggp: only LogGOPS calibrations keep their samples');
       if (o.loggp === true) {
         if (o.stat !== 'median' && o.stat !== 'min') throw new NbcArgError(`Cannot calibrate with --stat ${o.stat}: expected median or min`);
-        const crowd = o.crowd === undefined ? undefined : o.crowd === 'none' ? [] : o.crowd.split(',').map((x) => positiveInt(x));
-        const { file, content } = o.refit !== undefined ? refitFile(o.refit, o.out) : await calibrateLogGP({ out: o.out, transport: o.transport, stat: o.stat, crowd });
+        const { file, content } = o.refit !== undefined ? refitFile(o.refit, o.out) : await calibrateLogGP({ out: o.out, transport: o.transport, stat: o.stat, crowd: o.crowd });
         const p = content.params;
         const row = (name: string, x: typeof p.shm): string =>
           `${name}: L ${x.L.toFixed(3)} us, o ${x.o.toFixed(3)} us${x.oRecv === undefined ? '' : ` (receiver ${x.oRecv.toFixed(3)} us)`}, g ${x.g.toFixed(3)} us, G ${x.G.toExponential(3)} us/B, O ${x.O.toExponential(3)} us/B, S ${x.S} B` +

@@ -7,7 +7,7 @@ import { resolve as resolvePath } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { NbcError } from '../errors.js';
 import { detectWireup } from '../runtime/env.js';
-import { launch } from '../runtime/launcher.js';
+import { checkJobFile, launch } from '../runtime/launcher.js';
 import { LINK_HELP, parseLinkSpec } from '../runtime/link-spec.js';
 import { parseTransport, runNode, type TransportChoice } from '../runtime/node-main.js';
 import { registerAgg } from './agg.js';
@@ -79,6 +79,7 @@ program.command('node')
     const ringKb = envInt('NBC_RING_KB');
     const arenaMb = envInt('NBC_ARENA_MB');
     const creditKb = envInt('NBC_EAGER_CREDIT_KB');
+    checkJobFile(job);
     const code = await runNode({
       entry: resolvePath(job),
       args,

@@ -17,7 +17,7 @@ import Table from 'cli-table3';
 import { type Command } from 'commander';
 import { DEFAULT_CONFIG } from '../config.js';
 import { NbcArgError } from '../errors.js';
-import { renderChart } from '../bench/chart.js';
+import { chartFormat, renderChart } from '../bench/chart.js';
 import { parseNoise } from '../bench/metrics.js';
 import type { BenchResult } from '../bench/result.js';
 import type { CollName } from '../coll/select.js';
@@ -82,6 +82,7 @@ export function registerSim(program: Command): void {
       if (o.inputs !== 'cached' && o.inputs !== 'fresh') {
         throw new NbcArgError(`Cannot simulate with --inputs ${o.inputs}: expected cached (unchanged since the last call, as nbc bench loops) or fresh (just written)`);
       }
+      if (o.chart !== undefined) chartFormat(o.chart);
       const noise = o.noise === undefined ? null : parseNoise(o.noise);
       const loaded = loadSimParams(o.params);
       const from = loaded.from;

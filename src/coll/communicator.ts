@@ -12,7 +12,8 @@
  * that the planning modules call back.
  */
 import { Comm } from '../comm/comm.js';
-import type { DType, OpLike } from '../ops/index.js';
+import type { TypedArrayConstructor } from '../comm/validate.js';
+import { dtypeOf, resolveOp, type DType, type OpLike } from '../ops/index.js';
 import { opById } from '../ops/regions.js';
 import { IN_PLACE } from '../p2p/constants.js';
 import type { Request } from '../p2p/request.js';
@@ -104,10 +105,17 @@ export class Communicator extends Comm {
    * The algorithm a call would run: the per-call override, else NBC_<COLLECTIVE>_ALGORITHM,
    * else the selection table (with this communicator's nodes and the cost model), as
    * `name` or `name:degree` for algorithms that take one. `bytes` is one rank's block, as the
-   * call would pass it. For logs, tuning and tests; it sends nothing.
+   * call would pass it. For logs, tuning and tests; it sends nothing. For a reduction, `op`
+   * and `type` (the buffers' typed-array class) say what the call reduces: whether the
+   * aggregation fabric takes it (executor `agg`; without them, a call it takes, such as a sum
+   * of Float64Array) and whether the op commutes (else `commutative`, default true).
    */
-  algorithmFor(coll: CollName, bytes: number, opts?: CollOptions & { commutative?: boolean }): string {
-    const c = this.choose(coll, bytes, opts?.commutative ?? true, opts);
+  algorithmFor(coll: CollName, bytes: number, opts?: CollOptions & { commutative?: boolean; op?: OpLike; type?: TypedArrayConstructor }): string {
+    const op = opts?.op === undefined ? undefined : resolveOp(opts.op, `algorithmFor ${coll}`);
+    const dtype = opts?.type === undefined ? undefined : dtypeOf(new opts.type(0));
+    const fabricFits = this.executorName(opts) !== 'agg' ? undefined
+      : coll === 'barrier' || op === undefined || dtype === undefined || fabricReduces(op.id, dtype);
+    const c = this.choose(coll, bytes, op?.commutative ?? opts?.commutative ?? true, opts, fabricFits);
     return ALGORITHMS[coll][c.name]!.radix === undefined ? c.name : `${c.name}:${c.radix}`;
   }
 

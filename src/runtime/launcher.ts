@@ -78,11 +78,18 @@ function linkText(link: string | LinkSpec | undefined): string | undefined {
   return parts.join(',');
 }
 
+/** Fails before any process starts when the job file is not there (every rank would fail to import it). */
+export function checkJobFile(entry: string): void {
+  const path = resolvePath(entry);
+  if (!existsSync(path)) throw new NbcLaunchError(`Cannot run job file '${entry}': there is no file ${path}; expected a .ts or .js job file`);
+}
+
 export function launch(entry: string, opts: LaunchOptions): Promise<LaunchResult> {
   const n = opts.ranks;
   const ppn = opts.ppn ?? n;
   if (!Number.isInteger(n) || n < 1) throw new NbcLaunchError(`Cannot launch ${String(n)} ranks: expected a positive integer (-n)`);
   if (!Number.isInteger(ppn) || ppn < 1) throw new NbcLaunchError(`Cannot launch with ${String(ppn)} ranks per node: expected a positive integer (--ppn)`);
+  checkJobFile(entry);
   if (opts.agg === undefined) return launchNodes(entry, opts, {});
   const spec = parseAggSpec(opts.agg); // a bad spec throws here, before anything starts
   const link = typeof opts.link === 'string' ? parseLinkSpec(opts.link) : opts.link;

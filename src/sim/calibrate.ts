@@ -284,7 +284,33 @@ export function defaultCrowd(cores: number): number[] {
  * on one node (callUsByColl).
  */
 async function measureCall(params: SimParams, ppn: 1 | 2, transport: string | undefined,
-  coll: CollName = 'allreduce', algorithm = 'recursive-doubling'): Promise<CalibrationSamples['call']> {
+  coll: CollName = 'allreduce', algorithm = 'recursive-doubling', log: (s: string) => void = () => {}): Promise<CalibrationSamples['call']> {
+  let best: CalibrationSamples['call'] | null = null;
+  for (let attempt = 1; attempt <= STALLED_CALL_ATTEMPTS; attempt++) {
+    const c = await measureCallOnce(params, ppn, transport, coll, algorithm);
+    if (best === null || c.measuredUs < best.measuredUs) best = c;
+    if (!stalledCall(c)) return c;
+    log(`(${coll}: ${c.measuredUs.toFixed(0)} us per call against ${c.modelUs.toFixed(1)} us of messages: a stalled run${
+      attempt < STALLED_CALL_ATTEMPTS ? ', measuring again' : `, ${STALLED_CALL_ATTEMPTS} times; kept the fastest. Is the host busy with other programs?`}) `);
+  }
+  return best!;
+}
+
+/** How often measureCall() measures a call that looks stalled before it keeps the fastest. */
+const STALLED_CALL_ATTEMPTS = 3;
+
+/**
+ * A call-cost run that stalled: a job whose threads lose their cores to other programs can
+ * settle into one scheduler tick (4 ms) per call for a whole run (2 ranks of one node, both
+ * cores busy with other programs: 4.0-4.3 ms against 2-4 us). No call of 8 B on 2 ranks
+ * costs the library 50 times its messages and 200 us on top.
+ */
+export function stalledCall(c: CalibrationSamples['call']): boolean {
+  return c.measuredUs > Math.max(50 * c.modelUs, c.modelUs + 200);
+}
+
+async function measureCallOnce(params: SimParams, ppn: 1 | 2, transport: string | undefined,
+  coll: CollName, algorithm: string): Promise<CalibrationSamples['call']> {
   const args: OpJobArgs = {
     op: coll, sizes: [8], iters: 2000, warmup: 2000, warmupMs: 500, algorithm, executor: 'host',
     compute: 'busy', testInterval: { kind: 'none' }, noise: null, stat: 'median', perRank: false,
@@ -364,17 +390,17 @@ export async function calibrateLogGP(o: CalibrateLogGPOptions): Promise<{ file: 
   const kernels = kernelSpeeds();
   const fitted = fitSamples({ shm: shmJob, net: netJob, crowd: crowdSamples }, { source, cores, eagerLimit: limit, ...kernels });
   log('measuring the cost of a call (allreduce of 8 B, 2 ranks, 1 node)... ');
-  const call = await measureCall(fitted, 2, o.transport);
+  const call = await measureCall(fitted, 2, o.transport, 'allreduce', 'recursive-doubling', log);
   log(`${call.measuredUs.toFixed(1)} us measured, ${call.modelUs.toFixed(1)} us in messages and kernels: ${call.callUs.toFixed(1)} us per call\n`);
   log('... and across nodes (2 ranks, 2 nodes)... ');
-  const callNet = await measureCall(fitted, 1, o.transport);
+  const callNet = await measureCall(fitted, 1, o.transport, 'allreduce', 'recursive-doubling', log);
   log(`${callNet.measuredUs.toFixed(1)} us measured, ${callNet.modelUs.toFixed(1)} us in messages and kernels: ${callNet.callUs.toFixed(1)} us per call\n`);
   log('... and of every other collective (8 B, 2 ranks, 1 node):');
   const callByColl: NonNullable<CalibrationSamples['callByColl']> = [];
   for (const coll of SIM_COLLS) {
     if (coll === 'allreduce') continue;
     const algorithm = callCostAlgorithm(coll);
-    const c = await measureCall(fitted, 2, o.transport, coll, algorithm);
+    const c = await measureCall(fitted, 2, o.transport, coll, algorithm, log);
     callByColl.push({ coll, algorithm, ...c });
     log(` ${coll} ${c.callUs.toFixed(1)}`);
   }

@@ -593,6 +593,13 @@ function determinism(w: Communicator): string {
 function aggNonblocking(w: Communicator): number {
   const ex = { executor: 'agg' as const };
   const p = w.size;
+  if (w.splitShared().size < w.size) {
+    // What a call would run (algorithmFor) says the fabric where it takes the call, and a host
+    // algorithm for a reduction it does not (prod on doubles).
+    eq('algorithmFor on agg', [w.algorithmFor('allreduce', 8, ex), w.algorithmFor('allreduce', 8, { ...ex, op: 'sum', type: Float64Array }),
+      w.algorithmFor('barrier', 0, ex)], ['agg', 'agg', 'agg']);
+    assert.notEqual(w.algorithmFor('allreduce', 8, { ...ex, op: 'prod', type: Float64Array }), 'agg');
+  }
   const half = w.split(w.rank % 2)!; // a colour, never undefined: every rank gets a communicator
   let checks = 0;
   for (const comm of [w, half]) {
