@@ -51,6 +51,7 @@ test('--osu prints OSU-format text for a blocking op, one row per size', T, () =
   const lines = a.stdout.trim().split('\n');
   assert.ok(lines.some((l) => /^# OSU MPI Allreduce Latency Test/.test(l)), a.stdout);
   assert.ok(lines.some((l) => /^# Size\s+Avg Latency\(us\)/.test(l)), a.stdout);
+  assert.ok(!lines.some((l) => l.startsWith('# Figures')), `--osu reports OSU's average unless --stat says otherwise:\n${a.stdout}`);
   const rows = lines.filter((l) => /^\d+\s+[\d.]+$/.test(l));
   assert.deepEqual(rows.map((l) => Number(l.split(/\s+/)[0])), [8, 32, 128]);
 });

@@ -104,16 +104,20 @@ test('formatCsv() writes a header naming every field present, then one line per 
 });
 
 test('formatOsu() prints the osu_allreduce header and rows that parse back into the same sizes and latencies', () => {
-  const text = formatOsu(blocking);
+  const text = formatOsu({ ...blocking, stat: 'avg' });
   const lines = text.split('\n');
   assert.equal(lines[0], '# OSU MPI Allreduce Latency Test');
   assert.equal(lines[1], '# Size       Avg Latency(us)');
+  // Another statistic than OSU's average is named in a comment line, which OSU parsers skip.
+  const median = formatOsu({ ...blocking, stat: 'median' }).split('\n');
+  assert.equal(median[1], "# Figures: the median over iterations, not OSU's average (--stat avg)");
+  assert.deepEqual(median.slice(2), lines.slice(1));
   assert.equal(lines[2], '8                       0.90', 'rows are %-10d%18.2f');
   assert.deepEqual(osuRows(text), blocking.results.map((row) => [row.bytes, twoDecimals(row.latencyUs)]));
 });
 
 test('formatOsu() prints the osu_iallreduce header lines and rows that parse back into overall, compute, pure and overlap', () => {
-  const text = formatOsu(nonblocking);
+  const text = formatOsu({ ...nonblocking, stat: 'avg' });
   const lines = text.split('\n');
   assert.deepEqual(lines.slice(0, 4), [
     '# OSU MPI Non-blocking Allreduce Latency Test',

@@ -582,7 +582,7 @@ test('referenceReduce() rejects no contributions, different lengths and wrong ty
   assert.throws(() => referenceReduce('sum', DType.Int32, [new Int32Array(2), new Int32Array(3)]),
     hasCode(ErrorCode.COUNT, /contribution 1 has 3 elements but contribution 0 has 2/));
   assert.throws(() => referenceReduce('sum', DType.Int32, [new Int32Array(2), new Uint32Array(2)]),
-    hasCode(ErrorCode.TYPE, /contribution 1 is not a Int32Array/));
+    hasCode(ErrorCode.TYPE, /contribution 1 is not an Int32Array/));
   const one = new Int32Array([5, 6]);
   const r = referenceReduce('sum', DType.Int32, [one]);
   assert.deepEqual([...r], [5, 6]);

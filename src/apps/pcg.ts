@@ -392,7 +392,10 @@ export default async function pcg(world: Communicator, args: string[]): Promise<
     iterations: res.iterations, finalRelResidual: res.relResidual, solveSeconds: secs[0]!, warmupSolves: o.warmup,
     perIterationMs: (secs[0]! * 1000) / res.iterations, phases: summary,
     matvecGBs: matvecGBs(box.rows, res.iterations, summary.matvec!.seconds), testCalls: pacer.tests,
-    noiseStolenSeconds: stolen[0]! / world.size / 1000, verification, residualHistory: res.history,
+    noiseStolenSeconds: stolen[0]! / world.size / 1000, verification,
+    ...(verify ? {} : { verificationSkipped: o.verify === 'off' ? '--verify off'
+      : `${unknowns} unknowns: --verify auto compares with the sequential reference up to ${VERIFY_AUTO_MAX}; --verify on compares anyway` }),
+    residualHistory: res.history,
     machine: { node: process.version, date: new Date().toISOString() },
   };
   await report(o, result);

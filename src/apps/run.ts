@@ -250,6 +250,8 @@ export interface AppResult {
   testCalls: number;
   noiseStolenSeconds: number;
   verification: Verification | null;
+  /** Why the run was not verified, where it was not. */
+  verificationSkipped?: string;
   residualHistory: number[];
   machine: { node: string; date: string };
 }
@@ -343,6 +345,8 @@ export function formatReport(r: AppResult): string {
   if (r.verification !== null) {
     const v = r.verification;
     lines.push(`verification (${v.kind}): ${v.ok ? 'ok' : 'FAILED'}: ${v.detail}`);
+  } else if (r.verificationSkipped !== undefined) {
+    lines.push(`verification: skipped (${r.verificationSkipped})`);
   }
   return lines.join('\n');
 }

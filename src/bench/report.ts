@@ -255,6 +255,8 @@ export function formatOsu(r: BenchResult): string {
   const size = (row: BenchRow): string => (showSize ? String(row.bytes).padEnd(OSU_SIZE_WIDTH) : '');
   const sizeHead = showSize ? '# Size'.padEnd(OSU_SIZE_WIDTH) : '';
   const lines = [osuTitle(r)];
+  // OSU's figures are averages over iterations; say so where these are another statistic.
+  if (r.kind !== 'p2p' && r.stat !== 'avg') lines.push(`# Figures: the ${r.stat} over iterations, not OSU's average (--stat avg)`);
 
   if (isOverlapRun(r)) {
     lines.push('# Overall = Coll. Init + Compute + MPI_Test + MPI_Wait', '');

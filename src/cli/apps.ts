@@ -54,7 +54,7 @@ function register(program: Command, app: 'cg' | 'pcg', description: string): Com
     .option('--json <file>', 'write the result as JSON')
     .option('--chart <file>', 'write a chart of the phases (.svg or .png)');
   if (app === 'cg') {
-    c.addOption(new Option('--mode <m>', 'halo exchange: neighborAlltoall or ineighborAlltoall around the interior matvec').choices(['blocking', 'nonblocking']))
+    c.addOption(new Option('--mode <m>', 'halo exchange: neighborAlltoall or ineighborAlltoall around the interior matvec (default nonblocking)').choices(['blocking', 'nonblocking']))
       .option('--test-interval <rows>', 'test() the halo every so many rows of the interior matvec (0 = never; default 0)');
   } else {
     c.addOption(new Option('--variant <v>', 'seed 000 Figure 3, 6 or 7 (default overlap)').choices(['alg1', 'alg2', 'overlap']))

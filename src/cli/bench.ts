@@ -268,7 +268,9 @@ export function registerBench(program: Command): void {
     .option('--label <text>', 'legend label of this result in charts')
     .option('--window <n>', 'p2p: messages in flight for the bandwidth test', '16')
     .option('--plain', 'p2p: send from plain typed arrays instead of registered memory')
-    .action(async (op: string, files: string[], o: BenchOptions) => {
+    .action(async (op: string, files: string[], o: BenchOptions, cmd: Command) => {
+      // OSU reports averages: with --osu, so does nbc bench unless --stat says otherwise.
+      if (o.osu === true && cmd.getOptionValueSource('stat') === 'default') o.stat = 'avg';
       // Output options first, so a typo fails before minutes of measuring.
       if (o.chart !== undefined) chartFormat(o.chart);
       if (o.metric !== undefined && o.metric !== 'latency' && o.metric !== 'overlap') {

@@ -3,6 +3,7 @@
  * The `nbc` command: run jobs, join jobs started by other launchers, benchmark, calibrate.
  */
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { NbcError } from '../errors.js';
@@ -27,6 +28,12 @@ function envInt(name: string): number | undefined {
 }
 
 /** `--transport`, else NBC_TRANSPORT, else undefined (the node's default, auto). */
+/** `-n`/`--np`; mpirun's `-np 4` reaches here as `-n p`, which gets a hint. */
+function npArg(value: string): number {
+  if (value === 'p') throw new InvalidArgumentError("expected a positive integer, got 'p' (mpirun's -np 4 reads as -n p here: write -n 4 or --np 4)");
+  return positiveInt(value);
+}
+
 export function transportOption(flag: string | undefined): TransportChoice | undefined {
   if (flag !== undefined) return parseTransport(flag);
   const env = process.env.NBC_TRANSPORT;
@@ -39,13 +46,20 @@ process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   throw err;
 });
 
+/** The installed package's version (package.json, two levels above dist/cli). */
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string };
+  return pkg.version ?? 'unknown';
+}
+
 const program = new Command('nbc')
   .description('nbcoll: MPI-class collectives for TypeScript on Node.js')
+  .version(packageVersion(), '-V, --version', "print nbcoll's version")
   .enablePositionalOptions();
 
 program.command('run')
   .description('run a job: ceil(N/P) node processes on this host, P rank threads each')
-  .requiredOption('-n, --np <N>', 'number of ranks', positiveInt)
+  .requiredOption('-n, --np <N>', 'number of ranks', npArg)
   .option('--ppn <P>', 'ranks per node (default: all on one node)', positiveInt)
   .option('--tag-output', 'prefix every output line with its rank')
   .option('--link <gige|ib|spec>', LINK_HELP)

@@ -4,7 +4,8 @@
  * Planner, what the per-collective planning modules (plan-*.ts) need of a communicator.
  */
 import type { Neighborhood } from '../comm/topology.js';
-import { bytesOf, describe, type TypedArray } from '../comm/validate.js';
+import { bytesOf, type TypedArray } from '../comm/validate.js';
+import { describeValue } from '../describe.js';
 import { NbcCountError, NbcRootError, NbcTypeError } from '../errors.js';
 import { bytesPerElement, dtypeOf, resolveOp, type OpLike } from '../ops/index.js';
 import { registerUserOp } from '../ops/regions.js';
@@ -48,7 +49,7 @@ export function checkRoot(c: Planner, root: number, coll: string): void {
 
 export function sameType(c: Planner, coll: string, a: Buf, b: Buf): void {
   if (a.constructor !== b.constructor && !(a instanceof Uint8Array && b instanceof Uint8Array)) {
-    throw new NbcTypeError(`Cannot ${coll} on communicator ${c.ctx}: send is ${describe(a)} but recv is ${describe(b)}; expected the same typed array type`);
+    throw new NbcTypeError(`Cannot ${coll} on communicator ${c.ctx}: send is ${describeValue(a)} but recv is ${describeValue(b)}; expected the same typed array type`);
   }
 }
 

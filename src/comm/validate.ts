@@ -4,6 +4,7 @@
  */
 import { NbcRankError, NbcTagError, NbcTypeError } from '../errors.js';
 import { ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB } from '../p2p/constants.js';
+import { describeValue } from '../describe.js';
 
 export type TypedArray =
   | Int8Array | Uint8Array | Uint8ClampedArray | Int16Array | Uint16Array | Int32Array
@@ -20,7 +21,7 @@ export function bytesOf(buf: unknown, op: string, ctxId: number, what = 'buffer'
   if (buf instanceof Uint8Array) return buf;
   if (!ArrayBuffer.isView(buf) || buf instanceof DataView) {
     throw new NbcTypeError(
-      `Cannot ${op} on communicator ${ctxId}: ${what} is ${describe(buf)}; expected a typed array ` +
+      `Cannot ${op} on communicator ${ctxId}: ${what} is ${describeValue(buf)}; expected a typed array ` +
       `(Int8Array .. Float64Array, BigInt64Array, BigUint64Array) or a Buffer`);
   }
   return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
@@ -52,9 +53,3 @@ export function checkTag(tag: unknown, allowAny: boolean, op: string, ctxId: num
     `expected an integer 0..${TAG_UB}${allowAny ? ' or ANY_TAG' : ''}`);
 }
 
-export function describe(v: unknown): string {
-  if (v === null) return 'null';
-  if (v === undefined) return 'undefined';
-  if (typeof v === 'object') return `a ${(v as object).constructor?.name ?? 'object'}`;
-  return `${typeof v} ${String(v)}`;
-}

@@ -10,6 +10,7 @@
  */
 import { NbcArgError, NbcTypeError } from '../errors.js';
 import type { TypedArray, TypedArrayConstructor } from '../comm/validate.js';
+import { describeValue } from '../describe.js';
 
 export const DType = {
   Int8: 0,
@@ -86,7 +87,7 @@ export function dtypeOf(buf: TypedArray): DType {
   const dt = tryDtypeOf(buf);
   if (dt === undefined) {
     throw new NbcTypeError(
-      `Cannot determine the element type: the buffer is ${describe(buf)}; expected a typed array ` +
+      `Cannot determine the element type: the buffer is ${describeValue(buf)}; expected a typed array ` +
       `(Int8Array .. Float64Array, BigInt64Array, BigUint64Array) or a Buffer`);
   }
   return dt;
@@ -152,9 +153,3 @@ export function viewOf(dt: DType, buffer: ArrayBufferLike, byteOffset: number, l
   return new Ctor(buffer, byteOffset, length);
 }
 
-function describe(v: unknown): string {
-  if (v === null) return 'null';
-  if (v === undefined) return 'undefined';
-  if (typeof v === 'object') return `a ${(v as object).constructor?.name ?? 'object'}`;
-  return `${typeof v} ${String(v)}`;
-}

@@ -13,6 +13,7 @@ import { NbcCountError, NbcTypeError } from '../errors.js';
 import type { TypedArray } from '../comm/validate.js';
 import { DTYPE_COUNT, DType, bytesPerElement, ctorOf, dtypeName, hasDtype, tryDtypeOf, viewOf } from './dtype.js';
 import { resolveOp, type OpLike } from './op.js';
+import { describeValue } from '../describe.js';
 
 export type { ReduceKernel } from './loops.js';
 
@@ -192,5 +193,5 @@ function typeName(buf: unknown): string {
   const dt = tryDtypeOf(buf);
   if (dt !== undefined) return `${dtypeName(dt)}Array`;
   if (buf === null || buf === undefined) return String(buf);
-  return typeof buf === 'object' ? `a ${(buf as object).constructor?.name ?? 'object'}` : `a ${typeof buf}`;
+  return describeValue(buf);
 }

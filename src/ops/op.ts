@@ -20,6 +20,7 @@ import { NbcArgError, NbcCountError, NbcOpError, NbcTypeError } from '../errors.
 import type { TypedArray } from '../comm/validate.js';
 import { DTYPE_COUNT, DType, dtypeName, isDType } from './dtype.js';
 import { OpCode, builtinKernel, type ReduceKernel } from './loops.js';
+import { describeValue } from '../describe.js';
 
 export { OpCode } from './loops.js';
 export type { ReduceKernel } from './loops.js';
@@ -123,17 +124,17 @@ export class Op {
   static create<T extends TypedArray>(fn: UserOpFunction<T>, options: OpOptions = {}): Op {
     if (typeof fn !== 'function') {
       throw new NbcOpError(
-        `Cannot create a user op: the function is ${describe(fn)}; expected (inout, input) => void`);
+        `Cannot create a user op: the function is ${describeValue(fn)}; expected (inout, input) => void`);
     }
     const { commutative = false, itemLength = 1, name } = options;
     if (typeof commutative !== 'boolean') {
-      throw new NbcArgError(`Cannot create a user op: commutative is ${describe(commutative)}; expected a boolean`);
+      throw new NbcArgError(`Cannot create a user op: commutative is ${describeValue(commutative)}; expected a boolean`);
     }
     if (!Number.isInteger(itemLength) || itemLength < 1) {
-      throw new NbcArgError(`Cannot create a user op: itemLength is ${describe(itemLength)}; expected an integer >= 1`);
+      throw new NbcArgError(`Cannot create a user op: itemLength is ${describeValue(itemLength)}; expected an integer >= 1`);
     }
     if (name !== undefined && typeof name !== 'string') {
-      throw new NbcArgError(`Cannot create a user op: name is ${describe(name)}; expected a string`);
+      throw new NbcArgError(`Cannot create a user op: name is ${describeValue(name)}; expected a string`);
     }
     const id = nextUserId++;
     return new Op(name ?? `user#${id}`, id, commutative, itemLength, fn as UserOpFunction);
@@ -168,7 +169,7 @@ export class Op {
     }
     if (count === undefined) return;
     if (!Number.isInteger(count) || count < 0) {
-      throw new NbcCountError(`Cannot ${what}: count is ${describe(count)}; expected an integer >= 0`);
+      throw new NbcCountError(`Cannot ${what}: count is ${describeValue(count)}; expected an integer >= 0`);
     }
     if (count % this.itemLength !== 0) {
       throw new NbcCountError(this.isBuiltin
@@ -217,7 +218,7 @@ export function resolveOp(op: unknown, what = 'reduce'): Op {
     return op;
   }
   throw new NbcOpError(
-    `Cannot ${what}: ${typeof op === 'string' ? `unknown op '${op}'` : `op is ${describe(op)}`}; ` +
+    `Cannot ${what}: ${typeof op === 'string' ? `unknown op '${op}'` : `op is ${describeValue(op)}`}; ` +
     `expected one of ${BUILTIN_OP_NAMES.map((n) => `'${n}'`).join(', ')} or an Op from Op.create()`);
 }
 
@@ -230,10 +231,3 @@ export function builtinOpById(id: number): Op {
   return op;
 }
 
-function describe(v: unknown): string {
-  if (v === null) return 'null';
-  if (v === undefined) return 'undefined';
-  if (typeof v === 'string') return `the string '${v}'`;
-  if (typeof v === 'object') return `a ${(v as object).constructor?.name ?? 'object'}`;
-  return `${typeof v} ${String(v)}`;
-}

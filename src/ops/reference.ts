@@ -20,6 +20,7 @@ import { NbcCountError, NbcTypeError } from '../errors.js';
 import type { TypedArray } from '../comm/validate.js';
 import { DType, ctorOf, dtypeName, isBigInt, isFloat, tryDtypeOf } from './dtype.js';
 import { resolveOp, type OpLike } from './op.js';
+import { withArticle } from '../describe.js';
 
 /**
  * The fold of `contributions` (rank order: contributions[0] is rank 0's) under `op`, as a new
@@ -36,7 +37,7 @@ export function referenceReduce(op: OpLike, dt: DType, contributions: readonly T
   o.check(dt, n, what);
   contributions.forEach((c, rank) => {
     if (tryDtypeOf(c) !== dt) {
-      throw new NbcTypeError(`Cannot ${what}: contribution ${rank} is not a ${dtypeName(dt)}Array`);
+      throw new NbcTypeError(`Cannot ${what}: contribution ${rank} is not ${withArticle(`${dtypeName(dt)}Array`)}`);
     }
     if (c.length !== n) {
       throw new NbcCountError(`Cannot ${what}: contribution ${rank} has ${c.length} elements but contribution 0 has ${n}`);

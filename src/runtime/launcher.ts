@@ -95,14 +95,17 @@ export function launch(entry: string, opts: LaunchOptions): Promise<LaunchResult
   const link = typeof opts.link === 'string' ? parseLinkSpec(opts.link) : opts.link;
   return (async () => {
     let fabric: FabricHandle;
+    let tearingDown = false;
     try {
       // NBC_AGG_TEST_DELAY_US: the test hook that delays each fragment at the daemons at random
       const delay = opts.env?.NBC_AGG_TEST_DELAY_US ?? process.env.NBC_AGG_TEST_DELAY_US;
       // The fabric's routine lines (daemons registered, groups placed) only with
-      // NBC_AGG_VERBOSE=1; what went wrong (a daemon lost, a refusal, a rejected connection) always.
+      // NBC_AGG_VERBOSE=1; what went wrong (a daemon lost, a refusal, a rejected connection) always,
+      // until the job has ended: then the fabric is taken down, daemon by daemon, and a daemon
+      // that sees its parent go first says so.
       const verbose = (opts.env?.NBC_AGG_VERBOSE ?? process.env.NBC_AGG_VERBOSE) === '1';
       const log = (line: string): void => {
-        if (verbose || /died|lost|fail|refus|reject|error|dead|cannot|revok/i.test(line)) process.stderr.write(`${line}\n`);
+        if (verbose || (!tearingDown && /died|lost|fail|refus|reject|error|dead|cannot|revok/i.test(line))) process.stderr.write(`${line}\n`);
       };
       // Daemons poll between hops, as switch ports do, where this host has a core for every
       // rank, engine and daemon (as the engines do, node-main.ts); NBC_AGG_SPIN_US overrides.
@@ -120,6 +123,7 @@ export function launch(entry: string, opts: LaunchOptions): Promise<LaunchResult
         NBC_AGG_SECRET: fabric.secret.toString('hex'),
       });
     } finally {
+      tearingDown = true;
       await fabric.stop();
     }
   })();
