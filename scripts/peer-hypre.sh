@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 n=${N:-40}
 tol=${TOL:-1e-8}
 read -r -a procs <<<"${PROCS:-1 2}"
-src=${HYPRE_PEER:-../shared/peers/hypre_pcg.c}
+src=${HYPRE_PEER:-${NBC_PEERS:-../shared/peers}/hypre_pcg.c}
 if ! dpkg -s libhypre-dev >/dev/null 2>&1; then
   echo "peer-hypre: libhypre-dev is not installed (apt-get install libhypre-dev); hypre not measured."
   hypre=""
@@ -17,7 +17,7 @@ elif ! command -v mpicc >/dev/null 2>&1; then
   echo "peer-hypre: mpicc not found (apt-get install libopenmpi-dev openmpi-bin); hypre not measured."
   hypre=""
 elif [ ! -f "$src" ]; then
-  echo "peer-hypre: $src not found; hypre not measured."
+  echo "peer-hypre: $src not found (set NBC_PEERS, or HYPRE_PEER, to the peer programs); hypre not measured."
   hypre=""
 else
   hypre=$(mktemp -d)/hypre_pcg
