@@ -8,6 +8,7 @@ import { shape, topologyOf, type CollShape } from '../src/coll/shape.ts';
 import { A_RECV, A_REDUCE, A_SEND, RECV, SEND, ScheduleBuilder, TMP, type Schedule } from '../src/sched/schedule.ts';
 import { Interpreter, Run, type Port } from '../src/sched/interpreter.ts';
 import { TL_ALLGATHER, TL_ALLTOALL, nodeLayout, planTwoLevel } from '../src/sched/two-level.ts';
+import { decodePost, encodePost, POST_TWO_LEVEL_WORDS, POST_WORDS } from '../src/sched/offload.ts';
 
 test('a round-mode schedule stores actions compactly and dumps them readably', () => {
   const b = new ScheduleBuilder('demo');
@@ -297,4 +298,20 @@ test('hier alltoall on equal nodes hands its leaders an alltoall: Bruck sends lo
   };
   assert.deepEqual(leaderSends(alltoall.scattered).sort(), [2, 4, 6], 'one message to each other leader');
   assert.equal(leaderSends(alltoall.bruck).length, 2, 'Bruck: ceil(log2 4) messages');
+});
+
+test('an offload post record decodes to the regions and call it was encoded from, for a schedule and a two-level call', () => {
+  const send = { slice: 1, offset: 64, bytes: 800 };
+  const recv = { slice: 1, offset: 1024, bytes: 800 };
+  const tmp = { slice: 1, offset: 4096, bytes: 128 };
+  const sched = encodePost(send, recv, tmp, null);
+  assert.equal(sched.length, POST_WORDS);
+  // Behind a header, as the engine reads it from a ring record.
+  const ring = new Int32Array(12 + sched.length);
+  ring.set(sched, 12);
+  assert.deepEqual(decodePost(ring, 12, false), { send, recv, tmp, call: null });
+  const call = { op: 3, dtype: 9, esize: 8, kind: 2, root: 5 };
+  const two = encodePost(send, recv, null, call);
+  assert.equal(two.length, POST_TWO_LEVEL_WORDS);
+  assert.deepEqual(decodePost(two, 0, true), { send, recv, tmp: { slice: 0, offset: 0, bytes: 0 }, call });
 });

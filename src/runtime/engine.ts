@@ -28,7 +28,7 @@ import {
   align8, endpointWord, H_AUX, H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_OFFSET, H_SLICE, H_SRC, H_TAG, H_TOKEN, HEADER_BYTES,
   HEADER_WORDS, kDoorbell, KIND_ACK, KIND_COMM, KIND_CREDIT, KIND_DATA, KIND_EAGER, KIND_EAGER_CREDIT, KIND_FRAG, KIND_POST, KIND_PULL, KIND_RTS, KIND_SCHED, kSleeping,
 } from '../shm/layout.js';
-import { COMM_RELEASE, DONE_ERROR, OF_BYTES, OF_WORDS, OffloadEngine } from '../sched/offload.js';
+import { COMM_RELEASE, decodePost, DONE_ERROR, OF_BYTES, OF_WORDS, OffloadEngine, POST_TWO_LEVEL_WORDS, POST_WORDS } from '../sched/offload.js';
 import type { UcxPath } from '../p2p/ucx.js';
 import { AggNode } from './agg-node.js';
 import { decodeSchedule } from '../sched/wire.js';
@@ -447,26 +447,19 @@ export class Engine {
         throw new NbcInternalError(`rank ${rank} posted an offloaded collective whose completion word (slice ${slot}, ` +
           `offset ${slotOffset}) is not in its own arena slice of ${this.slices[rank]!.byteLength} bytes`);
       }
-      // Three regions of three words for a schedule; two regions and five call words for a two-level post.
-      const need = (i32[w + H_DST] === 0 ? 14 : 9) * 4;
+      // Schedule id 0: a two-level post, with its call after the regions (sched/offload.ts, decodePost).
+      const twoLevel = i32[w + H_DST] === 0;
+      const need = (twoLevel ? POST_TWO_LEVEL_WORDS : POST_WORDS) * 4;
       if (i32[w + H_BYTES]! < need || HEADER_BYTES + i32[w + H_BYTES]! > i32[w + H_LEN]!) {
         this.completeSlot(rank, slot, slotOffset, DONE_ERROR);
         this.refused(rank, `its post record declares ${i32[w + H_BYTES]} bytes of arguments in a ${
           i32[w + H_LEN]}-byte record; expected ${need}`);
         return;
       }
-      const d = w + HEADER_WORDS;
-      const ref = (k: number) => ({ slice: i32[d + k]!, offset: i32[d + k + 1]!, bytes: i32[d + k + 2]! });
-      let why: string | null;
-      if (i32[w + H_DST] === 0) {
-        // schedule id 0: a two-level collective (op, dtype, item size, kind and root follow the regions)
-        const call = { op: i32[d + 9]!, dtype: i32[d + 10]!, esize: i32[d + 11]!, kind: i32[d + 12]!, root: i32[d + 13]! };
-        why = this.offload.postTwoLevel(rank, i32[w + H_CTX]!, i32[w + H_SRC]!, i32[w + H_TAG]!, ref(0), ref(3),
-          call, slot, slotOffset);
-      } else {
-        why = this.offload.post(rank, i32[w + H_DST]!, i32[w + H_CTX]!, i32[w + H_SRC]!, i32[w + H_TAG]!,
-          ref(0), ref(3), ref(6), slot, slotOffset);
-      }
+      const p = decodePost(i32, w + HEADER_WORDS, twoLevel);
+      const why = p.call !== null
+        ? this.offload.postTwoLevel(rank, i32[w + H_CTX]!, i32[w + H_SRC]!, i32[w + H_TAG]!, p.send, p.recv, p.call, slot, slotOffset)
+        : this.offload.post(rank, i32[w + H_DST]!, i32[w + H_CTX]!, i32[w + H_SRC]!, i32[w + H_TAG]!, p.send, p.recv, p.tmp, slot, slotOffset);
       if (why !== null) this.refused(rank, why);
       return;
     }

@@ -16,7 +16,7 @@ import { Request } from '../p2p/request.js';
 import type { Transport } from '../p2p/transport.js';
 import { KIND_COMM, KIND_POST, KIND_SCHED } from '../shm/layout.js';
 import type { CollTarget, Executor, Plan } from './executor.js';
-import { COMM_RELEASE, DONE_INVALID, DONE_OK, DONE_PEER_FAILED, REGISTERED_SCHEDULES } from './offload.js';
+import { COMM_RELEASE, DONE_INVALID, DONE_OK, DONE_PEER_FAILED, encodePost, REGISTERED_SCHEDULES } from './offload.js';
 import { A_REDUCE, type Schedule } from './schedule.js';
 import type { TwoLevelCall } from './two-level.js';
 import { encodeSchedule } from './wire.js';
@@ -100,9 +100,8 @@ export class OffloadClient implements Executor {
     const tmpOff = sched.tmpBytes > 0 ? this.alloc(sched.tmpBytes, 'scratch') : 0;
     if (sched.tmpBytes > 0) req.frees.push(tmpOff);
     const slotOff = this.arm(req);
-    t.toEngine(KIND_POST, target.collCtx, target.rank, tag, id, 0, t.ep, slotOff, Int32Array.of(
-      sr.slice, sr.offset, sr.bytes, r.slice, r.offset, r.bytes, t.ep, tmpOff, sched.tmpBytes,
-    ));
+    t.toEngine(KIND_POST, target.collCtx, target.rank, tag, id, 0, t.ep, slotOff,
+      encodePost(sr, r, { slice: t.ep, offset: tmpOff, bytes: sched.tmpBytes }, null));
     this.pending.push(req);
     return req;
   }
@@ -115,9 +114,7 @@ export class OffloadClient implements Executor {
     const t = this.t;
     const { req, s, r } = this.stage(target, send, recv);
     const slotOff = this.arm(req);
-    t.toEngine(KIND_POST, target.collCtx, target.rank, tag, 0, 0, t.ep, slotOff, Int32Array.of(
-      s.slice, s.offset, s.bytes, r.slice, r.offset, r.bytes, 0, 0, 0, call.op, call.dtype, call.esize, call.kind, call.root,
-    ));
+    t.toEngine(KIND_POST, target.collCtx, target.rank, tag, 0, 0, t.ep, slotOff, encodePost(s, r, null, call));
     this.pending.push(req);
     return req;
   }

@@ -114,6 +114,42 @@ export interface RegionRef {
   bytes: number;
 }
 
+/**
+ * A KIND_POST record's arguments (after the header, whose H_DST is the schedule id, 0 for a
+ * two-level call, and whose H_SLICE/H_OFFSET locate the completion word): the send, receive
+ * and scratch regions, three words each; a two-level post has no scratch (zeros) and carries
+ * its call's op, dtype, item size, kind and root after the regions. encodePost() on the rank,
+ * decodePost() in the engine: the layout lives here alone.
+ */
+const POST_REGION_WORDS = 3;
+const POST_CALL = 3 * POST_REGION_WORDS;
+/** Words of a schedule's post, and of a two-level post. */
+export const POST_WORDS = POST_CALL;
+export const POST_TWO_LEVEL_WORDS = POST_CALL + 5;
+
+/** A KIND_POST record's arguments; `call` for a two-level post, whose `tmp` is ignored. */
+export function encodePost(send: RegionRef, recv: RegionRef, tmp: RegionRef | null, call: TwoLevelCall | null): Int32Array {
+  const w = new Int32Array(call === null ? POST_WORDS : POST_TWO_LEVEL_WORDS);
+  [send, recv, tmp].forEach((r, k) => {
+    if (r !== null) w.set([r.slice, r.offset, r.bytes], k * POST_REGION_WORDS);
+  });
+  if (call !== null) w.set([call.op, call.dtype, call.esize, call.kind, call.root], POST_CALL);
+  return w;
+}
+
+/** The arguments of a KIND_POST record whose words start at `d` of `i32` (`twoLevel`: it has a call). */
+export function decodePost(i32: Int32Array, d: number, twoLevel: boolean): { send: RegionRef; recv: RegionRef; tmp: RegionRef; call: TwoLevelCall | null } {
+  const ref = (k: number): RegionRef => {
+    const at = d + k * POST_REGION_WORDS;
+    return { slice: i32[at]!, offset: i32[at + 1]!, bytes: i32[at + 2]! };
+  };
+  const c = d + POST_CALL;
+  return {
+    send: ref(0), recv: ref(1), tmp: ref(2),
+    call: twoLevel ? { op: i32[c]!, dtype: i32[c + 1]!, esize: i32[c + 2]!, kind: i32[c + 3]!, root: i32[c + 4]! } : null,
+  };
+}
+
 /** One execution of a schedule by the engine: a rank's offloaded collective, or an engines' exchange. */
 class OffloadRun extends Run {
   constructor(
