@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chartSpec, renderChart } from '../src/bench/chart.js';
 import { compareResults } from '../src/bench/compare.js';
-import { formatBytes, formatCsv, formatOsu, formatTable } from '../src/bench/report.js';
+import { describeResult, formatBytes, formatCsv, formatOsu, formatTable } from '../src/bench/report.js';
 import type { BenchResult, BenchRow } from '../src/bench/result.js';
 import { ErrorCode } from '../src/errors.js';
 import { hasCode } from './assert.ts';
@@ -226,4 +226,9 @@ test('compareResults() compares blocking latency with non-blocking overall time,
   assert.equal(first?.overlapA, undefined);
   assert.doesNotMatch(cmp.text, /overlap %/);
   assert.deepEqual(cmp.onlyInA, [1 << 20]);
+});
+
+test('describeResult() says a result came from the simulator (nbc sim JSON), so compare tables tell the sides apart', () => {
+  assert.doesNotMatch(describeResult(blocking), /simulated/);
+  assert.match(describeResult({ ...blocking, simulated: { seed: 1 } } as BenchResult), /, simulated$/);
 });

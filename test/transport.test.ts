@@ -32,12 +32,13 @@ async function okOn(transport: 'ucx' | 'tcp', job: string, ranks: number, ppn: n
 
 for (const transport of ['tcp', 'ucx'] as const) {
   describe(`transport ${transport}`, { skip: transport === 'ucx' ? ucxMissing() : false }, () => {
-    test(`messages between nodes travel over ${transport}`, T, async () => {
+    test(`messages between nodes travel over ${transport}, and stats() counts the peers used`, T, async () => {
       const r = await okOn(transport, 'p2p.ts', 4, 2, ['transport']);
       for (const x of r.ranks) {
-        const got = x.result as { interNode: string; interNodeMessages: number; got: number };
+        const got = x.result as { interNode: string; interNodeMessages: number; got: number; peers: number[] };
         assert.equal(got.interNode, transport);
         assert.ok(got.interNodeMessages >= 1, 'the cross-node send was counted as inter-node');
+        assert.deepEqual(got.peers, [1, 1], 'one peer on its own node and one on the other, each counted once');
         assert.equal(got.got, (x.rank + 2) % 4);
       }
     });

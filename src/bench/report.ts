@@ -71,6 +71,8 @@ export function describeResult(r: BenchResult): string {
   if (isOverlapRun(r)) parts.push(`compute ${r.compute ?? 'none'}`, describeTestInterval(r.testInterval));
   if (r.noise !== null) parts.push(`noise ${r.noise}`);
   parts.push(`${r.stat} over iterations`);
+  // nbc sim writes the same rows, with the model it ran on (cli/sim.ts).
+  if ((r as { simulated?: unknown }).simulated !== undefined) parts.push('simulated');
   return `${r.op}: ${parts.join(', ')}`;
 }
 

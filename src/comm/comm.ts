@@ -520,8 +520,11 @@ export class Comm {
   private hood: Neighborhood | undefined = undefined;
 
   /**
-   * Message and byte counts of this rank (all communicators), how it reaches other nodes, and,
-   * over UCX, how its endpoints treat a failed peer (NBC_UCX_ERR_MODE; null over TCP).
+   * Message and byte counts of this rank (all communicators), the peers it has sent to (the
+   * connections it used), how it reaches other nodes, and, over UCX, how its endpoints treat a
+   * failed peer (NBC_UCX_ERR_MODE; null over TCP). `host` counts what this rank's thread sent:
+   * point-to-point and the host executor's collectives. Collectives run by the offload and agg
+   * executors are sent by the node engine and the fabric, not counted here.
    */
   stats(): { host: TransportStats; interNode: 'ucx' | 'tcp'; ucxErrMode: UcxErrMode | null } {
     const ucx = this.transport.ucx;

@@ -165,6 +165,13 @@ export interface TransportStats {
   messagesReceived: number;
   bytesReceived: number;
   /**
+   * The connections this rank has used: how many distinct ranks of its node, and of other
+   * nodes, it has sent to (a UCX endpoint each between nodes with UCX; over TCP every message
+   * between nodes goes through the node engine's one link per node pair).
+   */
+  intraNodePeers: number;
+  interNodePeers: number;
+  /**
    * UCX only: the most eager sends UCX held unfinished at once (0 without UCX). Bounded by
    * UCX_HEADERS_IN_FLIGHT + 1: past it a blocking send waits for the peer (back-pressure).
    */
@@ -202,8 +209,10 @@ export class Transport implements Progressor {
   private ucxReaped = 0;
   readonly stats: TransportStats = {
     messagesSent: 0, bytesSent: 0, intraNodeMessages: 0, interNodeMessages: 0,
-    messagesReceived: 0, bytesReceived: 0, ucxPeakInFlight: 0, creditRendezvous: 0,
+    messagesReceived: 0, bytesReceived: 0, ucxPeakInFlight: 0, creditRendezvous: 0, intraNodePeers: 0, interNodePeers: 0,
   };
+  /** Per world rank: 1 once this rank has sent to it (TransportStats' peers). */
+  private readonly peerUsed: Uint8Array;
   private readonly outRings: Ring[] = [];
   private readonly inRings: Ring[] = [];
   private readonly outQueues: Outgoing[][] = [];
@@ -289,6 +298,7 @@ export class Transport implements Progressor {
     this.creditMax = opts.eagerCredit ?? EAGER_CREDIT_BYTES;
     this.creditBatch = Math.max(1, this.creditMax >> 2);
     this.credit = new Int32Array(placement.nodeOfRank.length).fill(this.creditMax);
+    this.peerUsed = new Uint8Array(placement.nodeOfRank.length);
     this.owed = new Int32Array(placement.nodeOfRank.length);
     // A rank that sleeps in poll(2) on its UCX worker is woken through its eventfd (wake()).
     if (this.ucx !== null) Atomics.store(this.control, endpointWord(this.ep, kWakeFd), this.ucx.wakeFd);
@@ -409,11 +419,7 @@ export class Transport implements Progressor {
     copyBytes(view, ring.u8, at + HEADER_BYTES, bytes);
     ring.publish(len);
     wake(this.control, ep);
-    const s = this.stats;
-    s.messagesSent++;
-    s.bytesSent += bytes;
-    if (ep === this.engineEp) s.interNodeMessages++;
-    else s.intraNodeMessages++;
+    this.countSend(dstWorld, bytes, ep === this.engineEp);
     if (this.trace !== null) this.trace.sends.push(dstWorld, ctx, tag, bytes);
     return true;
   }
@@ -432,7 +438,7 @@ export class Transport implements Progressor {
     const len = HEADER_BYTES + bytes;
     this.putHeader(ucx.stage32, 0, KIND_EAGER, len, ctx, src, tag, bytes, dstWorld, 0, -1, 0);
     copyBytes(view, ucx.stage, HEADER_BYTES, bytes);
-    this.countUcxSend(bytes);
+    this.countSend(dstWorld, bytes, true);
     if (req !== undefined) {
       const done = (err: Error | null): void => {
         this.ucxReaped++;
@@ -447,11 +453,18 @@ export class Transport implements Progressor {
     }
   }
 
-  private countUcxSend(bytes: number): void {
+  /** Counts a message sent to `dstWorld` (TransportStats), and the peer the first time. */
+  private countSend(dstWorld: number, bytes: number, interNode: boolean): void {
     const s = this.stats;
     s.messagesSent++;
     s.bytesSent += bytes;
-    s.interNodeMessages++;
+    if (interNode) s.interNodeMessages++;
+    else s.intraNodeMessages++;
+    if (this.peerUsed[dstWorld] === 0) {
+      this.peerUsed[dstWorld] = 1;
+      if (interNode) s.interNodePeers++;
+      else s.intraNodePeers++;
+    }
   }
 
   /**
@@ -473,7 +486,7 @@ export class Transport implements Progressor {
     // memory, which is what the missing credit forbids: it waits for KIND_UCX_PULL.
     ucx.stage32[H_AUX] = small ? UCX_HELD : 0;
     ucx.sendHeader(req.dstWorld, HEADER_BYTES);
-    this.countUcxSend(bytes);
+    this.countSend(req.dstWorld, bytes, true);
     if (small) {
       this.ucxHeld.set(token, req);
       return;
@@ -577,11 +590,7 @@ export class Transport implements Progressor {
     if (!rendezvous) copyBytes(req.view, ring.u8, at + HEADER_BYTES, bytes);
     ring.publish(len);
     wake(this.control, req.ep);
-    const s = this.stats;
-    s.messagesSent++;
-    s.bytesSent += bytes;
-    if (req.ep === this.engineEp) s.interNodeMessages++;
-    else s.intraNodeMessages++;
+    this.countSend(req.dstWorld, bytes, req.ep === this.engineEp);
     if (rendezvous) this.awaitingAck.set(req.token, req);
     else req.complete();
     return true;

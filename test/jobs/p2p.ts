@@ -32,8 +32,21 @@ const modes: Record<string, (w: Communicator, args: string[]) => unknown> = {
     const r = w.irecv(got, (w.rank - w.size / 2 + w.size) % w.size, 5);
     w.send(Int32Array.of(w.rank), peer, 5);
     r.wait();
+    // Then a large message (rendezvous) to the same peer and one to the neighbour of its own
+    // node: 2 peers used, whatever each message's protocol.
+    const big = new Uint8Array(100_000);
+    const rb = w.irecv(new Uint8Array(big.length), (w.rank - w.size / 2 + w.size) % w.size, 6);
+    w.send(big, peer, 6);
+    rb.wait();
+    const mate = w.rank ^ 1;
+    const rm = w.irecv(new Int32Array(1), mate, 7);
+    w.send(Int32Array.of(w.rank), mate, 7);
+    rm.wait();
     const s = w.stats();
-    return { interNode: s.interNode, ucxErrMode: s.ucxErrMode, interNodeMessages: s.host.interNodeMessages, got: got[0] };
+    return {
+      interNode: s.interNode, ucxErrMode: s.ucxErrMode, interNodeMessages: s.host.interNodeMessages, got: got[0],
+      peers: [s.host.intraNodePeers, s.host.interNodePeers],
+    };
   },
 
   ring(w, args) {
