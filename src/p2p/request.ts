@@ -46,7 +46,7 @@ export class Request implements PromiseLike<Status> {
   error: Error | null = null;
   status: Status = { source: -1, tag: -1, count: 0, bytes: 0 };
 
-  constructor(protected readonly engine: Progressor) {}
+  constructor(protected readonly progressor: Progressor) {}
 
   /** Marks the request complete. Idempotent completion is a bug, so it is not allowed. */
   complete(error: Error | null = null): void {
@@ -71,14 +71,14 @@ export class Request implements PromiseLike<Status> {
 
   /** Makes progress; true once the request is complete. Throws the request's error. */
   test(): boolean {
-    if (!this.done) this.engine.progress();
+    if (!this.done) this.progressor.progress();
     if (this.done && this.error) throw this.error;
     return this.done;
   }
 
   /** Blocks this worker until the request completes; returns its status or throws its error. */
   wait(): Status {
-    if (!this.done) this.engine.waitUntil(this);
+    if (!this.done) this.progressor.waitUntil(this);
     if (this.error) throw this.error;
     return this.status;
   }
@@ -91,7 +91,7 @@ export class Request implements PromiseLike<Status> {
       const poll = (): void => {
         try {
           if (this.test()) resolve(this.status);
-          else this.engine.parkAsync(poll);
+          else this.progressor.parkAsync(poll);
         } catch (err) {
           reject(err);
         }
@@ -102,8 +102,8 @@ export class Request implements PromiseLike<Status> {
 }
 
 /** A request that is already complete (PROC_NULL peers, empty operations). */
-export function completedRequest(engine: Progressor, status?: Partial<Status>): Request {
-  const r = new Request(engine);
+export function completedRequest(progressor: Progressor, status?: Partial<Status>): Request {
+  const r = new Request(progressor);
   Object.assign(r.status, status);
   r.complete();
   return r;
@@ -129,7 +129,7 @@ function instanceOf(r: AnyRequest): Request | null {
 function progressorOf(reqs: readonly AnyRequest[]): Progressor | null {
   for (const x of reqs) {
     const r = instanceOf(x);
-    if (r !== null && !r.done) return (r as unknown as { engine: Progressor }).engine;
+    if (r !== null && !r.done) return (r as unknown as { progressor: Progressor }).progressor;
   }
   return null;
 }

@@ -14,7 +14,7 @@ import { Worker } from 'node:worker_threads';
 import { NbcArgError, NbcError, NbcLaunchError } from '../errors.js';
 import { LinkManager } from '../net/link.js';
 import { openHostBoard } from './host-board.js';
-import { createNodeShared, DEFAULT_RING_BYTES, DEFAULT_SLICE_BYTES, ring, setFdSignal, waitWatcher } from '../shm/node-shared.js';
+import { createNodeShared, DEFAULT_RING_BYTES, DEFAULT_SLICE_BYTES, ringDoorbell, setFdSignal, waitWatcher } from '../shm/node-shared.js';
 import { kAbortWord } from '../shm/layout.js';
 import { isUcxAddon, UcxPath } from '../p2p/ucx.js';
 import { OF_BYTES, OF_FRAGMENT } from '../sched/offload.js';
@@ -162,7 +162,7 @@ export async function runNode(o: NodeOptions): Promise<number> {
     if (control !== null) {
       // Wake every parked rank so it sees the abort word and stops waiting.
       Atomics.store(control, kAbortWord, code === 0 ? 1 : code);
-      for (let e = 0; e <= o.ranks; e++) ring(control, e);
+      for (let e = 0; e <= o.ranks; e++) ringDoorbell(control, e);
     }
     engine?.stop();
     aggNode?.close();

@@ -19,21 +19,22 @@ import { TL_AGG } from './two-level.js';
 
 export class AggExecutor implements Executor {
   readonly name = 'agg';
-  private readonly engine: OffloadClient;
+  /** Posts to the node engine, which runs the call with the fabric. */
+  private readonly client: OffloadClient;
 
   /** @param host the transport's host executor (the registry's), which runs the fallbacks. */
   constructor(t: Transport, spinUs: number, private readonly host: Executor) {
-    this.engine = new OffloadClient(t, spinUs);
+    this.client = new OffloadClient(t, spinUs);
   }
 
   start(plan: Plan, target: CollTarget, tag: number): Request {
     const call = plan.composite;
     if (call === undefined) return this.host.start(plan, target, tag);
-    return this.engine.postTwoLevel(target, plan.send, plan.recv, tag, { ...call, kind: call.kind | TL_AGG });
+    return this.client.postTwoLevel(target, plan.send, plan.recv, tag, { ...call, kind: call.kind | TL_AGG });
   }
 
   release(target: CollTarget): void {
-    this.engine.release(target);
+    this.client.release(target);
   }
 }
 

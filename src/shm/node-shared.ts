@@ -66,11 +66,11 @@ export function waitWatcher(control: Int32Array, ranks: number): () => boolean {
  * saw 1, we bump the doorbell, so its wait either sees a changed value or gets our notify.
  */
 export function wake(control: Int32Array, ep: number): void {
-  if (Atomics.load(control, endpointWord(ep, kSleeping)) !== 0) ring(control, ep);
+  if (Atomics.load(control, endpointWord(ep, kSleeping)) !== 0) ringDoorbell(control, ep);
 }
 
 /** Rings endpoint `ep`'s doorbell unconditionally: the futex, and its eventfd where it has one. */
-export function ring(control: Int32Array, ep: number): void {
+export function ringDoorbell(control: Int32Array, ep: number): void {
   Atomics.add(control, endpointWord(ep, kDoorbell), 1);
   Atomics.notify(control, endpointWord(ep, kDoorbell));
   const fd = Atomics.load(control, endpointWord(ep, kWakeFd));
