@@ -43,13 +43,14 @@ function issueMany(groups: AggGroup[], n: number, bytes: number): { results: Pro
 
 /**
  * Resolves once the fabric status satisfies `ok`, asking the AM every STATUS_POLL_MS (it has no
- * way to push its state; some counters reach it only with heartbeats), up to a deadline.
+ * way to push its state; some counters reach it only with heartbeats); fails at the deadline.
  */
-async function statusUntil(f: FabricHandle, ok: (s: Status) => boolean, ms = 5000): Promise<Status> {
+async function statusUntil(f: FabricHandle, ok: (s: Status) => boolean, what: string, ms = 5000): Promise<Status> {
   const end = performance.now() + ms;
   for (;;) {
     const s = await fabricStatus(f.manager, f.secret) as unknown as Status;
-    if (ok(s) || performance.now() > end) return s;
+    if (ok(s)) return s;
+    if (performance.now() > end) assert.fail(`the fabric status did not show ${what} within ${ms} ms: ${JSON.stringify(s)}`);
     await pause(STATUS_POLL_MS);
   }
 }
@@ -96,7 +97,7 @@ describe('aggregation fabric faults', () => {
       }
       assert.ok(groups.every((g) => g.failed !== null));
       // The AM knows AN 2 is dead: members 2 and 3 move to the next live leaf (AN 1).
-      await statusUntil(f, (s) => s.ans[2]!.alive === false);
+      await statusUntil(f, (s) => s.ans[2]!.alive === false, 'AN 2 dead');
       const again = await within(Promise.all(job.clients.map((c, i) => c.join('world', i, 4))), 10_000, 'join after the kill');
       const kinds = again.map((a) => ('refused' in a ? `refused: ${a.refused}` : `group ${a.id}`));
       assert.equal(new Set(kinds).size, 1, kinds.join(' | '));
@@ -144,7 +145,7 @@ describe('aggregation fabric faults', () => {
         assert.match(r.err!.message, /member 3|node 3/);
         assert.ok(r.at - killedAt < 5000);
       }
-      const s = await statusUntil(f, (st) => st.groups.length === 0 && st.jobs.every((j) => Object.keys(j.reservations).length === 0));
+      const s = await statusUntil(f, (st) => st.groups.length === 0 && st.jobs.every((j) => Object.keys(j.reservations).length === 0), 'no groups or reservations left');
       assert.deepEqual(s.groups, [], 'the group is gone');
       assert.deepEqual(s.jobs.find((j) => j.id === job.id)?.reservations, {}, 'its slots are released');
     } finally {
@@ -169,7 +170,11 @@ describe('aggregation fabric faults', () => {
       const killedAt = performance.now();
       process.kill(f.pids[0]!, 'SIGKILL');
       const rs = await within(results, 10_000, 'pending reduces after the AM died');
-      for (const r of rs.filter((x) => x.err !== null)) {
+      // A node that loses the AM fails its groups (agg/client.ts), so the calls still held by
+      // the credit window fail.
+      const failed = rs.filter((x) => x.err !== null);
+      assert.ok(failed.length > 0, 'some operations were pending when the AM died');
+      for (const r of failed) {
         assert.equal((r.err as Error & { code?: string }).code, 'NBC_ERR_PEER_FAILED', r.err!.message);
         assert.ok(r.at - killedAt < 5000);
       }
@@ -250,7 +255,7 @@ describe('aggregation fabric authentication', () => {
       b.write(encodeFrame(9, Buffer.from('nonsense')));
       assert.ok(await closedBy(b), 'the AM drops a connection with a bad frame');
 
-      const s = await statusUntil(f, (x) => (x.ans[0]!.counters.authRejections ?? 0) >= 3 && (x.counters.badFrames ?? 0) >= 1);
+      const s = await statusUntil(f, (x) => (x.ans[0]!.counters.authRejections ?? 0) >= 3 && (x.counters.badFrames ?? 0) >= 1, '3 authentication rejections and a bad frame');
       assert.ok(s.counters.authRejections! >= 3, `AM auth rejections ${s.counters.authRejections}`);
       assert.ok(s.ans[0]!.counters.authRejections! >= 3, `AN 0 auth rejections ${s.ans[0]!.counters.authRejections}`);
       assert.equal(s.counters.badFrames, 1);
@@ -281,9 +286,13 @@ describe('aggregation fabric authentication', () => {
       await assert.rejects(connectJob(f, [2], a.id), /different key/);
       const ga = await joinAll(a, 'world');
       const gb = await joinAll(b, 'world');
-      const data = [floats(32), floats(32)];
-      const [oa, ob] = await within(Promise.all([reduceAll(ga, data, OpCode.sum, DType.Float64), reduceAll(gb, data, OpCode.sum, DType.Float64)]), 10_000, 'two jobs');
-      assert.deepEqual(oa, ob);
+      // Different data per job: cross-talk between them would show as a wrong sum in either.
+      const da = [floats(32), floats(32)];
+      const db = [floats(32), floats(32)];
+      const [oa, ob] = await within(Promise.all([reduceAll(ga, da, OpCode.sum, DType.Float64), reduceAll(gb, db, OpCode.sum, DType.Float64)]), 10_000, 'two jobs');
+      const shape = { radix: 2, levels: 1 };
+      for (const o of oa) assert.deepEqual(o, reference(shape, [0, 1], da, OpCode.sum, DType.Float64), 'job a');
+      for (const o of ob) assert.deepEqual(o, reference(shape, [0, 1], db, OpCode.sum, DType.Float64), 'job b');
       closeJob(a);
       closeJob(b);
     } finally {

@@ -64,7 +64,15 @@ test('compare prints B/A ratios for two results', T, () => {
   }
   const c = nbc('compare', join(dir, 'a.json'), join(dir, 'b.json'));
   assert.equal(c.status, 0, c.stderr);
-  assert.match(c.stdout, /ratio|B\/A/i);
+  assert.match(c.stdout, /B\/A/);
+  // Every size's row carries B's latency over A's, from the two JSON files.
+  const rows = (name: string) => (JSON.parse(readFileSync(join(dir, `${name}.json`), 'utf8')) as { results: Array<{ bytes: number; latencyUs: number }> }).results;
+  const [a, b] = [rows('a'), rows('b')];
+  assert.ok(a.length > 0);
+  for (const ra of a) {
+    const rb = b.find((x) => x.bytes === ra.bytes)!;
+    assert.ok(c.stdout.includes(`${(rb.latencyUs / ra.latencyUs).toFixed(2)}x`), `${(rb.latencyUs / ra.latencyUs).toFixed(2)}x in\n${c.stdout}`);
+  }
 });
 
 test('--warmup-time keeps every size warming up at least that long (each size is a fresh job)', T, () => {

@@ -109,6 +109,11 @@ describe('collectives against a sequential reference', () => {
       const r = await launch(jobPath('coll.ts'), { ranks: n, ppn, args: ['props', 'alltoall'], output: 'pipe', timeoutMs: 60_000, env: { NBC_ALLTOALL_ALGORITHM: 'bruck' } });
       assert.equal(r.exitCode, 0, `${n} ranks, ppn ${ppn}: ${r.failure}\n${r.stderr}`);
     }
+    // The leaders did run Bruck: on 4 nodes it sends each leader's blocks in ceil(log2 4) = 2
+    // messages, 8 in all, where the pairwise exchange sends 4 x 3 = 12.
+    const r = await launch(jobPath('coll.ts'), { ranks: 8, ppn: 2, args: ['hiercount'], output: 'pipe', timeoutMs: 60_000, env: { NBC_ALLTOALL_ALGORITHM: 'bruck' } });
+    assert.equal(r.exitCode, 0, `${r.failure}\n${r.stderr}`);
+    assert.equal((r.ranks[0]!.result as Record<string, number>)['world alltoall hier'], 4 * 2, 'inter-node messages of the leaders\' Bruck alltoall');
   });
 
   test('a persistent hier allreduce restarted 1,000 times gives the right sum every time (2 nodes, uneven)', T, async () => {

@@ -144,12 +144,19 @@ test('derived master ports are stable, in 29500..49499, and agree between nodes 
   assert.equal(fnv1a32('foobar'), 0xbf9cf968);
   assert.equal(masterPortForJob(''), DEFAULT_MASTER_PORT);
   assert.equal(masterPortForJob('foobar'), 29500 + (0xbf9cf968 % 20000));
+  // 32-bit FNV-1a (Fowler, Noll, Vo), written out again for the check.
+  const fnv1a = (text: string): number => {
+    let h = 0x811c9dc5;
+    for (const b of Buffer.from(text, 'utf8')) h = Math.imul(h ^ b, 0x01000193) >>> 0;
+    return h;
+  };
+  assert.equal(fnv1a('foobar'), 0xbf9cf968);
   const seen = new Set<number>();
   for (let i = 0; i < 2000; i++) {
     const id = `${1000 + i}.0`;
     const p = masterPortForJob(id);
     assert.ok(Number.isInteger(p) && p >= 29500 && p < 29500 + MASTER_PORT_SPAN, `port ${p} for ${id}`);
-    assert.equal(p, masterPortForJob(id));
+    assert.equal(p, 29500 + (fnv1a(id) % 20000), `port for ${id}, by FNV-1a computed here`);
     seen.add(p);
   }
   assert.ok(seen.size > 1800, 'consecutive job ids spread over the range');

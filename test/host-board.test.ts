@@ -63,8 +63,9 @@ test('mapShared gives two mappings of one file the same memory; openHostBoard ne
   assert.equal(openHostBoard(4, -1, ''), null);
   const map = nativeAddon().addon?.mapShared;
   if (map === undefined) {
+    assert.equal(nativeAddon().addon, null, 'the native addon lacks mapShared: it predates it, and npm run build rebuilds it');
     assert.equal(openHostBoard(4, -1, '/dev/null'), null, 'without the addon there is no board');
-    t.diagnostic(`native addon: ${nativeAddon().why}; mapShared not exercised`);
+    t.skip(`native addon: ${nativeAddon().why}; mapShared not exercised`);
     return;
   }
   const dir = mkdtempSync(join(tmpdir(), 'nbc-board-'));

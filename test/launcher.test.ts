@@ -29,8 +29,11 @@ describe('launcher', () => {
 
   test('a node killed with SIGKILL stops the job within 5 s with a message naming the node', T, async () => {
     const token = `kill-${randomBytes(4).toString('hex')}`;
+    const t0 = performance.now();
     const r = await run('fail.ts', 6, 2, ['sigkill', '4', token]);
+    const took = performance.now() - t0;
     assert.equal(r.exitCode, 137);
+    assert.ok(took < 5000 + 3000, `job stopped after ${took.toFixed(0)} ms (start-up included)`);
     assert.match(r.stderr, /node 2 \(pid \d+, ranks 4\.\.5\) was killed by SIGKILL/);
     assert.deepEqual(processesMatching(token), [], 'no process is left behind');
   });

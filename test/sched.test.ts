@@ -116,8 +116,16 @@ test('a DAG schedule posts the messages to or from one peer in the order it wrot
 
 test('schedules are pure functions of the call shape', () => {
   const sh = shape({ rank: 2, size: 7, bytes: 7 * 64, esize: 8, dtype: 8, op: 0 });
+  const before = JSON.stringify(sh);
+  const other = shape({ rank: 3, size: 7, bytes: 7 * 64, esize: 8, dtype: 8, op: 0 });
   for (const build of [allreduce.recursiveDoubling, allreduce.rabenseifner, allreduce.ring, allreduce.knomialReduceBcast]) {
-    assert.equal(build(sh).toString(), build({ ...sh }).toString(), build.name);
+    // The same shape, even as another object built after other calls, gives the same schedule,
+    // the shape is left as it was, and another rank's shape gives another schedule.
+    const first = build(sh).toString();
+    build(other);
+    assert.equal(build({ ...sh }).toString(), first, build.name);
+    assert.equal(JSON.stringify(sh), before, `${build.name} left the shape unchanged`);
+    assert.notEqual(build(other).toString(), first, `${build.name}: rank 3's schedule is not rank 2's`);
   }
 });
 

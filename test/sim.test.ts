@@ -552,14 +552,12 @@ test('parameters are validated field by field, and every preset is valid', { tim
   });
 });
 
-test('4096 ranks of recursive doubling simulate quickly (a generous events-per-second floor)', { timeout: 60_000 }, () => {
-  const t0 = performance.now();
+// Its speed is a benchmark's (BENCHMARKS.md, "The simulator": events per second at 10^5 ranks).
+test('4096 ranks of recursive doubling: every exchange is an event, and the latency is 12 rounds of LogGP', { timeout: 60_000 }, () => {
   const rows = simulate({ coll: 'allreduce', ranks: 4096, ppn: 1, executor: 'host', algorithm: 'recursive-doubling' }, [8], DEFAULT_SIM_PARAMS);
-  const s = (performance.now() - t0) / 1000;
   const row = rows[0]!;
   // 12 exchanges: 12 x (send done, arrival, receive done, reduce) per rank, plus the copies.
   assert.ok(row.events > 4096 * 12 * 4, `${row.events} events`);
-  assert.ok(row.events / s > 2e4, `${(row.events / s).toFixed(0)} events/s`);
   // 12 rounds of 2o + L (+ tiny per-byte and kernel costs) on the defaults' network.
   const round = 2 * DEFAULT_SIM_PARAMS.net.o + DEFAULT_SIM_PARAMS.net.L;
   assert.ok(row.latencyUs > 12 * round && row.latencyUs < 12 * round * 1.5, `${row.latencyUs} us`);

