@@ -15,8 +15,16 @@ class FakeGroup implements FabricGroup {
   readonly ans = [0];
   readonly calls: Array<{ data: Uint8Array; out: Uint8Array | null; op: number; dtype: number; root: number; done: (err: Error | null) => void }> = [];
   left = false;
+  private waiters: Array<{ n: number; resolve: () => void }> = [];
   reduce(data: Uint8Array, out: Uint8Array | null, op: number, dtype: number, root: number, done: (err: Error | null) => void): void {
     this.calls.push({ data, out, op, dtype, root, done });
+    const ready = this.waiters.filter((w) => this.calls.length >= w.n);
+    this.waiters = this.waiters.filter((w) => this.calls.length < w.n);
+    for (const w of ready) w.resolve();
+  }
+  /** Resolves once the node has made `n` reduce calls on this group. */
+  called(n: number): Promise<void> {
+    return this.calls.length >= n ? Promise.resolve() : new Promise((resolve) => this.waiters.push({ n, resolve }));
   }
   leave(): void {
     this.left = true;
@@ -57,7 +65,7 @@ test('calls made while the join is pending wait for it and reach the group in ca
   assert.deepEqual({ key: client.joins[0]!.key, index: client.joins[0]!.index, count: client.joins[0]!.count }, { key: '7:0', index: 1, count: 3 });
   const g = new FakeGroup();
   client.joins[0]!.answer(g);
-  await new Promise((r) => setImmediate(r));
+  await g.called(2);
   assert.deepEqual(g.calls.map((c) => new Float64Array(c.data.buffer)[0]), [1, 2]);
   assert.deepEqual(g.calls.map((c) => c.root), [-1, -1]);
   g.calls[0]!.done(null);
@@ -93,7 +101,7 @@ test('a reduce asks for the result only on the root node; a barrier is an empty 
   const g = new FakeGroup();
   const r1 = call(node, '9:0', { ...allreduce(1), coll: 'reduce', rootNode: 1 });
   client.joins[0]!.answer(g);
-  await new Promise((r) => setImmediate(r));
+  await g.called(1);
   const r2 = call(node, '9:0', { ...allreduce(1), coll: 'reduce', rootNode: 2 });
   const r3 = call(node, '9:0', { coll: 'barrier', rootNode: 0, op: 0, dtype: 0, send: new Uint8Array(0), recv: new Uint8Array(0) });
   assert.equal(g.calls[0]!.root, 1);
@@ -113,7 +121,7 @@ test('a revoked group fails its pending call and every later call on the communi
   const g = new FakeGroup();
   const a = call(node, '4:0', allreduce(1));
   client.joins[0]!.answer(g);
-  await new Promise((r) => setImmediate(r));
+  await g.called(1);
   g.failed = new Error('AN 3 died (connection lost)');
   g.calls[0]!.done(g.failed);
   assert.equal(await a.result, DONE_PEER_FAILED);
@@ -126,7 +134,7 @@ test('a revoked group fails its pending call and every later call on the communi
   assert.equal(client.joins.length, 2);
   const g2 = new FakeGroup();
   client.joins[1]!.answer(g2);
-  await new Promise((r) => setImmediate(r));
+  await g2.called(1);
   g2.calls[0]!.done(null);
   assert.equal(await b.result, DONE_OK);
   node.close();

@@ -254,14 +254,17 @@ test('a higher node that dials first still ends up on one link with frames in or
     const { a, b, close } = await pair();
     try {
       const atA = collect(a, 200);
+      // b dials: once its first frame is at a, the link b opened is the one a sends on.
+      const first = once(a, 'frame');
       for (let i = 0; i < 100; i++) b.send(0, 7, [seqBody(i)]);
-      await new Promise<void>((resolve) => setImmediate(resolve));
+      await first;
       const atB = collect(b, 50);
       for (let i = 0; i < 50; i++) a.send(1, 7, [seqBody(i)]);
       for (let i = 100; i < 200; i++) b.send(0, 7, [seqBody(i)]);
       assertSequence(await atA, 1, 200);
       assertSequence(await atB, 0, 50);
       assert.equal(a.linkInfo(1)!.local, b.linkInfo(0)!.remote);
+      assert.equal(a.linkInfo(1)!.initiator, 1, 'node 1 opened the link');
     } finally {
       await close();
     }
