@@ -113,5 +113,18 @@ describe('the proof applications (nbc cg, nbc pcg)', () => {
     assert.equal((warm.verification as { ok: boolean }).ok, true);
     assert.throws(() => parseAppArgs('pcg', ['--warmup=-1']), { code: 'NBC_ERR_ARG', message: /--warmup -1: expected an integer >= 0/ });
     assert.throws(() => parseAppArgs('cg', ['--warm-up', '1']), { code: 'NBC_ERR_ARG', message: /cg job's arguments: Unknown option '--warm-up'/ });
+    assert.throws(() => parseAppArgs('pcg', ['--executor', 'gpu']), { code: 'NBC_ERR_ARG', message: /--executor gpu: expected one of host, offload, agg/ });
+    assert.throws(() => parseAppArgs('cg', ['--chart', 'x.gif']), { code: 'NBC_ERR_ARG', message: /extension '\.gif' is not supported/ });
+  });
+
+  test('nbc cg and nbc pcg refuse a bad value once, in one line with exit code 2, before any rank starts', T, async () => {
+    for (const [app, flag, value, why] of [['cg', '--n', '0', /Cannot use --n 0: expected an integer >= 1/], ['pcg', '--executor', 'gpu', /--executor gpu: expected one of host, offload, agg/]] as const) {
+      const err = await promisify(execFile)(process.execPath, [NBC, app, '--ranks', '2', flag, value], { timeout: 60_000 }).then(() => null, (e: unknown) => e as { code: number; stderr: string });
+      assert.ok(err !== null, `${app} ${flag} ${value} exited 0`);
+      assert.equal(err.code, 2, err.stderr);
+      const lines = err.stderr.trim().split('\n');
+      assert.equal(lines.length, 1, err.stderr);
+      assert.match(lines[0]!, why);
+    }
   });
 });

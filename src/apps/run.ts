@@ -103,7 +103,7 @@ export function parseAppArgs(app: App, argv: readonly string[]): AppOptions {
     warmup: num('warmup', v.warmup ?? '0', true, 0),
     variant: oneOf('variant', v.variant ?? (app === 'pcg' ? 'overlap' : 'cg'), VARIANTS[app]),
     mode: oneOf('mode', v.mode ?? 'nonblocking', ['blocking', 'nonblocking'] as const),
-    executor: v.executor ?? 'host',
+    executor: oneOf('executor', v.executor ?? 'host', ['host', 'offload', 'agg'] as const),
     algorithm: v.algorithm,
     testInterval: num('test-interval', v['test-interval'] ?? '0', true, 0),
     noise: v.noise === undefined ? null : parseNoise(v.noise),
