@@ -104,3 +104,21 @@ test('an unknown executor, or agg without a fabric, is refused with a clear mess
   assert.equal(b.status, 2);
   assert.match(b.stderr, /--executor agg without an aggregation fabric: pass --agg radix=R,levels=L or set NBC_AGG_MANAGER.*NBC_ERR_ARG/s);
 });
+
+test('every usage error exits 2, nbc\'s own and the option parser\'s alike; help and --version exit 0', T, () => {
+  const top = (...args: string[]) => spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 30_000 });
+  for (const [args, want] of [
+    [['bench', 'allreduce', '--ranks', '2', '--sizes', 'abc'], /Cannot parse size "abc".*NBC_ERR_ARG/s],
+    [['bench', 'allreduce', '--ranks', '2', '--no-such-option'], /unknown option '--no-such-option'/],
+    [['rnu'], /unknown command 'rnu'\s+\(Did you mean run\?\)/],
+    [['run', '-np', '4', 'job.ts'], /write -n 4 or --np 4/],
+  ] as const) {
+    const p = top(...args);
+    assert.equal(p.status, 2, `${args.join(' ')}: ${p.stderr}`);
+    assert.match(p.stderr, want);
+  }
+  const version = top('--version');
+  assert.equal(version.status, 0, version.stderr);
+  assert.equal(version.stdout.trim(), (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version);
+  assert.equal(top('run', '--help').status, 0);
+});

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { NbcError } from '../errors.js';
 import { detectWireup } from '../runtime/env.js';
 import { checkJobFile, launch } from '../runtime/launcher.js';
@@ -52,9 +52,12 @@ function packageVersion(): string {
   return pkg.version ?? 'unknown';
 }
 
+// Usage errors exit 2, as nbc's own argument errors do (NbcError below): commander reports them
+// and throws (exitOverride) instead of exiting 1; help and --version still exit 0.
 const program = new Command('nbc')
   .description('nbcoll: MPI-class collectives for TypeScript on Node.js')
   .version(packageVersion(), '-V, --version', "print nbcoll's version")
+  .exitOverride()
   .enablePositionalOptions();
 
 program.command('run')
@@ -130,6 +133,7 @@ registerSim(program);
 try {
   await program.parseAsync(process.argv);
 } catch (err) {
+  if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : 2); // commander printed it
   if (err instanceof NbcError) {
     process.stderr.write(`nbc: ${err.message} [${err.code}]\n`);
     process.exit(2);
