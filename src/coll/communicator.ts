@@ -18,7 +18,7 @@ import { opById } from '../ops/regions.js';
 import { IN_PLACE } from '../p2p/constants.js';
 import type { Request } from '../p2p/request.js';
 import type { CollTarget, Executor, Plan } from '../sched/executor.js';
-import { fabricReduces } from '../sched/agg-executor.js';
+import { fabricReduces, fabricTakes } from '../sched/agg-executor.js';
 import { executorFor, releaseCommunicator } from '../sched/executors.js';
 import { ScheduleBuilder, type Schedule } from '../sched/schedule.js';
 import type { Buf, BufOrInPlace, Counts, Planner } from './args.js';
@@ -114,7 +114,7 @@ export class Communicator extends Comm {
     const op = opts?.op === undefined ? undefined : resolveOp(opts.op, `algorithmFor ${coll}`);
     const dtype = opts?.type === undefined ? undefined : dtypeOf(new opts.type(0));
     const fabricFits = this.executorName(opts) !== 'agg' ? undefined
-      : coll === 'barrier' || op === undefined || dtype === undefined || fabricReduces(op.id, dtype);
+      : op === undefined || dtype === undefined || fabricTakes(coll, op.id, dtype);
     const c = this.choose(coll, bytes, op?.commutative ?? opts?.commutative ?? true, opts, fabricFits);
     return ALGORITHMS[coll][c.name]!.radix === undefined ? c.name : `${c.name}:${c.radix}`;
   }
@@ -144,7 +144,7 @@ export class Communicator extends Comm {
     extra?: Partial<Plan>): Plan {
     this.check(coll);
     const executor: Executor = executorFor(this.transport, this.rc.config, this.executorName(opts), coll);
-    const fabricFits = executor.name === 'agg' ? coll === 'barrier' || fabricReduces(s.op, s.dtype) : undefined;
+    const fabricFits = executor.name === 'agg' ? fabricTakes(coll, s.op, s.dtype) : undefined;
     const choice = this.choose(coll, s.bytes, s.commutative, opts, fabricFits);
     // A non-root's reduce works in a RECV of its own: the host executor takes it from its pool
     // at every start; the others run on the buffer given here.

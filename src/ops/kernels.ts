@@ -192,6 +192,5 @@ function releaseScratch(buf: ArrayBuffer): void {
 function typeName(buf: unknown): string {
   const dt = tryDtypeOf(buf);
   if (dt !== undefined) return `${dtypeName(dt)}Array`;
-  if (buf === null || buf === undefined) return String(buf);
   return describeValue(buf);
 }

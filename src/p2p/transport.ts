@@ -1465,6 +1465,14 @@ export function copyBytes(src: Uint8Array, dst: Uint8Array, at: number, bytes: n
   }
 }
 
+/**
+ * Copies view `from` onto view `to` (same length), as an executor's copy action does; a copy of
+ * a region onto itself (an in-place call) does nothing.
+ */
+export function copyRegion(from: Uint8Array, to: Uint8Array): void {
+  if (from.byteOffset !== to.byteOffset || from.buffer !== to.buffer) copyBytes(from, to, 0, from.byteLength);
+}
+
 /** Copies `bytes` bytes of `src` from `from` into `dst` at `at`. Small copies avoid allocating a view. */
 export function copyAt(src: Uint8Array, from: number, dst: Uint8Array, at: number, bytes: number): void {
   if (bytes <= 64) {

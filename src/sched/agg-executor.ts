@@ -55,3 +55,8 @@ export const FABRIC_DTYPES: ReadonlySet<number> = new Set<number>([
 export function fabricReduces(op: number, dtype: number): boolean {
   return FABRIC_OPS.has(op) && FABRIC_DTYPES.has(dtype);
 }
+
+/** Whether the fabric takes a call of `coll` reducing `op` over `dtype`: barriers always. */
+export function fabricTakes(coll: string, op: number, dtype: number): boolean {
+  return coll === 'barrier' || fabricReduces(op, dtype);
+}

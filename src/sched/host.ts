@@ -21,7 +21,7 @@ import { bytesPerElement, ctorOf, type DType } from '../ops/dtype.js';
 import { kernelFor, reduceRegions } from '../ops/regions.js';
 import { TAG_INVALID } from '../p2p/constants.js';
 import { Request } from '../p2p/request.js';
-import { copyBytes, type Transport } from '../p2p/transport.js';
+import { copyBytes, copyRegion, type Transport } from '../p2p/transport.js';
 import type { CollTarget, Executor, Plan } from './executor.js';
 import { Interpreter, Run, type Port } from './interpreter.js';
 import { RECV, SEND, TMP, type Schedule } from './schedule.js';
@@ -245,7 +245,7 @@ export class HostExecutor implements Executor, Port<HostRun> {
   copy(run: HostRun, i: number): void {
     const from = this.region(run, i, 0);
     const to = this.region(run, i, 1);
-    if (from.byteOffset !== to.byteOffset || from.buffer !== to.buffer) copyBytes(from, to, 0, from.byteLength); // an in-place copy is a no-op
+    copyRegion(from, to);
   }
 
   finished(run: HostRun, error: Error | null): void {

@@ -20,7 +20,7 @@ import { DTYPE_COUNT, type DType } from '../ops/dtype.js';
 import { OpCode } from '../ops/loops.js';
 import { reduceRegions } from '../ops/regions.js';
 import { TAG_BITS, TAG_INVALID } from '../p2p/constants.js';
-import { copyBytes } from '../p2p/transport.js';
+import { copyBytes, copyRegion } from '../p2p/transport.js';
 import { Interpreter, Run, type Port } from './interpreter.js';
 import { A_RECV, A_REDUCE, A_SEND, RECV, SEND, TMP, type Schedule } from './schedule.js';
 import { nodeLayout, planTwoLevel, TL_AGG, type InterNodeColl, type InterNodeShape, type Member, type NodeLayout, type TwoLevelCall } from './two-level.js';
@@ -549,9 +549,7 @@ export class OffloadEngine implements Port<OffloadRun> {
     const s = r.sched;
     const from = this.region(r, s.bufA[i]!, s.offA[i]!, s.bytesA[i]!);
     const to = this.region(r, s.bufB[i]!, s.offB[i]!, s.bytesA[i]!);
-    // Through the native memmove where built (the engine's thread has it), as the host port
-    // copies; an in-place copy is a no-op.
-    if (from.byteOffset !== to.byteOffset || from.buffer !== to.buffer) copyBytes(from, to, 0, from.byteLength);
+    copyRegion(from, to); // as the host port copies: memmove where built, nothing in place
   }
 
   finished(r: OffloadRun, error: Error | null): void {
