@@ -1,5 +1,6 @@
 // Summaries for scripts/bench-sim.sh: node scripts/sim-summary.mjs validation|scale|seeds OUT;
 // node scripts/sim-summary.mjs across OUT_A OUT_B: how far two runs' measurements of the same points differ;
+// node scripts/sim-summary.mjs floor RUN...: how far the host's own measurements move between calibrations and runs;
 // node scripts/sim-summary.mjs combine OUT RUN... : the validation points of several runs (each point measured and
 // simulated in its own session), a later run's point replacing an earlier run's, summed up in OUT/validation.md.
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
@@ -184,7 +185,46 @@ if (mode === 'validation') {
     ...head('bytes'), ...sizes.map(row), '', ...head('op'), ...ops.map(row)];
   writeFileSync(join(out, 'validation.md'), md.join('\n') + '\n');
   console.log(md.join('\n'));
+} else if (mode === 'floor') {
+  // How far this host's own measurements move, the floor under the validation's error, from
+  // runs already made: (1) the calibration's call-cost jobs (8 B, 2 ranks, the same job every
+  // time, the same code) in consecutive calibrations of one run, |b - a| / b; (2) every
+  // validation point's repeat, measured right after it (its `spread`), by layout.
+  const runs = process.argv.slice(3);
+  if (runs.length === 0) {
+    console.error('usage: node scripts/sim-summary.mjs floor RUN...');
+    process.exit(2);
+  }
+  const rel = (a, b) => Math.abs(b - a) / b;
+  const gaps = [];
+  const calls = { oneNode: [], acrossNodes: [], perColl: [] };
+  for (const run of runs) {
+    const cals = readdirSync(run).filter((f) => /^loggp(-\d+)?\.json$/.test(f)).map((f) => read(join(run, f)))
+      .filter((c) => c.samples?.call !== undefined).sort((x, y) => x.measuredAt.localeCompare(y.measuredAt));
+    for (let i = 1; i < cals.length; i++) {
+      const [a, b] = [cals[i - 1].samples, cals[i].samples];
+      gaps.push((Date.parse(cals[i].measuredAt) - Date.parse(cals[i - 1].measuredAt)) / 1000);
+      calls.oneNode.push(rel(a.call.measuredUs, b.call.measuredUs));
+      if (a.callNet && b.callNet) calls.acrossNodes.push(rel(a.callNet.measuredUs, b.callNet.measuredUs));
+      for (const c of b.callByColl ?? []) {
+        const p = a.callByColl?.find((x) => x.coll === c.coll);
+        if (p !== undefined) calls.perColl.push(rel(p.measuredUs, c.measuredUs));
+      }
+    }
+  }
+  const line = (what, xs) => `| ${what} | ${xs.length} | ${pct(median(xs))} | ${xs.filter((x) => x <= 0.2).length} |`;
+  const md = [`the same call-cost job in consecutive calibrations of one run (median ${median(gaps).toFixed(0)} s apart):`, '',
+    '| job | pairs | median difference | within 20 % |', '|---|---|---|---|',
+    line('allreduce 8 B, 2 ranks of one node', calls.oneNode), line('allreduce 8 B, 2 ranks of 2 nodes', calls.acrossNodes),
+    line('the other 15 collectives, 8 B, 2 ranks of one node', calls.perColl), ''];
+  const repeats = runs.flatMap((run) => read(join(run, 'validation.json')).points.filter((p) => p.spread != null)
+    .map((p) => ({ layout: `${p.ranks}:${p.ppn}`, d: p.spread })));
+  md.push('nbc bench measuring a validation point twice in a row (its repeat, seconds later):', '',
+    '| ranks:ppn | points | median difference | within 20 % |', '|---|---|---|---|',
+    ...[...new Set(repeats.map((m) => m.layout))].sort().map((l) => line(l, repeats.filter((m) => m.layout === l).map((m) => m.d))),
+    line('all', repeats.map((m) => m.d)));
+  console.log(md.join('\n'));
 } else {
-  console.error('usage: node scripts/sim-summary.mjs validation|scale|seeds OUT, across OUT_A OUT_B, or combine OUT RUN...');
+  console.error('usage: node scripts/sim-summary.mjs validation|scale|seeds OUT, across OUT_A OUT_B, floor RUN..., or combine OUT RUN...');
   process.exit(2);
 }
