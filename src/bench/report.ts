@@ -162,6 +162,14 @@ const scalarFields = [
  * `perRank` becomes `perRank0`, `perRank1`, ...), then one line per message size. Figures are
  * written at full precision; a field a row lacks is an empty cell.
  */
+/**
+ * A CSV cell: times to the nanosecond (3 decimals of a microsecond) and percentages to 0.001,
+ * as far as performance.now() resolves them, without the binary tail (0.9510000002137531).
+ */
+function csvNumber(x: number | undefined): string {
+  return x === undefined ? '' : String(Number(x.toFixed(3)));
+}
+
 export function formatCsv(r: BenchResult): string {
   const present = scalarFields.filter((f) => r.results.some((row) => row[f] !== undefined));
   const ranks = Math.max(0, ...r.results.map((row) => row.perRank?.length ?? 0));
@@ -170,8 +178,8 @@ export function formatCsv(r: BenchResult): string {
   const header = [...present, ...rankIndices.map((i) => `perRank${i}`)];
   const lines = [header.join(',')];
   for (const row of r.results) {
-    const cells = present.map((f) => String(row[f] ?? ''));
-    for (const i of rankIndices) cells.push(String(row.perRank?.[i] ?? ''));
+    const cells = present.map((f) => csvNumber(row[f]));
+    for (const i of rankIndices) cells.push(csvNumber(row.perRank?.[i]));
     lines.push(cells.join(','));
   }
   return lines.join('\n') + '\n';

@@ -167,6 +167,9 @@ export class Comm {
   /**
    * Allocates `n` elements of registered memory from this node's shared arena. Ranks of the
    * node read such buffers directly, so large messages from them need no staging copy.
+   * The array's `buffer` is the node's SharedArrayBuffer (not transferable; `freeMem` returns
+   * it), though the type says what `new Type(n)` would give, so that it passes wherever a
+   * plain typed array does.
    */
   alloc<C extends TypedArrayConstructor>(Type: C, n: number): InstanceType<C> {
     this.check('alloc');
