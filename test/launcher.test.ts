@@ -163,4 +163,22 @@ describe('wire-up under other launchers', () => {
     })));
     assert.deepEqual(codes, [0, 0]);
   });
+
+  test('nodes started without NBC_SECRET warn once for the job, not once per node', T, async () => {
+    const { spawn } = await import('node:child_process');
+    const port = String(20000 + Math.floor(Math.random() * 10000));
+    const env: NodeJS.ProcessEnv = { ...process.env, NBC_NODES: '3', NBC_MASTER_PORT: port };
+    delete env.NBC_SECRET;
+    const procs = [0, 1, 2].map((nodeRank) => spawn(process.execPath, [CLI, 'node', '--ppn', '1', jobPath('p2p.ts'), 'ring', '8'], {
+      env: { ...env, NBC_NODE_RANK: String(nodeRank) }, stdio: ['ignore', 'pipe', 'pipe'],
+    }));
+    const runs = await Promise.all(procs.map((p) => new Promise<{ code: number | null; err: string }>((resolve) => {
+      let err = '';
+      p.stderr.setEncoding('utf8').on('data', (d: string) => { err += d; });
+      p.on('exit', (code) => resolve({ code, err }));
+    })));
+    assert.deepEqual(runs.map((r) => r.code), [0, 0, 0], runs.map((r) => r.err).join('\n'));
+    const warnings = runs.map((r) => r.err.match(/NBC_SECRET is not set/g)?.length ?? 0);
+    assert.deepEqual(warnings, [1, 0, 0]);
+  });
 });

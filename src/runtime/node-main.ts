@@ -137,7 +137,8 @@ export async function runNode(o: NodeOptions): Promise<number> {
   }
   let secret = o.wireup.secret;
   if (secret === null) {
-    if (nodes > 1) {
+    // Said once for the job (by node 0), not once per node of an mpirun.
+    if (nodes > 1 && nodeRank === 0) {
       log('warning: NBC_SECRET is not set; using a secret derived from the job id, which does not ' +
         'keep other local users out. Set NBC_SECRET to 64 hex digits (e.g. from `nbc secret`) on every node.');
     }
