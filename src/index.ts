@@ -8,7 +8,8 @@ export type { LaunchOptions, LaunchResult, RankResult } from './runtime/launcher
 export type { LinkSpec } from './runtime/link-spec.js';
 export type { TransportChoice } from './runtime/node-main.js';
 export { Comm, Group, UNDEFINED } from './comm/comm.js';
-export type { RankContext, CartTopology, DistGraphTopology } from './comm/comm.js';
+export type { RankContext, CartTopology, DistGraphTopology, CommStats } from './comm/comm.js';
+export type { ExecutorStats, AggExecutorStats, ExecutorsStats } from './sched/executor.js';
 export { Communicator, PersistentRequest } from './coll/communicator.js';
 export type { CartComm, CollOptions, DistGraphComm } from './coll/communicator.js';
 export type { Buf, BufOrInPlace, Counts } from './coll/args.js';

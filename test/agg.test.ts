@@ -56,4 +56,18 @@ describe('agg executor against the sequential reference', () => {
     assert.equal(r.exitCode, 0, `${r.failure}\n${r.stderr}`);
     assert.match(r.stderr, /uses host algorithms among the nodes' engines: no aggregation fabric is configured/);
   });
+
+  // The job's mix: 6 calls on host algorithms (2 lean blocking, 1 non-blocking, 2 persistent
+  // starts, and agg's product, which the fabric does not take), 3 offloaded, 2 posted for agg.
+  const mix = { host: 6, offload: 3, agg: 2, wrong: 0 };
+  test('comm.stats().executors counts the calls each executor ran, and the fabric reduced every agg call it took', T, async () => {
+    const r = await runAgg(4, 2, 'radix=2,levels=1', ['execstats']);
+    for (const x of r.ranks) assert.deepEqual(x.result, { ...mix, onFabric: 2, amongEngines: 0 }, `rank ${x.rank}`);
+  });
+
+  test('comm.stats().executors: without a fabric, the engines exchanged the agg calls among themselves', T, async () => {
+    const r = await launch(jobPath('coll.ts'), { ranks: 4, ppn: 2, args: ['execstats'], output: 'pipe', timeoutMs: 120_000, env: { NBC_AGG_MANAGER: '' } });
+    assert.equal(r.exitCode, 0, `${r.failure}\n${r.stderr}`);
+    for (const x of r.ranks) assert.deepEqual(x.result, { ...mix, onFabric: 0, amongEngines: 2 }, `rank ${x.rank}`);
+  });
 });

@@ -46,7 +46,7 @@ const OK = `
 import {
   init, initSync, dimsCreate, waitAll, Op, Comm, Communicator, PersistentRequest, Request,
   ErrorCode, NbcError, NbcArgError, NbcCommError, IN_PLACE, UNDEFINED,
-  type AnyRequest, type CartComm, type CollOptions, type ErrorCodeValue, type Status,
+  type AnyRequest, type CartComm, type CollOptions, type CommStats, type ErrorCodeValue, type ExecutorsStats, type Status,
 } from 'nbcoll';
 
 const world: Communicator = await init();
@@ -116,6 +116,12 @@ const anyOf: AnyRequest[] = [pw, world.ibarrier()];
 waitAll(anyOf);
 pw.free();
 void [statuses, pst];
+
+// Statistics: the rank's traffic, and its calls by the executor that ran them.
+const st: CommStats = world.stats();
+const ex: ExecutorsStats = world.stats().executors;
+const fabricShare: number = ex.agg.onFabric / Math.max(1, ex.agg.calls);
+void [st.host.messagesSent, st.interNode, fabricShare];
 
 // The base class still types code written against plain communicators.
 function ringOf(c: Comm): Comm { return c.dup(); }

@@ -11,15 +11,15 @@
  * numbers that tag its collectives, its nodes, selection with its executor, and the planner
  * that the planning modules call back.
  */
-import { Comm } from '../comm/comm.js';
+import { Comm, type CommStats } from '../comm/comm.js';
 import type { TypedArrayConstructor } from '../comm/validate.js';
 import { dtypeOf, resolveOp, type DType, type OpLike } from '../ops/index.js';
 import { opById } from '../ops/regions.js';
 import { IN_PLACE } from '../p2p/constants.js';
 import type { Request } from '../p2p/request.js';
-import type { CollTarget, Executor, Plan } from '../sched/executor.js';
+import type { CollTarget, Executor, ExecutorsStats, Plan } from '../sched/executor.js';
 import { fabricReduces, fabricTakes } from '../sched/agg-executor.js';
-import { executorFor, releaseCommunicator } from '../sched/executors.js';
+import { executorFor, executorStats, releaseCommunicator } from '../sched/executors.js';
 import { ScheduleBuilder, type Schedule } from '../sched/schedule.js';
 import type { Buf, BufOrInPlace, Counts, Planner } from './args.js';
 import {
@@ -181,9 +181,21 @@ export class Communicator extends Comm {
 
   /** The lean blocking paths on this communicator (lean.ts). */
   private get lean(): LeanPaths {
-    return (this.leanPaths ??= new LeanPaths(this.transport, { worldRanks: this.worldRanks, collCtx: this.collCtx, rank: this.rank, size: this.size }));
+    return (this.leanPaths ??= new LeanPaths(this.transport, { worldRanks: this.worldRanks, collCtx: this.collCtx, rank: this.rank, size: this.size },
+      executorStats(this.transport).host));
   }
   private leanPaths: LeanPaths | undefined = undefined;
+
+  /**
+   * Comm.stats(), and the collective calls of this rank (on every communicator) by the executor
+   * that ran them: `host` (this rank's thread, lean blocking paths included), `offload` (the
+   * node engine) and `agg` (posted to the engines, with how many the fabric reduced and how
+   * many the engines exchanged among themselves). Counters since the rank started.
+   */
+  override stats(): CommStats & { executors: ExecutorsStats } {
+    const e = executorStats(this.transport);
+    return { ...super.stats(), executors: { host: { ...e.host }, offload: { ...e.offload }, agg: { ...e.agg } } };
+  }
 
   /** Frees the communicator; the executors drop what they keep for it (the offload engine its members). */
   override free(): void {

@@ -13,6 +13,7 @@ import type { TypedArray } from '../comm/validate.js';
 import { bytesPerElement, ctorOf, type DType, type ReduceKernel } from '../ops/index.js';
 import { kernelFor } from '../ops/regions.js';
 import { copyAt, copyBytes, type Transport } from '../p2p/transport.js';
+import type { ExecutorStats } from '../sched/executor.js';
 import { EMPTY } from './args.js';
 import { knomialNode, toActual, toRelative } from './patterns.js';
 import { pow2Floor } from './shape.js';
@@ -103,7 +104,8 @@ export class LeanPaths {
   private readonly rank: number;
   private readonly size: number;
 
-  constructor(private readonly t: Transport, c: LeanTarget) {
+  /** @param stats the host executor's counters (sched/executors.ts): a lean call runs host algorithms */
+  constructor(private readonly t: Transport, c: LeanTarget, private readonly stats: ExecutorStats = { calls: 0 }) {
     this.worldRanks = c.worldRanks;
     this.collCtx = c.collCtx;
     this.rank = c.rank;
@@ -131,6 +133,7 @@ export class LeanPaths {
    * that fails forgets them. The method is passed unbound (no closure per call).
    */
   private collected<A>(run: (this: this, arg: A, tag: number) => void, arg: A, tag: number): void {
+    this.stats.calls++;
     try {
       run.call(this, arg, tag);
     } catch (e) {

@@ -527,9 +527,10 @@ export class Comm {
    * connections it used), how it reaches other nodes, and, over UCX, how its endpoints treat a
    * failed peer (NBC_UCX_ERR_MODE; null over TCP). `host` counts what this rank's thread sent:
    * point-to-point and the host executor's collectives. Collectives run by the offload and agg
-   * executors are sent by the node engine and the fabric, not counted here.
+   * executors are sent by the node engine and the fabric, not counted here (a Communicator's
+   * stats() counts those calls under `executors`).
    */
-  stats(): { host: TransportStats; interNode: 'ucx' | 'tcp'; ucxErrMode: UcxErrMode | null } {
+  stats(): CommStats {
     const ucx = this.transport.ucx;
     return {
       host: { ...this.transport.stats, ucxPeakInFlight: ucx?.peakHeadersInFlight ?? 0 },
@@ -547,6 +548,16 @@ export class Comm {
   traceMessages(trace: MessageTrace | null): void {
     this.transport.trace = trace;
   }
+}
+
+/** What `comm.stats()` says of a rank: its traffic, and how it reaches other nodes. */
+export interface CommStats {
+  /** What this rank's thread sent and received: point-to-point and host-executor collectives. */
+  host: TransportStats;
+  /** How this rank reaches ranks of other nodes. */
+  interNode: 'ucx' | 'tcp';
+  /** Over UCX, how its endpoints treat a failed peer (NBC_UCX_ERR_MODE); null over TCP. */
+  ucxErrMode: UcxErrMode | null;
 }
 
 export { dimsCreate };

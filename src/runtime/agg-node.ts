@@ -18,7 +18,7 @@
  * new communicator (`comm.dup()`), which joins a fresh group or falls back, again collectively.
  */
 import type { AggExchange } from '../sched/offload.js';
-import { DONE_OK, DONE_PEER_FAILED } from '../sched/offload.js';
+import { DONE_FABRIC, DONE_PEER_FAILED } from '../sched/offload.js';
 import type { NodeLayout } from '../sched/two-level.js';
 
 /** What the node needs of a fabric group (agg/client.ts AggGroup). */
@@ -98,7 +98,7 @@ export class AggNode {
     group.reduce(x.coll === 'barrier' ? EMPTY : x.send, out, op, dtype, root, (err) => {
       if (err === null) {
         this.stats.aggregated++;
-        done(DONE_OK);
+        done(DONE_FABRIC);
         return;
       }
       this.revoked(key, st, err);

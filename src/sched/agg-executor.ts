@@ -13,7 +13,7 @@ import { DType } from '../ops/dtype.js';
 import { OpCode } from '../ops/loops.js';
 import type { Request } from '../p2p/request.js';
 import type { Transport } from '../p2p/transport.js';
-import type { CollTarget, Executor, Plan } from './executor.js';
+import type { AggExecutorStats, CollTarget, Executor, Plan } from './executor.js';
 import { OffloadClient } from './offload-client.js';
 import { TL_AGG } from './two-level.js';
 
@@ -22,9 +22,13 @@ export class AggExecutor implements Executor {
   /** Posts to the node engine, which runs the call with the fabric. */
   private readonly client: OffloadClient;
 
-  /** @param host the transport's host executor (the registry's), which runs the fallbacks. */
-  constructor(t: Transport, spinUs: number, private readonly host: Executor) {
-    this.client = new OffloadClient(t, spinUs);
+  /**
+   * @param host the transport's host executor (the registry's), which runs the fallbacks (and
+   *   counts them)
+   * @param stats where the calls posted to the engine are counted, with how each was reduced
+   */
+  constructor(t: Transport, spinUs: number, private readonly host: Executor, stats: AggExecutorStats = { calls: 0, onFabric: 0, amongEngines: 0 }) {
+    this.client = new OffloadClient(t, spinUs, stats);
   }
 
   start(plan: Plan, target: CollTarget, tag: number): Request {

@@ -29,6 +29,31 @@ export interface Executor {
   release?(target: CollTarget): void;
 }
 
+/** What one executor ran for a rank (`comm.stats().executors`). */
+export interface ExecutorStats {
+  /** Collective calls it ran: blocking and non-blocking, and every start of a persistent request. */
+  calls: number;
+}
+
+/** The `agg` executor's calls, and how the ones that completed were reduced. */
+export interface AggExecutorStats extends ExecutorStats {
+  /** Completed calls that the aggregation fabric reduced. */
+  onFabric: number;
+  /** Completed calls that the node engines exchanged among themselves (the fabric refused the communicator). */
+  amongEngines: number;
+}
+
+/**
+ * The calls of a rank by who ran them. A call named with `agg` that the fabric does not take
+ * (another collective, op or type; a communicator on one node) runs host algorithms and counts
+ * under `host`.
+ */
+export interface ExecutorsStats {
+  host: ExecutorStats;
+  offload: ExecutorStats;
+  agg: AggExecutorStats;
+}
+
 /** A collective ready to start: its schedule, the bytes it reads and writes, and who runs it. */
 export interface Plan {
   /** The collective's name, for messages. */

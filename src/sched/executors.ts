@@ -9,7 +9,7 @@
 import type { CoreConfig } from '../config.js';
 import { NbcArgError } from '../errors.js';
 import type { Transport } from '../p2p/transport.js';
-import type { CollTarget, Executor } from './executor.js';
+import type { CollTarget, Executor, ExecutorsStats } from './executor.js';
 import { AggExecutor } from './agg-executor.js';
 import { HostExecutor } from './host.js';
 import { OffloadClient } from './offload-client.js';
@@ -23,17 +23,32 @@ export interface ExecutorRow {
 export const EXECUTORS: Readonly<Record<string, ExecutorRow>> = {
   host: {
     description: 'the calling rank runs the schedule inside its calls (LibNBC; seeds 001, 002)',
-    create: (t) => new HostExecutor(t),
+    create: (t) => new HostExecutor(t, executorStats(t).host),
   },
   offload: {
     description: "the node's engine runs the schedule while the rank computes (CORE-Direct; seed 000)",
-    create: (t, c) => new OffloadClient(t, c.offloadSpinUs),
+    create: (t, c) => new OffloadClient(t, c.offloadSpinUs, executorStats(t).offload),
   },
   agg: {
     description: 'aggregation daemons reduce barrier, reduce and allreduce in flight; the engine feeds them (SHArP; seed 003)',
-    create: (t, c) => new AggExecutor(t, c.offloadSpinUs, executorFor(t, c, 'host', 'agg')),
+    create: (t, c) => new AggExecutor(t, c.offloadSpinUs, executorFor(t, c, 'host', 'agg'), executorStats(t).agg),
   },
 };
+
+const counted = new WeakMap<Transport, ExecutorsStats>();
+
+/**
+ * The live counters of what each executor ran for a rank (comm.stats() copies them). The
+ * executors and the lean blocking paths (coll/lean.ts, host algorithms) count into them.
+ */
+export function executorStats(transport: Transport): ExecutorsStats {
+  let s = counted.get(transport);
+  if (s === undefined) {
+    s = { host: { calls: 0 }, offload: { calls: 0 }, agg: { calls: 0, onFabric: 0, amongEngines: 0 } };
+    counted.set(transport, s);
+  }
+  return s;
+}
 
 const made = new WeakMap<Transport, Map<string, Executor>>();
 

@@ -22,7 +22,7 @@ import { kernelFor, reduceRegions } from '../ops/regions.js';
 import { TAG_INVALID } from '../p2p/constants.js';
 import { Request } from '../p2p/request.js';
 import { copyBytes, copyRegion, type Transport } from '../p2p/transport.js';
-import type { CollTarget, Executor, Plan } from './executor.js';
+import type { CollTarget, Executor, ExecutorStats, Plan } from './executor.js';
 import { Interpreter, Run, type Port } from './interpreter.js';
 import { RECV, SEND, TMP, type Schedule } from './schedule.js';
 
@@ -86,10 +86,12 @@ export class HostExecutor implements Executor, Port<HostRun> {
   /** Where reductions into lent memory fold (reduce), grown on demand. */
   private foldBuffer = new ArrayBuffer(0);
 
-  constructor(readonly transport: Transport) {}
+  /** @param stats where its calls are counted (executors.ts, comm.stats()) */
+  constructor(readonly transport: Transport, private readonly stats: ExecutorStats = { calls: 0 }) {}
 
   /** Starts a planned collective; round 0 (or the DAG's roots) is posted before this returns. */
   start(plan: Plan, target: CollTarget, tag: number): Request {
+    this.stats.calls++;
     const sched = plan.sched;
     const t = this.transport;
     let bufs = plan.idle?.pop();

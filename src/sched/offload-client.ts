@@ -15,8 +15,8 @@ import { USER_OP_ID_BASE } from '../ops/op.js';
 import { Request } from '../p2p/request.js';
 import type { Transport } from '../p2p/transport.js';
 import { KIND_COMM, KIND_POST, KIND_SCHED } from '../shm/layout.js';
-import type { CollTarget, Executor, Plan } from './executor.js';
-import { COMM_RELEASE, DONE_INVALID, DONE_OK, DONE_PEER_FAILED, encodePost, REGISTERED_SCHEDULES } from './offload.js';
+import type { AggExecutorStats, CollTarget, Executor, ExecutorStats, Plan } from './executor.js';
+import { COMM_RELEASE, DONE_FABRIC, DONE_INVALID, DONE_OK, DONE_PEER_FAILED, encodePost, REGISTERED_SCHEDULES } from './offload.js';
 import { A_REDUCE, type Schedule } from './schedule.js';
 import type { TwoLevelCall } from './two-level.js';
 import { encodeSchedule } from './wire.js';
@@ -46,13 +46,19 @@ export class OffloadClient implements Executor {
   private pending: OffloadRequest[] = [];
   private readonly slot: Int32Array;
   private readonly ownSlice: SharedArrayBuffer;
+  /** The agg executor's counters, where this client posts its calls; else null. */
+  private readonly agg: AggExecutorStats | null;
 
   /**
    * @param spinUs how long a rank waiting for an offloaded collective spins before parking:
    *   briefly, since the engine that completes it needs a core, and on a busy machine the
    *   waiting rank's spin would be taking it.
+   * @param stats where its posts are counted (executors.ts, comm.stats()); the agg executor's
+   *   also learn how each completed call was reduced
    */
-  constructor(private readonly t: Transport, private readonly spinUs: number) {
+  constructor(private readonly t: Transport, private readonly spinUs: number,
+    private readonly stats: ExecutorStats | AggExecutorStats = { calls: 0 }) {
+    this.agg = 'onFabric' in stats ? stats : null;
     this.ownSlice = t.shared.slices[t.ep]!;
     this.slot = new Int32Array(this.ownSlice);
     t.addProgressHook(() => this.poll(), () => this.completed());
@@ -100,6 +106,7 @@ export class OffloadClient implements Executor {
     const tmpOff = sched.tmpBytes > 0 ? this.alloc(sched.tmpBytes, 'scratch') : 0;
     if (sched.tmpBytes > 0) req.frees.push(tmpOff);
     const slotOff = this.arm(req);
+    this.stats.calls++;
     t.toEngine(KIND_POST, target.collCtx, target.rank, tag, id, 0, t.ep, slotOff,
       encodePost(sr, r, { slice: t.ep, offset: tmpOff, bytes: sched.tmpBytes }, null));
     this.pending.push(req);
@@ -114,6 +121,7 @@ export class OffloadClient implements Executor {
     const t = this.t;
     const { req, s, r } = this.stage(target, send, recv);
     const slotOff = this.arm(req);
+    this.stats.calls++;
     t.toEngine(KIND_POST, target.collCtx, target.rank, tag, 0, 0, t.ep, slotOff, encodePost(s, r, null, call));
     this.pending.push(req);
     return req;
@@ -178,9 +186,14 @@ export class OffloadClient implements Executor {
         continue;
       }
       any = true;
-      if (v === DONE_OK && req.copyOut !== null) req.copyOut.to.set(req.copyOut.from);
+      const ok = v === DONE_OK || v === DONE_FABRIC;
+      if (ok && req.copyOut !== null) req.copyOut.to.set(req.copyOut.from);
       for (const off of req.frees) this.t.allocator.free(off);
-      req.complete(v === DONE_OK ? null : v === DONE_PEER_FAILED ? new NbcPeerFailedError(
+      if (ok && this.agg !== null) {
+        if (v === DONE_FABRIC) this.agg.onFabric++;
+        else this.agg.amongEngines++;
+      }
+      req.complete(ok ? null : v === DONE_PEER_FAILED ? new NbcPeerFailedError(
         'An aggregated collective failed: a daemon, link or member node of the aggregation fabric failed under it (the node log names it); the communicator joins a fresh group, or falls back to host algorithms, on its next call')
         : v === DONE_INVALID ? new NbcPeerFailedError(
           'An offloaded collective received data that is not valid: the collective had already failed on the rank that sent it (a disagreeing count or a lost peer there), which sent it only so that nobody waits; the first error is reported where it happened')

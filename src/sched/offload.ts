@@ -48,6 +48,8 @@ export const DONE_PEER_FAILED = 3;
  * it (a disagreeing count or a lost peer there), which sent it only so that nobody waits.
  */
 export const DONE_INVALID = 4;
+/** Completed, reduced by the aggregation fabric (an `agg` call; DONE_OK where the engines exchanged it). */
+export const DONE_FABRIC = 5;
 
 /** H_TAG of a KIND_COMM record that releases a communicator (no members follow). */
 export const COMM_RELEASE = 1;
@@ -67,7 +69,8 @@ export interface OffloadHost {
   /**
    * Runs the engines' exchange of an `agg` call (barrier, reduce, allreduce) through the
    * aggregation fabric; `fallback` runs it among the engines instead (the fabric refused the
-   * communicator, collectively). Calls `done` with DONE_OK, DONE_ERROR or DONE_PEER_FAILED.
+   * communicator, collectively). Calls `done` with DONE_FABRIC (the fabric reduced it), DONE_OK
+   * (the engines did, through `fallback`'s schedule), DONE_ERROR or DONE_PEER_FAILED.
    * Absent when the node has no fabric: the exchange then runs among the engines.
    */
   aggregate?(key: string, layout: NodeLayout, inter: AggExchange, fallback: () => void, done: (value: number) => void): void;
@@ -394,8 +397,9 @@ export class OffloadEngine implements Port<OffloadRun> {
     const posts = g.sort((a, b) => a.rank - b.rank);
     const plan = planTwoLevel(layout, posts);
     const complete = (value: number): void => {
-      const v = value === DONE_OK && !plan.ok ? DONE_ERROR : value;
-      if (v === DONE_OK) plan.finish();
+      const ok = value === DONE_OK || value === DONE_FABRIC;
+      const v = ok && !plan.ok ? DONE_ERROR : value;
+      if (v === DONE_OK || v === DONE_FABRIC) plan.finish();
       for (const p of posts) this.host.complete(p.ep, p.slotSlice, p.slotOffset, v);
     };
     const finish = (ok: boolean): void => complete(ok ? DONE_OK : DONE_ERROR);

@@ -590,6 +590,43 @@ function determinism(w: Communicator): string {
  * ibarrier in flight on world and on a split communicator, completed in reverse order, and a
  * persistent allreduce restarted; fabric-sized data (many fragments) and small. Returns checks.
  */
+/**
+ * comm.stats().executors: the calls each executor ran, counted from a known mix of calls (on 2
+ * or more nodes): the differences before and after, and whether every result was right.
+ */
+function executorCounts(w: Communicator): Record<string, number> {
+  const before = w.stats().executors;
+  const a = Float64Array.from({ length: 16 }, (_, i) => w.rank + i);
+  const b = new Float64Array(16);
+  const want = (op: 'sum' | 'max' | 'prod') => Float64Array.from({ length: 16 }, (_, i) => {
+    const xs = Array.from({ length: w.size }, (_, r) => r + i);
+    return op === 'sum' ? xs.reduce((s, x) => s + x, 0) : op === 'max' ? Math.max(...xs) : xs.reduce((s, x) => s * x, 1);
+  });
+  let wrong = 0;
+  const check = (op: 'sum' | 'max' | 'prod') => { if (b.some((x, i) => x !== want(op)[i])) wrong++; b.fill(-1); };
+  // host: two blocking (lean path), one non-blocking, two starts of a persistent request
+  w.allreduce(a, b, 'sum'); check('sum');
+  w.allreduce(a, b, 'sum'); check('sum');
+  w.iallreduce(a, b, 'sum').wait(); check('sum');
+  const p = w.allreduceInit(a, b, 'sum');
+  for (let k = 0; k < 2; k++) { p.start(); p.wait(); check('sum'); }
+  p.free();
+  // offload: flat non-blocking and blocking, and two-level
+  w.iallreduce(a, b, 'sum', { executor: 'offload' }).wait(); check('sum');
+  w.allreduce(a, b, 'sum', { executor: 'offload' }); check('sum');
+  w.iallreduce(a, b, 'sum', { executor: 'offload', algorithm: 'two-level' }).wait(); check('sum');
+  // agg: two calls the fabric takes; a product it does not take runs a host algorithm
+  w.allreduce(a, b, 'sum', { executor: 'agg' }); check('sum');
+  w.iallreduce(a, b, 'max', { executor: 'agg' }).wait(); check('max');
+  w.allreduce(a, b, 'prod', { executor: 'agg' }); check('prod');
+  const after = w.stats().executors;
+  return {
+    host: after.host.calls - before.host.calls, offload: after.offload.calls - before.offload.calls,
+    agg: after.agg.calls - before.agg.calls, onFabric: after.agg.onFabric - before.agg.onFabric,
+    amongEngines: after.agg.amongEngines - before.agg.amongEngines, wrong,
+  };
+}
+
 function aggNonblocking(w: Communicator): number {
   const ex = { executor: 'agg' as const };
   const p = w.size;
@@ -1078,6 +1115,7 @@ export default function main(w: Communicator, args: string[]): unknown {
   switch (args[0]) {
     case 'props': return props(w, args[1] === '-' ? undefined : args[1], (args[2] ?? 'host') as Executor);
     case 'aggnb': return aggNonblocking(w);
+    case 'execstats': return executorCounts(w);
     case 'aggbits': return aggBits(w);
     case 'aggfault': return aggFault(w);
     case 'scrambled': return scrambled(w, (args[1] ?? 'host') as 'host' | 'offload');
