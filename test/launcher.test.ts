@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { execFileSync, spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { networkInterfaces } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { launch } from 'nbcoll';
@@ -117,6 +118,27 @@ describe('launcher', () => {
   });
 });
 
+/**
+ * Starts `nodes` node processes of a ring job by hand (NBC_NODE_RANK, NBC_NODES, a random
+ * NBC_MASTER_PORT, plus `env`; an undefined value removes the variable), and waits for them.
+ */
+async function nodesByHand(nodes: number, env: Record<string, string | undefined>): Promise<Array<{ code: number | null; err: string }>> {
+  const port = String(20000 + Math.floor(Math.random() * 10000));
+  const base: NodeJS.ProcessEnv = { ...process.env, NBC_NODES: String(nodes), NBC_MASTER_PORT: port };
+  for (const [k, v] of Object.entries(env)) {
+    if (v === undefined) delete base[k];
+    else base[k] = v;
+  }
+  const procs = Array.from({ length: nodes }, (_, nodeRank) => spawn(process.execPath, [CLI, 'node', '--ppn', '1', jobPath('p2p.ts'), 'ring', '8'], {
+    env: { ...base, NBC_NODE_RANK: String(nodeRank) }, stdio: ['ignore', 'pipe', 'pipe'],
+  }));
+  return Promise.all(procs.map((p) => new Promise<{ code: number | null; err: string }>((resolve) => {
+    let err = '';
+    p.stderr.setEncoding('utf8').on('data', (d: string) => { err += d; });
+    p.on('exit', (code) => resolve({ code, err }));
+  })));
+}
+
 function mpirunAvailable(): string | false {
   try {
     execFileSync('mpirun', ['--version'], { stdio: 'ignore' });
@@ -149,34 +171,28 @@ describe('wire-up under other launchers', () => {
   });
 
   test('nbc node started by hand with NBC_* variables joins a job', T, async () => {
-    const { spawn } = await import('node:child_process');
-    const secret = randomBytes(32).toString('hex');
-    const port = String(20000 + Math.floor(Math.random() * 10000));
-    const procs = [0, 1].map((nodeRank) => spawn(process.execPath, [CLI, 'node', '--ppn', '1', jobPath('p2p.ts'), 'ring', '8'], {
-      env: { ...process.env, NBC_NODE_RANK: String(nodeRank), NBC_NODES: '2', NBC_MASTER_PORT: port, NBC_SECRET: secret },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    }));
-    const codes = await Promise.all(procs.map((p) => new Promise<number | null>((resolve) => {
-      let err = '';
-      p.stderr.setEncoding('utf8').on('data', (d: string) => { err += d; });
-      p.on('exit', (c) => { if (c !== 0) console.error(err); resolve(c); });
-    })));
-    assert.deepEqual(codes, [0, 0]);
+    const runs = await nodesByHand(2, { NBC_SECRET: randomBytes(32).toString('hex') });
+    assert.deepEqual(runs.map((r) => r.code), [0, 0], runs.map((r) => r.err).join('\n'));
+  });
+
+  // Across hosts the listeners bind to a routable address, or to every interface (one
+  // NBC_BIND_ADDR for all, as mpirun -x passes it), and node 0 is reached at NBC_MASTER_ADDR:
+  // node 0 dials its own server where it listens (rendezvous.test.ts: a wildcard listener is
+  // listed where the server saw it).
+  const routable = Object.values(networkInterfaces()).flat().find((a) => a !== undefined && a.family === 'IPv4' && !a.internal)?.address;
+  test('nodes bound to a routable NBC_BIND_ADDR, or to 0.0.0.0, join at NBC_MASTER_ADDR and exchange data, over TCP and UCX', {
+    ...T, skip: routable === undefined ? 'this host has no non-loopback IPv4 address to stand for another host' : false,
+  }, async () => {
+    for (const [bind, transport] of [[routable!, 'tcp'], [routable!, 'auto'], ['0.0.0.0', 'tcp']]) {
+      const runs = await nodesByHand(3, {
+        NBC_SECRET: randomBytes(32).toString('hex'), NBC_BIND_ADDR: bind, NBC_MASTER_ADDR: routable!, NBC_TRANSPORT: transport,
+      });
+      assert.deepEqual(runs.map((r) => r.code), [0, 0, 0], `bind ${bind}, ${transport}: ${runs.map((r) => r.err).join('\n')}`);
+    }
   });
 
   test('nodes started without NBC_SECRET warn once for the job, not once per node', T, async () => {
-    const { spawn } = await import('node:child_process');
-    const port = String(20000 + Math.floor(Math.random() * 10000));
-    const env: NodeJS.ProcessEnv = { ...process.env, NBC_NODES: '3', NBC_MASTER_PORT: port };
-    delete env.NBC_SECRET;
-    const procs = [0, 1, 2].map((nodeRank) => spawn(process.execPath, [CLI, 'node', '--ppn', '1', jobPath('p2p.ts'), 'ring', '8'], {
-      env: { ...env, NBC_NODE_RANK: String(nodeRank) }, stdio: ['ignore', 'pipe', 'pipe'],
-    }));
-    const runs = await Promise.all(procs.map((p) => new Promise<{ code: number | null; err: string }>((resolve) => {
-      let err = '';
-      p.stderr.setEncoding('utf8').on('data', (d: string) => { err += d; });
-      p.on('exit', (code) => resolve({ code, err }));
-    })));
+    const runs = await nodesByHand(3, { NBC_SECRET: undefined });
     assert.deepEqual(runs.map((r) => r.code), [0, 0, 0], runs.map((r) => r.err).join('\n'));
     const warnings = runs.map((r) => r.err.match(/NBC_SECRET is not set/g)?.length ?? 0);
     assert.deepEqual(warnings, [1, 0, 0]);

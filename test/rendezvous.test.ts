@@ -18,11 +18,11 @@ async function startServer(nodes: number) {
   return { secret, server, port, logs };
 }
 
-function join(secret: Buffer, port: number, nodeId: number, timeoutMs = 10_000) {
+function join(secret: Buffer, port: number, nodeId: number, timeoutMs = 10_000, linkHost = '127.0.0.1') {
   const client = new RendezvousClient();
   const table = client.connect({
     secret, nodeId, host: '127.0.0.1', port, timeoutMs,
-    hello: { host: '127.0.0.1', port: 40_000 + nodeId, nranks: 2 + nodeId, extra: { shm: `seg-${nodeId}` } },
+    hello: { host: linkHost, port: 40_000 + nodeId, nranks: 2 + nodeId, extra: { shm: `seg-${nodeId}` } },
   });
   return { client, table };
 }
@@ -40,6 +40,19 @@ test('three clients receive the same table, sorted by node id', { timeout: 15_00
       })),
     };
     for (const t of tables) assert.deepEqual(t, expected);
+  } finally {
+    await Promise.all(joined.map((j) => j.client.close()));
+    await server.close();
+  }
+});
+
+test('a node whose links listen on every interface is listed where the server saw it, never at a wildcard', { timeout: 15_000 }, async () => {
+  const { secret, server, port } = await startServer(3);
+  const joined = [['0.0.0.0', 0], ['::', 1], ['127.0.0.1', 2]].map(([host, id]) => join(secret, port, id as number, 10_000, host as string));
+  try {
+    for (const t of await Promise.all(joined.map((j) => j.table))) {
+      assert.deepEqual(t.nodes.map((n) => n.host), ['127.0.0.1', '127.0.0.1', '127.0.0.1']);
+    }
   } finally {
     await Promise.all(joined.map((j) => j.client.close()));
     await server.close();

@@ -26,7 +26,7 @@ import { Engine } from './engine.js';
 import type { Wireup } from './env.js';
 import type { LinkSpec } from './link-spec.js';
 import type { RankBoot, RankReport } from './rank-main.js';
-import { RendezvousClient, RendezvousServer } from './rendezvous.js';
+import { isWildcard, RendezvousClient, RendezvousServer } from './rendezvous.js';
 import { configFromEnv, ucxErrModeFromEnv } from './config.js';
 import { nativeAddon } from './native.js';
 
@@ -257,9 +257,14 @@ export async function runNode(o: NodeOptions): Promise<number> {
       onUcxAddresses();
     });
     client.on('lost', (err: Error) => fail(`node ${nodeRank}: lost contact with the rendezvous master (node 0): ${err.message}`, 1));
+    // Node 0 reaches its own server where it listens. Links that listen on every interface are
+    // dialled, by node 0's peers, at the master address, and, for the others, where the server
+    // sees their connection (rendezvous.ts).
+    const serverHost = o.bindHost !== undefined && !isWildcard(o.bindHost) ? o.bindHost : '127.0.0.1';
+    const advertised = nodeRank === 0 && isWildcard(addr.host) ? o.wireup.masterAddr : addr.host;
     const table = await client.connect({
-      secret, nodeId: nodeRank, host: nodeRank === 0 ? '127.0.0.1' : o.wireup.masterAddr, port: masterPort,
-      hello: { host: addr.host, port: addr.port, nranks: o.ranks, extra: { ucx: noUcx === null && o.link === undefined, transport: choice } },
+      secret, nodeId: nodeRank, host: nodeRank === 0 ? serverHost : o.wireup.masterAddr, port: masterPort,
+      hello: { host: advertised, port: addr.port, nranks: o.ranks, extra: { ucx: noUcx === null && o.link === undefined, transport: choice } },
       timeoutMs: 30_000,
     });
     client.on('shutdown', () => {

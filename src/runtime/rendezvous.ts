@@ -120,6 +120,16 @@ export function decodeControlBody(type: number, body: Buffer): unknown {
   }
 }
 
+/** Whether `host` is a wildcard address (every interface): listened on, but not dialled. */
+export function isWildcard(host: string): boolean {
+  return host === '0.0.0.0' || host === '::' || host === '[::]';
+}
+
+/** An IPv4 address as an IPv6 socket reports it (::ffff:a.b.c.d), as a.b.c.d. */
+function unmapped(address: string): string {
+  return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
+}
+
 /** Validates a HELLO (from the wire or from the caller); throws NbcArgError naming the field. */
 export function parseHello(v: unknown, what: string): NodeHello {
   const bad = (field: string): never => {
@@ -398,6 +408,8 @@ export class RendezvousServer extends EventEmitter<RendezvousServerEvents> {
           throw new NbcArgError(
             `Cannot accept HELLO: it names node ${hello.nodeId} but the handshake proved node ${member.nodeId}`);
         }
+        // A node whose links listen on every interface is dialled where the server sees it.
+        if (isWildcard(hello.host)) hello.host = unmapped(member.channel.socket.remoteAddress ?? hello.host);
         member.hello = hello;
         if (++this.hellos === this.nodes) this.sendTable();
         return;
@@ -583,7 +595,8 @@ export class RendezvousClient extends EventEmitter<RendezvousClientEvents> {
           }
           if (left <= 0) {
             throw new NbcTimeoutError(
-              `Cannot reach the rendezvous at ${address} within ${timeoutMs} ms: ${reasonOf(err)} (is node 0 running?)`,
+              `Cannot reach the rendezvous at ${address} within ${timeoutMs} ms: ${reasonOf(err)} (is node 0 running, and listening there? `
+              + 'It listens on 127.0.0.1 unless --bind or NBC_BIND_ADDR names an address of its host, or 0.0.0.0)',
               { cause: err });
           }
           opts.onRetry?.(++attempt, err as Error);
