@@ -128,9 +128,16 @@ describe('collectives against a sequential reference', () => {
     }
   });
 
-  test('a user-defined op cannot be offloaded: NBC_ERR_OP', T, async () => {
-    const r = await runOk('coll.ts', 2, 2, ['offloaduserop']);
-    for (const x of r.ranks) assert.deepEqual(x.result, { 'user op offloaded': 'NBC_ERR_OP' });
+  test('a user-defined op cannot be offloaded: NBC_ERR_OP on every rank, also where its schedule reduces nothing (3 and 6 ranks)', T, async () => {
+    for (const [n, ppn] of [[2, 2], [3, 2], [6, 3]] as const) {
+      const r = await runOk('coll.ts', n, ppn, ['offloaduserop']);
+      for (const x of r.ranks) {
+        assert.deepEqual(x.result, {
+          'allreduce, matmul': 'NBC_ERR_OP', 'allreduce, commutative': 'NBC_ERR_OP', 'iallreduce two-level': 'NBC_ERR_OP',
+          reduce: 'NBC_ERR_OP', scan: 'NBC_ERR_OP', reduceScatterBlock: 'NBC_ERR_OP', allreduceInit: 'NBC_ERR_OP',
+        }, `${n} ranks, ppn ${ppn}, rank ${x.rank}`);
+      }
+    }
   });
 
   test('24 outstanding collectives on world, a dup and a split complete in scrambled order', T, async () => {

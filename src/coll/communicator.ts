@@ -12,8 +12,10 @@
  * that the planning modules call back.
  */
 import { Comm, type CommStats } from '../comm/comm.js';
+import { NbcOpError } from '../errors.js';
 import type { TypedArrayConstructor } from '../comm/validate.js';
 import { dtypeOf, resolveOp, type DType, type OpLike } from '../ops/index.js';
+import { USER_OP_ID_BASE } from '../ops/op.js';
 import { opById } from '../ops/regions.js';
 import { IN_PLACE } from '../p2p/constants.js';
 import type { Request } from '../p2p/request.js';
@@ -144,6 +146,11 @@ export class Communicator extends Comm {
     extra?: Partial<Plan>): Plan {
     this.check(coll);
     const executor: Executor = executorFor(this.transport, this.rc.config, this.executorName(opts), coll);
+    // Refused here, on every rank alike: a rank whose schedule happens to hold no reduction
+    // would otherwise post it and wait for peers that refused theirs.
+    if (executor.name === 'offload' && s.op >= USER_OP_ID_BASE) {
+      throw new NbcOpError(`Cannot offload ${coll} with a user-defined op: it runs only in the thread that created it; expected a predefined op or executor host`);
+    }
     const fabricFits = executor.name === 'agg' ? fabricTakes(coll, s.op, s.dtype) : undefined;
     const choice = this.choose(coll, s.bytes, s.commutative, opts, fabricFits);
     // A non-root's reduce works in a RECV of its own: the host executor takes it from its pool

@@ -26,7 +26,7 @@
  */
 import assert from 'node:assert/strict';
 import {
-  ALGORITHMS, ANY_SOURCE, ANY_TAG, IN_PLACE, NbcError, UNDEFINED, dimsCreate, testAll, testAny, waitAll, waitAny,
+  ALGORITHMS, ANY_SOURCE, ANY_TAG, IN_PLACE, NbcError, Op, UNDEFINED, dimsCreate, testAll, testAny, waitAll, waitAny,
   type AnyRequest, type Communicator, type OpLike, type TypedArray,
 } from 'nbcoll';
 import { DType, ctorOf, dtypeOf, isBigInt, referenceReduce } from 'nbcoll/testing';
@@ -627,6 +627,27 @@ function executorCounts(w: Communicator): Record<string, number> {
   };
 }
 
+/**
+ * User ops cannot be offloaded: every reduction refuses one with NBC_ERR_OP on every rank,
+ * including ranks whose schedule holds no reduction of their own (a 3-rank tree's leaves).
+ */
+function offloadedUserOps(w: Communicator): Record<string, string> {
+  const ex = { executor: 'offload' as const };
+  const times = Op.create((inout: Float64Array, input: Float64Array) => {
+    for (let i = 0; i < inout.length; i++) inout[i]! *= input[i]!;
+  }, { commutative: true });
+  const a = () => new Float64Array(4 * w.size);
+  return errorCodes({
+    'allreduce, matmul': () => w.allreduce(a(), a(), matmul, ex),
+    'allreduce, commutative': () => w.allreduce(a(), a(), times, ex),
+    'iallreduce two-level': () => w.iallreduce(a(), a(), times, { ...ex, algorithm: 'two-level' }).wait(),
+    'reduce': () => w.reduce(a(), a(), times, 0, ex),
+    'scan': () => w.scan(a(), a(), matmul, ex),
+    'reduceScatterBlock': () => w.reduceScatterBlock(a(), new Float64Array(4), times, ex),
+    'allreduceInit': () => w.allreduceInit(a(), a(), times, ex),
+  });
+}
+
 function aggNonblocking(w: Communicator): number {
   const ex = { executor: 'agg' as const };
   const p = w.size;
@@ -1132,7 +1153,7 @@ export default function main(w: Communicator, args: string[]): unknown {
     case 'lent': return lentBuffers(w);
     case 'twolevel': return twoLevel(w);
     case 'completes': return completesWhileComputing(w);
-    case 'offloaduserop': return errorCodes({ 'user op offloaded': () => w.allreduce(new Float64Array(4), new Float64Array(4), matmul, { executor: 'offload' }) });
+    case 'offloaduserop': return offloadedUserOps(w);
     default: throw new Error(`unknown mode ${args[0]}`);
   }
 }
