@@ -230,6 +230,11 @@ describe('collectives against a sequential reference', () => {
         'unknown executor': 'NBC_ERR_ARG',
         'neighbor on a plain communicator': 'NBC_ERR_COMM',
         'alltoall indivisible': 'NBC_ERR_COUNT',
+        'alloc negative': 'NBC_ERR_COUNT',
+        'alloc fraction': 'NBC_ERR_COUNT',
+        'alloc 2 GiB': 'NBC_ERR_COUNT',
+        'alloc 8 GB': 'NBC_ERR_COUNT',
+        'freeMem of a plain array': 'NBC_ERR_ARG',
         messagesSentMeanwhile: '0',
       });
     }

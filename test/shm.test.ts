@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Worker } from 'node:worker_threads';
-import { SliceAllocator } from '../src/shm/arena.ts';
+import { allocationBytes, SliceAllocator } from '../src/shm/arena.ts';
 import { align8, H_KIND, H_LEN, HEADER_BYTES, KIND_EAGER, RING_HEADER_BYTES } from '../src/shm/layout.ts';
 import { Ring, slotBytes } from '../src/shm/ring.ts';
 
@@ -154,6 +154,13 @@ describe('arena slice allocator', () => {
     for (const off of live.keys()) a.free(off);
     assert.equal(a.available, size);
     assert.equal(a.alloc(size), 0, 'fully coalesced: the whole slice is one block again');
+  });
+
+  test('a request of 2 GiB or more is refused, not wrapped to a small block', () => {
+    const a = new SliceAllocator(1 << 20);
+    for (const bytes of [2 ** 31, 2 ** 31 + 64, 2 ** 32, 2 ** 32 + 8, 8e9]) assert.equal(a.alloc(bytes), -1, `${bytes} bytes`);
+    assert.equal(a.available, 1 << 20, 'nothing was taken');
+    assert.equal(allocationBytes(2 ** 32 + 1), 2 ** 32 + 64);
   });
 
   test('freeing an unknown offset is an internal error', () => {

@@ -8,9 +8,13 @@ import { NbcInternalError } from '../errors.js';
 
 const ALIGN = 64;
 
-/** The room an allocation of `bytes` takes (at least one 64-byte unit, even for none). */
+/**
+ * The room an allocation of `bytes` takes (at least one 64-byte unit, even for none). In
+ * floating point, not 32-bit bit operations: a request of 2 GiB or more must not wrap to a
+ * small one.
+ */
 export function allocationBytes(bytes: number): number {
-  return Math.max(ALIGN, (bytes + ALIGN - 1) & ~(ALIGN - 1));
+  return Math.max(ALIGN, Math.ceil(bytes / ALIGN) * ALIGN);
 }
 
 export class SliceAllocator {

@@ -763,6 +763,11 @@ function badinput(w: Communicator): Record<string, string> {
     'unknown executor': () => w.allreduce(f8, new Float64Array(8), 'sum', { executor: 'quantum' }),
     'neighbor on a plain communicator': () => w.neighborAllgather(f8, new Float64Array(8)),
     'alltoall indivisible': () => w.alltoall(new Float64Array(w.size * 2 + 1), new Float64Array(w.size * 2 + 1)),
+    'alloc negative': () => w.alloc(Float64Array, -1),
+    'alloc fraction': () => w.alloc(Float64Array, 1.5),
+    'alloc 2 GiB': () => w.alloc(Float64Array, 2 ** 28),
+    'alloc 8 GB': () => w.alloc(Uint8Array, 8e9),
+    'freeMem of a plain array': () => w.freeMem(f8),
   });
   codes.messagesSentMeanwhile = String(w.stats().host.messagesSent - before);
   return codes;
