@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { networkInterfaces } from 'node:os';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { networkInterfaces, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { launch } from 'nbcoll';
@@ -53,6 +55,32 @@ describe('launcher', () => {
     assert.equal(p.status, 2, p.stderr);
     assert.deepEqual(p.stderr.trim().split('\n'), [`nbc: Cannot run job file '${missing}': there is no file ${missing}; expected a .ts or .js job file [NBC_ERR_LAUNCH]`]);
     assert.throws(() => launch(missing, { ranks: 2 }), { code: 'NBC_ERR_LAUNCH' });
+  });
+
+  test('an ES-module job in a CommonJS package fails saying how to fix it; as .mts, .mjs or CommonJS it runs', T, () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nbc-cjs-'));
+    try {
+      writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'user-project', type: 'commonjs' }));
+      const esm = 'export default function (w: { rank: number }): void { console.log(`rank ${w.rank}`); }\n';
+      writeFileSync(join(dir, 'job.ts'), esm);
+      writeFileSync(join(dir, 'job.mts'), esm);
+      writeFileSync(join(dir, 'job.js'), 'export default function (w) { console.log(`rank ${w.rank}`); }\n');
+      writeFileSync(join(dir, 'job.mjs'), 'export default function (w) { console.log(`rank ${w.rank}`); }\n');
+      writeFileSync(join(dir, 'cjs.js'), 'module.exports = function (w) { console.log(`rank ${w.rank}`); };\n');
+      for (const file of ['job.ts', 'job.js']) {
+        const p = spawnSync(process.execPath, [CLI, 'run', '-n', '2', join(dir, file)], { encoding: 'utf8', timeout: 60_000 });
+        assert.equal(p.status, 1, p.stderr);
+        assert.match(p.stderr, new RegExp(`nbc: job failed \\(exit code 1\\): rank \\d \\(node 0\\) failed: NbcLaunchError: Cannot load the job file ${join(dir, file)}: ` +
+          'Node loaded it as CommonJS, and it is an ES module \\(import/export\\); expected a \\.mjs or \\.mts file, or "type": "module"'));
+      }
+      for (const file of ['job.mts', 'job.mjs', 'cjs.js']) {
+        const p = spawnSync(process.execPath, [CLI, 'run', '-n', '2', join(dir, file)], { encoding: 'utf8', timeout: 60_000 });
+        assert.equal(p.status, 0, `${file}: ${p.stderr}`);
+        assert.deepEqual(p.stdout.trim().split('\n').sort(), ['rank 0', 'rank 1'], file);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('nbc run --tag-output prefixes every line with its rank and passes the exit code', T, () => {

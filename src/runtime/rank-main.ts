@@ -19,6 +19,23 @@ import { configFromEnv } from './config.js';
 import { nativeAddon } from './native.js';
 import { openHostBoard } from './host-board.js';
 import { setRankRuntime } from './init.js';
+import { NbcLaunchError } from '../errors.js';
+
+/**
+ * A job file with import/export statements that Node loaded as CommonJS (its package.json
+ * says "type": "commonjs", or there is none): the error says what to change, instead of
+ * Node's (for TypeScript, ERR_REQUIRE_CYCLE_MODULE). Null for any other failure.
+ */
+function loadedAsCommonJs(err: unknown, entry: string): NbcLaunchError | null {
+  const code = (err as { code?: unknown } | null)?.code;
+  const message = err instanceof Error ? err.message : String(err);
+  const esmInCjs = code === 'ERR_REQUIRE_CYCLE_MODULE' || code === 'ERR_REQUIRE_ESM'
+    || (err instanceof SyntaxError && /Cannot use import statement outside a module|Unexpected token 'export'/.test(message));
+  if (!esmInCjs) return null;
+  return new NbcLaunchError(
+    `Cannot load the job file ${entry}: Node loaded it as CommonJS, and it is an ES module (import/export); ` +
+    `expected a .mjs or .mts file, or "type": "module" in the package.json nearest to it (${message.split('\n')[0]})`, { cause: err });
+}
 
 export interface RankBoot {
   shared: NodeShared;
@@ -98,7 +115,9 @@ if (/\.[cm]?tsx?$/.test(boot.entry)) {
   const { register } = await import('tsx/esm/api');
   register();
 }
-const mod = (await import(pathToFileURL(boot.entry).href)) as { default?: unknown };
+const mod = (await import(pathToFileURL(boot.entry).href).catch((err: unknown) => {
+  throw loadedAsCommonJs(err, boot.entry) ?? err;
+})) as { default?: unknown };
 let result: unknown;
 if (typeof mod.default === 'function') {
   result = await (mod.default as (w: Communicator, a: string[]) => unknown)(world, boot.args);
