@@ -161,7 +161,7 @@ function transportArg(value: string): TransportChoice {
 export function registerCalibrate(program: Command): void {
   program.command('calibrate')
     .description("measure seed 004's cost model (start-up, per-byte, constant) per path and store it as JSON for selection")
-    .option('--out <file>', 'where to write the parameters (default: NBC_PARAMS, else ~/.cache/nbcoll/params.json)')
+    .option('--out <file>', 'where to write the parameters (default: NBC_PARAMS, else $XDG_CACHE_HOME/nbcoll/params.json, ~/.cache without it)')
     .option('--iters <n>', 'measured rounds per path (fewer if a path runs out of its 20 s)', positiveInt, 100)
     .option('--ranks <n>', 'ranks per job: the scatter spreads its messages over n-1 receivers', ranksArg, 2)
     .option('--json', 'print the parameters file instead of the tables')
