@@ -10,14 +10,13 @@
  * seen. Scratch (TMP) and the
  * completion word come from the arena too and are returned at completion.
  */
-import { NbcArgError, NbcNoMemError, NbcOpError, NbcPeerFailedError } from '../errors.js';
-import { USER_OP_ID_BASE } from '../ops/op.js';
+import { NbcArgError, NbcNoMemError, NbcPeerFailedError } from '../errors.js';
 import { Request } from '../p2p/request.js';
 import type { Transport } from '../p2p/transport.js';
 import { KIND_COMM, KIND_POST, KIND_SCHED } from '../shm/layout.js';
 import type { AggExecutorStats, CollTarget, Executor, ExecutorStats, Plan } from './executor.js';
 import { COMM_RELEASE, DONE_FABRIC, DONE_INVALID, DONE_OK, DONE_PEER_FAILED, encodePost, REGISTERED_SCHEDULES } from './offload.js';
-import { A_REDUCE, type Schedule } from './schedule.js';
+import type { Schedule } from './schedule.js';
 import type { TwoLevelCall } from './two-level.js';
 import { encodeSchedule } from './wire.js';
 
@@ -88,11 +87,8 @@ export class OffloadClient implements Executor {
   }
 
   post(sched: Schedule, target: OffloadTarget, send: Uint8Array, recv: Uint8Array, tag: number): Request {
-    for (let i = 0; i < sched.nActions; i++) {
-      if (sched.kind[i] === A_REDUCE && sched.peer[i]! >= USER_OP_ID_BASE) {
-        throw new NbcOpError('Cannot offload a collective with a user-defined op: it runs only in the thread that created it; expected a predefined op or executor host');
-      }
-    }
+    // User ops never get here: planning refuses them for this executor on every rank
+    // (Communicator.plan), not only on ranks whose schedule holds a reduction.
     if (sched.tmpBytes < 0) throw new NbcArgError('invalid schedule');
     const t = this.t;
     const { req, s: sr, r } = this.stage(target, send, recv);
