@@ -33,7 +33,7 @@ export const ErrorCode = {
   AUTH: 'NBC_ERR_AUTH',
   /** The node's shared-memory arena has no room for the allocation. */
   NO_MEM: 'NBC_ERR_NO_MEM',
-  /** A request was used in a state that does not allow it (e.g. waitAny of no requests). */
+  /** A request was used in a state that does not allow it (e.g. a persistent one started twice). */
   REQUEST: 'NBC_ERR_REQUEST',
   /** The launcher or wire-up could not start the job as asked. */
   LAUNCH: 'NBC_ERR_LAUNCH',

@@ -235,7 +235,16 @@ describe('collectives against a sequential reference', () => {
         'alloc 2 GiB': 'NBC_ERR_COUNT',
         'alloc 8 GB': 'NBC_ERR_COUNT',
         'freeMem of a plain array': 'NBC_ERR_ARG',
+        'alloc of no typed array class': 'NBC_ERR_TYPE',
+        'alloc of undefined': 'NBC_ERR_TYPE',
+        'waitAll of undefined': 'NBC_ERR_ARG',
+        'waitAll with a null entry': 'NBC_ERR_ARG',
+        'testAny with a plain object': 'NBC_ERR_ARG',
+        'create from a plain object': 'NBC_ERR_ARG',
+        'algorithmFor a bogus collective': 'NBC_ERR_ARG',
+        'persistent started after free': 'NBC_ERR_REQUEST',
         messagesSentMeanwhile: '0',
+        'persistent started twice': 'NBC_ERR_REQUEST',
       });
     }
   });

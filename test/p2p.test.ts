@@ -139,6 +139,11 @@ describe('bad input gets a typed NbcError', () => {
       'free world': 'NBC_ERR_COMM',
       'split color': 'NBC_ERR_ARG',
       'cart too big': 'NBC_ERR_ARG',
+      'cart grids disagree': 'NBC_ERR_ARG',
+      'cart periods disagree': 'NBC_ERR_ARG',
+      'cart invalid on one rank': 'NBC_ERR_ARG',
+      'cart periods not an array': 'NBC_ERR_ARG',
+      'rankOf null': 'NBC_ERR_ARG',
     });
   });
 

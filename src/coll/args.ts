@@ -68,8 +68,11 @@ export function reduction(_c: Planner, coll: string, op: OpLike, b: Buf): Pick<C
   return { dtype: dt, op: o.id, commutative: o.commutative, esize: bytesPerElement(dt) * o.itemLength };
 }
 
-/** Element counts and displacements to byte Int32Arrays, validated against a buffer. */
-export function vector(c: Planner, coll: string, counts: Counts, displs: Counts | null, bpe: number, bufLen: number, what: string): { c: Int32Array; d: Int32Array } {
+/**
+ * Element counts and displacements to byte Int32Arrays, validated against a buffer; `displs`
+ * null: the blocks lie back to back (a reduceScatter's counts). A missing array is NBC_ERR_COUNT.
+ */
+export function vector(c: Planner, coll: string, counts: Counts | null | undefined, displs: Counts | null | undefined, bpe: number, bufLen: number, what: string): { c: Int32Array; d: Int32Array } {
   const size = c.size;
   if (counts === null || counts === undefined || counts.length !== size || (displs !== null && (displs === undefined || displs.length !== size))) {
     throw new NbcCountError(`Cannot ${coll} on communicator ${c.ctx}: ${what} counts and displacements must each have ${size} entries (one per rank)`);

@@ -12,7 +12,8 @@
  * that the planning modules call back.
  */
 import { Comm, type CommStats } from '../comm/comm.js';
-import { NbcOpError } from '../errors.js';
+import { describeValue } from '../describe.js';
+import { NbcArgError, NbcOpError } from '../errors.js';
 import type { TypedArrayConstructor } from '../comm/validate.js';
 import { dtypeOf, resolveOp, type DType, type OpLike } from '../ops/index.js';
 import { USER_OP_ID_BASE } from '../ops/op.js';
@@ -113,6 +114,12 @@ export class Communicator extends Comm {
    * of Float64Array) and whether the op commutes (else `commutative`, default true).
    */
   algorithmFor(coll: CollName, bytes: number, opts?: CollOptions & { commutative?: boolean; op?: OpLike; type?: TypedArrayConstructor }): string {
+    if (!Object.hasOwn(ALGORITHMS, coll)) {
+      throw new NbcArgError(`Cannot say the algorithm of ${describeValue(coll)}: not a collective; expected one of ${Object.keys(ALGORITHMS).join(', ')}`);
+    }
+    if (!Number.isSafeInteger(bytes) || bytes < 0) {
+      throw new NbcArgError(`Cannot say the algorithm of ${coll} for ${String(bytes)} bytes: expected a non-negative integer byte count`);
+    }
     const op = opts?.op === undefined ? undefined : resolveOp(opts.op, `algorithmFor ${coll}`);
     const dtype = opts?.type === undefined ? undefined : dtypeOf(new opts.type(0));
     const fabricFits = this.executorName(opts) !== 'agg' ? undefined
@@ -346,23 +353,23 @@ export class Communicator extends Comm {
     return this.persistent(planScatter(this.planner, send, recv, root, opts));
   }
 
-  gatherv(send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts, displs: Counts, root: number, opts?: CollOptions): void {
+  gatherv(send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts | null | undefined, displs: Counts | null | undefined, root: number, opts?: CollOptions): void {
     this.igatherv(send, recv, counts, displs, root, opts).wait();
   }
-  igatherv(send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts, displs: Counts, root: number, opts?: CollOptions): Request {
+  igatherv(send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts | null | undefined, displs: Counts | null | undefined, root: number, opts?: CollOptions): Request {
     return this.launchPlan(this.memoPlan('gatherv', opts, () => planGatherv(this.planner, send, recv, counts, displs, root, opts), send, recv, root, undefined, [counts, displs]));
   }
-  gathervInit(send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts, displs: Counts, root: number, opts?: CollOptions): PersistentRequest {
+  gathervInit(send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts | null | undefined, displs: Counts | null | undefined, root: number, opts?: CollOptions): PersistentRequest {
     return this.persistent(planGatherv(this.planner, send, recv, counts, displs, root, opts));
   }
 
-  scatterv(send: Buf | null | undefined, counts: Counts, displs: Counts, recv: BufOrInPlace, root: number, opts?: CollOptions): void {
+  scatterv(send: Buf | null | undefined, counts: Counts | null | undefined, displs: Counts | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): void {
     this.iscatterv(send, counts, displs, recv, root, opts).wait();
   }
-  iscatterv(send: Buf | null | undefined, counts: Counts, displs: Counts, recv: BufOrInPlace, root: number, opts?: CollOptions): Request {
+  iscatterv(send: Buf | null | undefined, counts: Counts | null | undefined, displs: Counts | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): Request {
     return this.launchPlan(this.memoPlan('scatterv', opts, () => planScatterv(this.planner, send, counts, displs, recv, root, opts), send, recv, root, undefined, [counts, displs]));
   }
-  scattervInit(send: Buf | null | undefined, counts: Counts, displs: Counts, recv: BufOrInPlace, root: number, opts?: CollOptions): PersistentRequest {
+  scattervInit(send: Buf | null | undefined, counts: Counts | null | undefined, displs: Counts | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): PersistentRequest {
     return this.persistent(planScatterv(this.planner, send, counts, displs, recv, root, opts));
   }
 

@@ -15,9 +15,10 @@ const MEMO_MAX_BYTES = 256 << 10;
 /**
  * The count and displacement arrays of a v collective's call (counts, displs; or send
  * counts, send displs, receive counts, receive displs). A call is found again only when they
- * hold the same values: a caller may change an array in place between calls.
+ * hold the same values: a caller may change an array in place between calls. Null where the
+ * rank passes none (gatherv's and scatterv's counts off the root, which MPI ignores there).
  */
-export type CountArrays = ReadonlyArray<ArrayLike<number>>;
+export type CountArrays = ReadonlyArray<ArrayLike<number> | null | undefined>;
 
 /**
  * A call, resolved: the lean path's call when the call takes it, else its plan. Keyed by up
@@ -32,7 +33,7 @@ export interface RecentCall<L> {
   la: number;
   lb: number;
   opts: CollOptions | undefined;
-  /** The count arrays' values when remembered, each as its length then its values; null for none. */
+  /** The count arrays' values when remembered, each as its length (-1: none) then its values; null for none. */
   counts: Float64Array | null;
   lean: L | null;
   plan: Plan | null;
@@ -43,11 +44,12 @@ export const byteLengthOf = (x: unknown): number => (ArrayBuffer.isView(x) ? x.b
 
 function snapshot(v: CountArrays): Float64Array {
   let n = 0;
-  for (const a of v) n += 1 + a.length;
+  for (const a of v) n += 1 + (a?.length ?? 0);
   const out = new Float64Array(n);
   let at = 0;
   for (const a of v) {
-    out[at++] = a.length;
+    out[at++] = a?.length ?? -1;
+    if (a === null || a === undefined) continue;
     for (let i = 0; i < a.length; i++) out[at++] = a[i]!;
   }
   return out;
@@ -58,7 +60,8 @@ function sameCounts(snap: Float64Array | null, v: CountArrays | undefined): bool
   if (snap === null || v === undefined) return snap === null && v === undefined;
   let at = 0;
   for (const a of v) {
-    if (at >= snap.length || snap[at++] !== a.length) return false;
+    if (at >= snap.length || snap[at++] !== (a?.length ?? -1)) return false;
+    if (a === null || a === undefined) continue;
     for (let i = 0; i < a.length; i++) if (snap[at++] !== a[i]) return false;
   }
   return at === snap.length;

@@ -2,7 +2,7 @@
  * Persistent collectives (`allreduceInit` and friends, MPI-4): a plan made once and started
  * any number of times, without validation, selection or a schedule lookup per start.
  */
-import { NbcArgError } from '../errors.js';
+import { NbcRequestError } from '../errors.js';
 import { emptyStatus, type Request, type Status } from '../p2p/request.js';
 import type { Plan } from '../sched/executor.js';
 import type { Schedule } from '../sched/schedule.js';
@@ -21,16 +21,16 @@ export class PersistentRequest implements PromiseLike<Status> {
 
   /** Starts one instance (all ranks must start their persistent collectives in the same order). */
   start(): this {
-    if (this.freed) throw new NbcArgError(`Cannot start a freed persistent ${this.plan.coll}`);
+    if (this.freed) throw new NbcRequestError(`Cannot start a freed persistent ${this.plan.coll}`);
     if (this.current !== null && !this.current.done) {
-      throw new NbcArgError(`Cannot start persistent ${this.plan.coll}: the previous start is still active; wait for it first`);
+      throw new NbcRequestError(`Cannot start persistent ${this.plan.coll}: the previous start is still active; wait for it first`);
     }
     this.current = this.launch(this.plan);
     return this;
   }
 
   private active(op: string): Request {
-    if (this.current === null) throw new NbcArgError(`Cannot ${op} persistent ${this.plan.coll}: it was never started`);
+    if (this.current === null) throw new NbcRequestError(`Cannot ${op} persistent ${this.plan.coll}: it was never started`);
     return this.current;
   }
 
@@ -60,7 +60,7 @@ export class PersistentRequest implements PromiseLike<Status> {
 
   free(): void {
     if (this.current !== null && !this.current.done) {
-      throw new NbcArgError(`Cannot free persistent ${this.plan.coll}: an instance is still active; wait for it first`);
+      throw new NbcRequestError(`Cannot free persistent ${this.plan.coll}: an instance is still active; wait for it first`);
     }
     this.freed = true;
   }

@@ -98,8 +98,8 @@ export function planScatter(comm: Planner, send: Buf | null | undefined, recv: B
  * rank (`counts[i]` elements at `displs[i]`) and `one` is the root's own block, or IN_PLACE
  * (the root's block stays where it is in `whole`); elsewhere only `one` matters.
  */
-function rootedV(comm: Planner, coll: 'gatherv' | 'scatterv', whole: Buf | null | undefined, one: BufOrInPlace, counts: Counts,
-  displs: Counts, root: number, names: { whole: string; one: string }) {
+function rootedV(comm: Planner, coll: 'gatherv' | 'scatterv', whole: Buf | null | undefined, one: BufOrInPlace, counts: Counts | null | undefined,
+  displs: Counts | null | undefined, root: number, names: { whole: string; one: string }) {
   checkRoot(comm, root, coll);
   const isRoot = comm.rank === root;
   if (one === IN_PLACE && !isRoot) throw new NbcArgError(`Cannot ${coll} on communicator ${comm.ctx}: only the root may pass IN_PLACE`);
@@ -110,7 +110,8 @@ function rootedV(comm: Planner, coll: 'gatherv' | 'scatterv', whole: Buf | null 
     wv = buf(comm, coll, whole, names.whole);
     const w = whole as Buf;
     const bpe = bytesPerElement(dtypeOf(w));
-    const { c, d } = vector(comm, coll, counts, displs, bpe, w.length, names.whole);
+    // At the root both arrays are required (a null displs would mean contiguous to vector()).
+    const { c, d } = vector(comm, coll, counts, displs ?? undefined, bpe, w.length, names.whole);
     if (one !== IN_PLACE) {
       sameType(comm, coll, coll === 'gatherv' ? one : w, coll === 'gatherv' ? w : one);
       count(comm, coll, names.one, one.length, c[root]! / bpe);
@@ -126,13 +127,13 @@ function rootedV(comm: Planner, coll: 'gatherv' | 'scatterv', whole: Buf | null 
 }
 
 /** gatherv: `counts[i]` elements from rank i land at `displs[i]` of the root's recv (both significant at the root). */
-export function planGatherv(comm: Planner, send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts, displs: Counts, root: number, opts?: CollOptions): Plan {
+export function planGatherv(comm: Planner, send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts | null | undefined, displs: Counts | null | undefined, root: number, opts?: CollOptions): Plan {
   const { s, wv, ov } = rootedV(comm, 'gatherv', recv, send, counts, displs, root, { whole: 'recv', one: 'send' });
   return comm.plan('gatherv', s, opts, false, ov, wv);
 }
 
 /** scatterv: `counts[i]` elements at `displs[i]` of the root's send go to rank i. */
-export function planScatterv(comm: Planner, send: Buf | null | undefined, counts: Counts, displs: Counts, recv: BufOrInPlace, root: number, opts?: CollOptions): Plan {
+export function planScatterv(comm: Planner, send: Buf | null | undefined, counts: Counts | null | undefined, displs: Counts | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): Plan {
   const { s, wv, ov } = rootedV(comm, 'scatterv', send, recv, counts, displs, root, { whole: 'send', one: 'recv' });
   return comm.plan('scatterv', s, opts, false, wv, ov);
 }

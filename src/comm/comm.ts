@@ -8,7 +8,8 @@
  * (a message is matched by the receiver, on (context, source, tag)).
  */
 import type { CoreConfig } from '../config.js';
-import { NbcArgError, NbcCommError, NbcCountError, NbcRankError } from '../errors.js';
+import { describeValue } from '../describe.js';
+import { NbcArgError, NbcCommError, NbcCountError, NbcRankError, NbcTypeError } from '../errors.js';
 import { ANY_SOURCE, ANY_TAG, PROC_NULL } from '../p2p/constants.js';
 import { completedRequest, Request, type Status } from '../p2p/request.js';
 import type { MessageTrace, Transport, TransportStats } from '../p2p/transport.js';
@@ -18,7 +19,7 @@ import {
   type DistGraphOptions, type Neighborhood,
 } from './topology.js';
 import {
-  bytesOf, checkDest, checkSource, checkTag, elementBytes, type TypedArray, type TypedArrayConstructor,
+  bytesOf, checkDest, checkSource, checkTag, elementBytes, TYPED_ARRAY_CONSTRUCTORS, type TypedArray, type TypedArrayConstructor,
 } from './validate.js';
 
 /** Color for split() meaning "not in any new communicator". */
@@ -173,6 +174,9 @@ export class Comm {
    */
   alloc<C extends TypedArrayConstructor>(Type: C, n: number): InstanceType<C> {
     this.check('alloc');
+    if (!TYPED_ARRAY_CONSTRUCTORS.has(Type)) {
+      throw new NbcTypeError(`Cannot alloc ${describeValue(Type)}: expected a typed array class such as Float64Array`);
+    }
     if (!Number.isInteger(n) || n < 0) {
       throw new NbcCountError(`Cannot alloc ${String(n)} elements: expected a non-negative integer`);
     }
@@ -347,6 +351,9 @@ export class Comm {
    */
   create(group: Group): this | null {
     this.check('create');
+    if (!(group instanceof Group)) {
+      throw new NbcArgError(`Cannot create a communicator from ${describeValue(group)}: expected a Group (comm.group(), then incl or excl)`);
+    }
     const mine = new Set(this.worldRanks);
     for (const w of group.worldRanks) {
       if (!mine.has(w)) {
@@ -360,29 +367,31 @@ export class Comm {
   /**
    * A communicator with a Cartesian topology of `dims` (row-major rank order), of this
    * communicator's class (a Communicator's has the neighbour collectives). `reorder` is
-   * accepted and ignored: ranks keep their order. Collective.
+   * accepted and ignored: ranks keep their order. `periods` defaults to none periodic (as
+   * mpi4py's). Collective, and checked collectively: every rank must pass the same grid, and a
+   * rank whose arguments are invalid raises its own NBC_ERR_ARG after taking part, while the
+   * others raise NBC_ERR_ARG naming it (no rank is left waiting).
    * @returns the grid communicator; null on ranks beyond the grid's size (rank >= product of
    *   `dims`), like split's UNDEFINED.
    */
-  cartCreate(dims: readonly number[], periods: readonly boolean[], reorder = false): this | null {
+  cartCreate(dims: readonly number[], periods?: readonly boolean[], reorder = false): this | null {
     this.check('cartCreate');
     void reorder;
-    if (dims.length !== periods.length) {
-      throw new NbcArgError(`Cannot cartCreate: dims has ${dims.length} entries but periods has ${periods.length}; expected the same length`);
-    }
-    let n = 1;
-    for (const d of dims) {
-      if (!Number.isInteger(d) || d <= 0) {
-        throw new NbcArgError(`Cannot cartCreate: dimension ${String(d)} is invalid; expected positive integers (use dimsCreate to fill zeros)`);
+    const problem = cartProblem(dims, periods, this.size, this.ctx);
+    const grid = problem === null ? { dims: [...dims], periods: periods === undefined ? dims.map(() => false) : periods.map((p) => p === true) } : null;
+    const { ctx, table, width } = this.agree([problem === null ? 0 : 1, grid === null ? 0 : gridFingerprint(grid.dims, grid.periods)]);
+    if (problem !== null) throw problem;
+    for (let r = 0; r < this.size; r++) {
+      if (table[r * width + 1] !== 0) {
+        throw new NbcArgError(`Cannot cartCreate on communicator ${this.ctx}: rank ${r} passed invalid arguments (it raised the reason); expected a valid grid on every rank`);
       }
-      n *= d;
+      if (table[r * width + 2] !== table[this.rank * width + 2]) {
+        throw new NbcArgError(`Cannot cartCreate on communicator ${this.ctx}: rank ${r} passed another grid than this rank's (dims [${dims.join(', ')}], periods [${grid!.periods.join(', ')}]); expected the same dims and periods on every rank`);
+      }
     }
-    if (n > this.size) {
-      throw new NbcArgError(`Cannot cartCreate a ${dims.join('x')} grid (${n} ranks) on communicator ${this.ctx} of ${this.size} ranks: expected at most ${this.size}`);
-    }
-    const { ctx } = this.agree([]);
+    const n = grid!.dims.reduce((a, b) => a * b, 1);
     if (this.rank >= n) return null;
-    return this.spawn(this.worldRanks.subarray(0, n), ctx, { dims: [...dims], periods: [...periods] });
+    return this.spawn(this.worldRanks.subarray(0, n), ctx, grid);
   }
 
   /**
@@ -548,6 +557,35 @@ export class Comm {
   traceMessages(trace: MessageTrace | null): void {
     this.transport.trace = trace;
   }
+}
+
+/** Why cartCreate refuses `dims` and `periods` on a communicator of `size` ranks, or null. */
+function cartProblem(dims: readonly number[], periods: readonly boolean[] | undefined, size: number, ctx: number): NbcArgError | null {
+  if (!Array.isArray(dims)) return new NbcArgError(`Cannot cartCreate: dims is ${describeValue(dims)}; expected an array of positive integers`);
+  if (periods !== undefined && !Array.isArray(periods)) {
+    return new NbcArgError(`Cannot cartCreate: periods is ${describeValue(periods)}; expected an array of booleans, one per dimension, or nothing`);
+  }
+  if (periods !== undefined && dims.length !== periods.length) {
+    return new NbcArgError(`Cannot cartCreate: dims has ${dims.length} entries but periods has ${periods.length}; expected the same length`);
+  }
+  let n = 1;
+  for (const d of dims) {
+    if (!Number.isInteger(d) || d <= 0) {
+      return new NbcArgError(`Cannot cartCreate: dimension ${String(d)} is invalid; expected positive integers (use dimsCreate to fill zeros)`);
+    }
+    n *= d;
+  }
+  if (n > size) {
+    return new NbcArgError(`Cannot cartCreate a ${dims.join('x')} grid (${n} ranks) on communicator ${ctx} of ${size} ranks: expected at most ${size}`);
+  }
+  return null;
+}
+
+/** A 31-bit FNV-1a hash of a grid, for ranks to compare theirs (cartCreate). */
+function gridFingerprint(dims: readonly number[], periods: readonly boolean[]): number {
+  let h = 0x811c9dc5;
+  for (const x of [dims.length, ...dims, ...periods.map((p) => (p ? 1 : 0))]) h = Math.imul(h ^ x, 0x01000193) >>> 0;
+  return h & 0x7fffffff;
 }
 
 /** What `comm.stats()` says of a rank: its traffic, and how it reaches other nodes. */

@@ -7,6 +7,7 @@
  * rank 4 has coordinates [1, 1].
  */
 
+import { describeValue } from '../describe.js';
 import { NbcArgError, NbcRankError } from '../errors.js';
 import { PROC_NULL } from '../p2p/constants.js';
 
@@ -194,6 +195,7 @@ export function cartRank(dims: readonly number[], periods: readonly boolean[], c
   const what = `compute a Cartesian rank on dims [${dims.join(', ')}]`;
   checkDims(what, dims);
   checkPeriods(what, dims, periods);
+  if (!Array.isArray(coords)) throw new NbcArgError(`Cannot ${what}: coords is ${describeValue(coords)}; expected an array of ${dims.length} integers`);
   if (coords.length !== dims.length) {
     throw new NbcArgError(
       `Cannot ${what}: coords [${coords.join(', ')}] has ${coords.length} entries; expected ${dims.length}`,

@@ -4,7 +4,8 @@
  * also a PromiseLike, so `await req` works without blocking the thread.
  */
 import type { PersistentRequest } from '../coll/persistent.js';
-import { NbcRequestError } from '../errors.js';
+import { describeValue } from '../describe.js';
+import { NbcArgError, NbcRequestError } from '../errors.js';
 import { ANY_SOURCE, ANY_TAG } from './constants.js';
 
 export interface Status {
@@ -126,6 +127,16 @@ function instanceOf(r: AnyRequest): Request | null {
   return r instanceof Request ? r : r.request;
 }
 
+/** A request list as waitAll and friends take it: an array of requests; else NbcArgError naming the entry. */
+function checkList(reqs: readonly AnyRequest[], fn: string): void {
+  if (!Array.isArray(reqs)) throw new NbcArgError(`Cannot ${fn} ${describeValue(reqs)}: expected an array of requests`);
+  for (let i = 0; i < reqs.length; i++) {
+    const x: unknown = reqs[i];
+    if (x instanceof Request || (typeof x === 'object' && x !== null && 'request' in x && 'start' in x)) continue;
+    throw new NbcArgError(`Cannot ${fn}: entry ${i} of the list is ${describeValue(x)}; expected a Request or a PersistentRequest`);
+  }
+}
+
 function progressorOf(reqs: readonly AnyRequest[]): Progressor | null {
   for (const x of reqs) {
     const r = instanceOf(x);
@@ -136,6 +147,7 @@ function progressorOf(reqs: readonly AnyRequest[]): Progressor | null {
 
 /** Waits for every request; returns their statuses. The first error is thrown after all finish. */
 export function waitAll(reqs: readonly AnyRequest[]): Status[] {
+  checkList(reqs, 'waitAll');
   let firstError: Error | null = null;
   const statuses = reqs.map((x) => {
     const r = instanceOf(x);
@@ -153,6 +165,7 @@ export function waitAll(reqs: readonly AnyRequest[]): Status[] {
 
 /** True when every request is complete (progressing each once). */
 export function testAll(reqs: readonly AnyRequest[]): boolean {
+  checkList(reqs, 'testAll');
   const p = progressorOf(reqs);
   if (p) p.progress();
   let all = true;
@@ -167,6 +180,7 @@ export function testAll(reqs: readonly AnyRequest[]): boolean {
 
 /** Returns the index of a complete request, or -1 (progressing once). */
 export function testAny(reqs: readonly AnyRequest[]): number {
+  checkList(reqs, 'testAny');
   const p = progressorOf(reqs);
   if (p) p.progress();
   return firstDone(reqs);
@@ -174,6 +188,7 @@ export function testAny(reqs: readonly AnyRequest[]): number {
 
 /** Blocks until one request completes; returns its index. */
 export function waitAny(reqs: readonly AnyRequest[]): number {
+  checkList(reqs, 'waitAny');
   if (reqs.length === 0) throw new NbcRequestError('Cannot waitAny on an empty request list: expected at least one request');
   for (;;) {
     const i = firstDone(reqs);

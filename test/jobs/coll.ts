@@ -768,9 +768,52 @@ function badinput(w: Communicator): Record<string, string> {
     'alloc 2 GiB': () => w.alloc(Float64Array, 2 ** 28),
     'alloc 8 GB': () => w.alloc(Uint8Array, 8e9),
     'freeMem of a plain array': () => w.freeMem(f8),
+    'alloc of no typed array class': () => w.alloc(Array as never, 3),
+    'alloc of undefined': () => w.alloc(undefined as never, 8),
+    'waitAll of undefined': () => waitAll(undefined as never),
+    'waitAll with a null entry': () => waitAll([null as never]),
+    'testAny with a plain object': () => testAny([{} as never]),
+    'create from a plain object': () => w.create({} as never),
+    'algorithmFor a bogus collective': () => w.algorithmFor('bogus' as never, 8),
+    'persistent started after free': () => {
+      const p = w.barrierInit();
+      p.free();
+      p.start();
+    },
   });
   codes.messagesSentMeanwhile = String(w.stats().host.messagesSent - before);
+  codes['persistent started twice'] = startedTwice(w);
   return codes;
+}
+
+/**
+ * A persistent barrier started again while its first start is active: NBC_ERR_REQUEST. The
+ * start cannot have completed, since one rank (`late`) starts only after the others' second
+ * start (a barrier on world between); each rank reports the round in which it was not late.
+ */
+function startedTwice(w: Communicator): string {
+  let code = 'not checked';
+  for (const late of [0, 1]) {
+    const d = w.dup();
+    const p = d.barrierInit();
+    if (w.rank === late) {
+      w.barrier();
+      p.start();
+    } else {
+      p.start();
+      try {
+        p.start();
+        code = 'started twice without an error';
+      } catch (err) {
+        code = err instanceof NbcError ? err.code : String(err);
+      }
+      w.barrier();
+    }
+    p.wait();
+    p.free();
+    d.free();
+  }
+  return code;
 }
 
 /** Ranks that disagree on a bcast's size: the short receiver fails with NBC_ERR_TRUNCATE, nobody hangs. */

@@ -383,6 +383,10 @@ const modes: Record<string, (w: Communicator, args: string[]) => unknown> = {
     const b = new Float64Array(1);
     const d = w.dup();
     d.free();
+    // periods may be left out: none periodic, as mpi4py's Create_cart.
+    const line = w.cartCreate([w.size])!;
+    assert.deepEqual([line.periods, line.shift(0, 1).dest], [[false], w.rank === w.size - 1 ? PROC_NULL : w.rank + 1]);
+    line.free();
     return errorCodes({
       'rank': () => w.send(b, w.size, 0),
       'negative rank': () => w.isend(b, -5, 0),
@@ -395,6 +399,12 @@ const modes: Record<string, (w: Communicator, args: string[]) => unknown> = {
       'free world': () => w.free(),
       'split color': () => w.split(-3),
       'cart too big': () => w.cartCreate([w.size + 1], [false]),
+      // Checked collectively: every rank raises, none is left waiting for the others.
+      'cart grids disagree': () => w.cartCreate(w.rank === 0 ? [w.size] : [1, w.size]),
+      'cart periods disagree': () => w.cartCreate([w.size], [w.rank === 1]),
+      'cart invalid on one rank': () => w.cartCreate(w.rank === 0 ? [0] : [w.size]),
+      'cart periods not an array': () => w.cartCreate([w.size], true as never),
+      'rankOf null': () => w.cartCreate([w.size])!.rankOf(null as never),
     });
   },
 };
