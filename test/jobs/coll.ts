@@ -783,6 +783,21 @@ function badinput(w: Communicator): Record<string, string> {
   });
   codes.messagesSentMeanwhile = String(w.stats().host.messagesSent - before);
   codes['persistent started twice'] = startedTwice(w);
+  // Off the root, gatherv's and scatterv's counts and displacements are not significant:
+  // null there is fine (as in MPI and mpi4py), twice to go through the remembered call too.
+  const root = w.size - 1;
+  const counts = w.rank === root ? new Array<number>(w.size).fill(1) : null;
+  const displs = w.rank === root ? Array.from({ length: w.size }, (_, i) => w.size - 1 - i) : null;
+  const all = new Float64Array(w.size);
+  const mine = new Float64Array(1);
+  let right = true;
+  for (let k = 0; k < 2; k++) {
+    w.gatherv(Float64Array.of(w.rank + k), w.rank === root ? all : null, counts, displs, root);
+    if (w.rank === root) right &&= all.every((x, i) => x === w.size - 1 - i + k);
+    w.scatterv(w.rank === root ? all : null, counts, displs, mine, root);
+    right &&= mine[0] === w.rank + k;
+  }
+  codes['gatherv and scatterv, null counts off the root'] = right ? 'right' : 'wrong';
   return codes;
 }
 
