@@ -112,6 +112,12 @@ test('every usage error exits 2, nbc\'s own and the option parser\'s alike; help
     [['bench', 'allreduce', '--ranks', '2', '--no-such-option'], /unknown option '--no-such-option'/],
     [['rnu'], /unknown command 'rnu'\s+\(Did you mean run\?\)/],
     [['run', '-np', '4', 'job.ts'], /write -n 4 or --np 4/],
+    // Found before any job starts:
+    [['bench', 'allreduce', '--ranks', '2', '--algorithm', 'bogus'], /allreduce with algorithm 'bogus' \(--algorithm\): expected one of recursive-doubling, .*NBC_ERR_ARG/s],
+    [['bench', 'iallreduce', '--ranks', '2', '--algorithm', 'knomial:99'], /the degree must be an integer 2\.\.8.*NBC_ERR_ARG/s],
+    [['run', '-n', '2', fileURLToPath(new URL('.', import.meta.url))], /is a directory; expected a \.ts or \.js job file.*NBC_ERR_LAUNCH/s],
+    [['run', '-n', '200', 'job.ts'], /200 ranks on one node need 2\.5 GiB of shared-memory rings .*expected at most 179 ranks per node.*NBC_ERR_LAUNCH/s],
+    [['sim', 'allreduce', '--ranks', '100000000'], /Cannot simulate 100000000 ranks: .*expected at most 4194304 ranks.*NBC_ERR_ARG/s],
   ] as const) {
     const p = top(...args);
     assert.equal(p.status, 2, `${args.join(' ')}: ${p.stderr}`);

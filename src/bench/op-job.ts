@@ -138,7 +138,8 @@ export function opKind(op: string): 'blocking' | 'nonblocking' | 'persistent' {
   return MAKERS[op] !== undefined ? 'blocking' : 'nonblocking';
 }
 
-function baseName(op: string): string {
+/** The collective a benchmark op runs: 'iallreduce' and 'allreduce-persistent' run allreduce. */
+export function baseName(op: string): string {
   if (op.endsWith('-persistent')) return op.slice(0, -'-persistent'.length);
   return MAKERS[op] !== undefined ? op : op.slice(1);
 }

@@ -19,7 +19,8 @@ import { atomicsPingPongOneWayUs, tcpPingPongOneWayUs, typedArraySetGBs, ucxPerf
 import { parseTransport, ucxUnavailable, type TransportChoice } from '../runtime/node-main.js';
 import { ucxErrModeFromEnv } from '../runtime/config.js';
 import { parseDurationMs, parseNoise, parseTestInterval, STATS, type Stat } from '../bench/metrics.js';
-import { BENCH_OPS, opKind, type OpJobArgs, type OpJobResult } from '../bench/op-job.js';
+import { baseName, BENCH_OPS, opKind, type OpJobArgs, type OpJobResult } from '../bench/op-job.js';
+import { ALGORITHMS, checkAlgorithm, type CollName } from '../coll/select.js';
 import type { P2pJobArgs, P2pRow } from '../bench/p2p-job.js';
 import { chartFormat, renderChart } from '../bench/chart.js';
 import { compareResults } from '../bench/compare.js';
@@ -308,6 +309,8 @@ export function registerBench(program: Command): void {
         return;
       }
       if (!BENCH_OPS.includes(op)) throw new NbcArgError(`Cannot benchmark '${op}': expected p2p, compare, chart or one of ${BENCH_OPS.join(', ')}`);
+      const coll = baseName(op);
+      if (o.algorithm !== undefined && Object.hasOwn(ALGORITHMS, coll)) checkAlgorithm(coll as CollName, o.algorithm, '--algorithm');
       const ppn = o.ppn === undefined ? ranks : intAtLeast('--ppn', o.ppn, 1);
       const limits = await measureLimits(ppn >= ranks, sizes);
       const rows = await runOp(op, o, ranks, ppn, sizes);

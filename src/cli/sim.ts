@@ -24,6 +24,9 @@ import type { CollName } from '../coll/select.js';
 import { buildProgram, crowdedParams, PRESETS, simulate, SIM_COLLS, SIM_EXECUTORS, toGoal, type SimExecutor, type SimRow } from '../sim/index.js';
 import { loadSimParams } from '../sim/params-file.js';
 import { parseSizes } from './bench.js';
+
+/** The largest simulation nbc sim takes: 4 Mi ranks (about 13 GB, at 0.3 GB per 10^5 ranks); beyond it memory, not time, ends a run. */
+const MAX_SIM_RANKS = 1 << 22;
 import { positiveInt, nonNegativeInt } from './args.js';
 
 interface SimOptions {
@@ -83,6 +86,9 @@ export function registerSim(program: Command): void {
         throw new NbcArgError(`Cannot simulate with --inputs ${o.inputs}: expected cached (unchanged since the last call, as nbc bench loops) or fresh (just written)`);
       }
       if (o.chart !== undefined) chartFormat(o.chart);
+      if (o.ranks > MAX_SIM_RANKS) {
+        throw new NbcArgError(`Cannot simulate ${o.ranks} ranks: every rank's schedule is held in memory (10^5 ranks of recursive doubling take about 0.3 GB); expected at most ${MAX_SIM_RANKS} ranks`);
+      }
       const noise = o.noise === undefined ? null : parseNoise(o.noise);
       const loaded = loadSimParams(o.params);
       const from = loaded.from;

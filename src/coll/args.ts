@@ -43,7 +43,8 @@ export function buf(c: Planner, coll: string, b: unknown, what: string): Uint8Ar
 
 export function checkRoot(c: Planner, root: number, coll: string): void {
   if (!Number.isInteger(root) || root < 0 || root >= c.size) {
-    throw new NbcRootError(`Cannot ${coll} on communicator ${c.ctx}: root ${String(root)} is out of range; expected an integer 0..${c.size - 1}`);
+    const what = typeof root === 'number' ? `root ${String(root)} is out of range` : `root is ${describeValue(root)}`;
+    throw new NbcRootError(`Cannot ${coll} on communicator ${c.ctx}: ${what}; expected an integer 0..${c.size - 1}`);
   }
 }
 

@@ -292,6 +292,11 @@ function parse(coll: CollName, text: string, source: string): { name: string; ra
   return { name, radix };
 }
 
+/** Throws what a call of `coll` forced to `text` would (NbcArgError naming the choices); for checks before a run. */
+export function checkAlgorithm(coll: CollName, text: string, source: string): void {
+  parse(coll, text, source);
+}
+
 /** Whether an algorithm runs on its own, among any ranks (not composed of phases). */
 const isFlat = (a: Algorithm): boolean => a.leaders === undefined && a.composite === undefined;
 

@@ -7,7 +7,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { nodeSizeProblem } from '../shm/node-shared.js';
 import { availableParallelism, constants, tmpdir } from 'node:os';
 import { join, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -82,6 +83,7 @@ function linkText(link: string | LinkSpec | undefined): string | undefined {
 export function checkJobFile(entry: string): void {
   const path = resolvePath(entry);
   if (!existsSync(path)) throw new NbcLaunchError(`Cannot run job file '${entry}': there is no file ${path}; expected a .ts or .js job file`);
+  if (statSync(path).isDirectory()) throw new NbcLaunchError(`Cannot run job file '${entry}': ${path} is a directory; expected a .ts or .js job file`);
 }
 
 export function launch(entry: string, opts: LaunchOptions): Promise<LaunchResult> {
@@ -89,6 +91,9 @@ export function launch(entry: string, opts: LaunchOptions): Promise<LaunchResult
   const ppn = opts.ppn ?? n;
   if (!Number.isInteger(n) || n < 1) throw new NbcLaunchError(`Cannot launch ${String(n)} ranks: expected a positive integer (-n)`);
   if (!Number.isInteger(ppn) || ppn < 1) throw new NbcLaunchError(`Cannot launch with ${String(ppn)} ranks per node: expected a positive integer (--ppn)`);
+  const ringKb = Number(opts.env?.NBC_RING_KB ?? process.env.NBC_RING_KB ?? 0);
+  const tooMany = nodeSizeProblem(Math.min(ppn, n), ringKb > 0 ? ringKb * 1024 : undefined);
+  if (tooMany !== null) throw new NbcLaunchError(`Cannot launch ${n} ranks: ${tooMany}`);
   checkJobFile(entry);
   if (opts.agg === undefined) return launchNodes(entry, opts, {});
   const spec = parseAggSpec(opts.agg); // a bad spec throws here, before anything starts

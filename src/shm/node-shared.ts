@@ -2,6 +2,7 @@
  * The shared memory of one node: created by the engine, handed to each rank worker through
  * workerData, attached to by both. See layout.ts for what lives where.
  */
+import { NbcLaunchError } from '../errors.js';
 import { controlWords, endpointWord, kDoorbell, kSleeping, kWaiting, kWakeFd, ringBase, RING_HEADER_BYTES } from './layout.js';
 
 export interface NodeLayout {
@@ -22,7 +23,26 @@ export interface NodeShared {
 export const DEFAULT_RING_BYTES = 64 * 1024;
 export const DEFAULT_SLICE_BYTES = 256 * 1024 * 1024;
 
+/**
+ * Why a node of `ranks` ranks cannot have rings of `ringBytes`, or null: the rings of every
+ * endpoint pair live in one SharedArrayBuffer addressed by 32-bit offsets, so they must stay
+ * below 2 GiB (with 64 KiB rings, 180 ranks per node).
+ */
+export function nodeSizeProblem(ranks: number, ringBytes = DEFAULT_RING_BYTES): string | null {
+  const per = RING_HEADER_BYTES + ringBytes;
+  const max = Math.floor(Math.sqrt(RINGS_LIMIT_BYTES / per)) - 1;
+  if (ranks <= max) return null;
+  const gib = ((ranks + 1) ** 2 * per / 2 ** 30).toFixed(1);
+  return `${ranks} ranks on one node need ${gib} GiB of shared-memory rings (${ringBytes >> 10} KiB for each pair of endpoints), ` +
+    `beyond the 2 GiB one node can address; expected at most ${max} ranks per node (--ppn), or smaller rings (NBC_RING_KB)`;
+}
+
+/** The rings' limit: offsets in them are 32-bit signed byte offsets. */
+const RINGS_LIMIT_BYTES = 2 ** 31 - 1;
+
 export function createNodeShared(layout: NodeLayout): NodeShared {
+  const problem = nodeSizeProblem(layout.ranks, layout.ringBytes);
+  if (problem !== null) throw new NbcLaunchError(`Cannot start the node: ${problem}`);
   const endpoints = layout.ranks + 1;
   const control = new SharedArrayBuffer(controlWords(endpoints) * 4);
   const rings = new SharedArrayBuffer(endpoints * endpoints * (RING_HEADER_BYTES + layout.ringBytes));
