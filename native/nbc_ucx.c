@@ -157,6 +157,21 @@ static void *external_of(napi_env env, napi_value v) {
   return p;
 }
 
+/*
+ * What a call answers when its handle argument names no UCX object: NULL, with an exception.
+ * A thread being terminated (a job stopping while a rank sends) has one pending already, and
+ * N-API then answers nothing: the handle reads as NULL, which must not reach UCX.
+ */
+static napi_value no_handle(napi_env env) {
+  bool pending = false;
+  napi_is_exception_pending(env, &pending);
+  if (!pending) napi_throw_error(env, "NBC_ERR_INTERNAL", "a UCX call got no valid handle");
+  return NULL;
+}
+
+/* Declares `name`, the UCX object behind argv[i]; returns from the call when there is none. */
+#define HANDLE(type, name, i) type name = external_of(env, argv[(i)]); if (name == NULL) return no_handle(env)
+
 /* A UCX object as an opaque JS handle; `fin` frees what is ours of it when the handle goes. */
 static napi_value handle(napi_env env, void *p, napi_finalize fin) {
   napi_value out;
@@ -187,7 +202,7 @@ static napi_value Init(napi_env env, napi_callback_info info) {
 /* ucxWorker(context): a worker for this thread. */
 static napi_value Worker(napi_env env, napi_callback_info info) {
   ARGS(1);
-  ucp_context_h ctx = external_of(env, argv[0]);
+  HANDLE(ucp_context_h, ctx, 0);
   ucp_worker_params_t wp = { .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE, .thread_mode = UCS_THREAD_MODE_SINGLE };
   ucp_worker_h worker;
   ucs_status_t st = ucp_worker_create(ctx, &wp, &worker);
@@ -198,7 +213,7 @@ static napi_value Worker(napi_env env, napi_callback_info info) {
 /* ucxAddress(worker): the worker's address, to hand to peers (an ArrayBuffer copy). */
 static napi_value Address(napi_env env, napi_callback_info info) {
   ARGS(1);
-  ucp_worker_h worker = external_of(env, argv[0]);
+  HANDLE(ucp_worker_h, worker, 0);
   ucp_address_t *addr;
   size_t len;
   ucs_status_t st = ucp_worker_get_address(worker, &addr, &len);
@@ -247,7 +262,7 @@ static bool optional_bool(napi_env env, size_t argc, napi_value *argv, size_t i,
 static napi_value Connect(napi_env env, napi_callback_info info) {
   ARGS(3);
   bool handle_errors = optional_bool(env, argc, argv, 2, true);
-  ucp_worker_h worker = external_of(env, argv[0]);
+  HANDLE(ucp_worker_h, worker, 0);
   void *data;
   size_t len;
   CHECK(napi_get_typedarray_info(env, argv[1], NULL, &len, &data, NULL, NULL));
@@ -272,7 +287,7 @@ static napi_value Connect(napi_env env, napi_callback_info info) {
 /* ucxFailed(ep) -> null while healthy, else the UCX error that broke it. */
 static napi_value Failed(napi_env env, napi_callback_info info) {
   ARGS(1);
-  endpoint_t *e = external_of(env, argv[0]);
+  endpoint_t *e = external_of(env, argv[0]); /* none: healthy, as a peer never connected */
   napi_value out;
   if (e == NULL || e->failed == UCS_OK) {
     CHECK(napi_get_null(env, &out));
@@ -327,7 +342,7 @@ static napi_value finish_start(napi_env env, op_t *op, int id, ucs_status_ptr_t 
  */
 static napi_value Send(napi_env env, napi_callback_info info) {
   ARGS(4);
-  endpoint_t *e = external_of(env, argv[0]);
+  HANDLE(endpoint_t *, e, 0);
   uint64_t tag = tag_of(env, argv[1]);
   void *data;
   size_t len;
@@ -361,7 +376,7 @@ static napi_value Send(napi_env env, napi_callback_info info) {
 /* ucxRecv(worker, tag: bigint, mask: bigint, buffer: Uint8Array) -> operation id. */
 static napi_value Recv(napi_env env, napi_callback_info info) {
   ARGS(4);
-  ucp_worker_h worker = external_of(env, argv[0]);
+  HANDLE(ucp_worker_h, worker, 0);
   uint64_t tag = tag_of(env, argv[1]);
   uint64_t mask = tag_of(env, argv[2]);
   void *data;
@@ -412,7 +427,7 @@ static header_rx_t *rx_of(state_t *s, ucp_worker_h worker) {
 static napi_value Poll(napi_env env, napi_callback_info info) {
   ARGS(4);
   bool progress = optional_bool(env, argc, argv, 3, true);
-  ucp_worker_h worker = external_of(env, argv[0]);
+  HANDLE(ucp_worker_h, worker, 0);
   void *stage;
   size_t cap;
   CHECK(napi_get_typedarray_info(env, argv[1], NULL, &cap, &stage, NULL, NULL));
@@ -476,7 +491,7 @@ static napi_value Poll(napi_env env, napi_callback_info info) {
  */
 static napi_value Flush(napi_env env, napi_callback_info info) {
   ARGS(1);
-  ucp_worker_h worker = external_of(env, argv[0]);
+  HANDLE(ucp_worker_h, worker, 0);
   state_t *s = state_of(env);
   int id = op_alloc(s);
   if (id < 0) return throw_ucx(env, "flush (no memory)", UCS_ERR_NO_MEMORY);
@@ -497,7 +512,8 @@ static napi_value Flush(napi_env env, napi_callback_info info) {
 /* ucxProgress(worker) -> events processed. */
 static napi_value Progress(napi_env env, napi_callback_info info) {
   ARGS(1);
-  return int_value(env, ucp_worker_progress(external_of(env, argv[0])));
+  HANDLE(ucp_worker_h, worker, 0);
+  return int_value(env, ucp_worker_progress(worker));
 }
 
 /*
@@ -533,7 +549,8 @@ static napi_value Test(napi_env env, napi_callback_info info) {
 static napi_value EventFd(napi_env env, napi_callback_info info) {
   ARGS(1);
   int fd;
-  ucs_status_t st = ucp_worker_get_efd(external_of(env, argv[0]), &fd);
+  HANDLE(ucp_worker_h, worker, 0);
+  ucs_status_t st = ucp_worker_get_efd(worker, &fd);
   if (st != UCS_OK) return throw_ucx(env, "get_efd", st);
   return int_value(env, fd);
 }
@@ -544,7 +561,8 @@ static napi_value EventFd(napi_env env, napi_callback_info info) {
  */
 static napi_value Arm(napi_env env, napi_callback_info info) {
   ARGS(1);
-  ucs_status_t st = ucp_worker_arm(external_of(env, argv[0]));
+  HANDLE(ucp_worker_h, worker, 0);
+  ucs_status_t st = ucp_worker_arm(worker);
   if (st != UCS_OK && st != UCS_ERR_BUSY) return throw_ucx(env, "arm", st);
   napi_value out;
   CHECK(napi_get_boolean(env, st == UCS_OK, &out));

@@ -1209,6 +1209,11 @@ export default function main(w: Communicator, args: string[]): unknown {
     case 'determinism': return determinism(w);
     case 'badinput': return badinput(w);
     case 'mismatch': return mismatch(w);
+    case 'countmismatch': { // rank 0 passes twice the others' count to a blocking allreduce: the job fails
+      const n = w.rank === 0 ? 8 : 4;
+      w.allreduce(new Float64Array(n).fill(1), new Float64Array(n), 'sum');
+      return 'completed';
+    }
     case 'invalid': return invalidForwarded(w, (args[1] ?? 'host') as Executor);
     case 'lean': return leanPaths(w);
     case 'reuse': return reuse(w);
