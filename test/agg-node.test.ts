@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AggNode, type FabricClient, type FabricGroup } from '../src/runtime/agg-node.ts';
-import { DONE_OK, DONE_PEER_FAILED, type AggExchange } from '../src/sched/offload.ts';
+import { DONE_FABRIC, DONE_PEER_FAILED, type AggExchange } from '../src/sched/offload.ts';
 import type { NodeLayout } from '../src/sched/two-level.ts';
 
 /** A fake group: records every reduce and completes it when told. */
@@ -70,8 +70,8 @@ test('calls made while the join is pending wait for it and reach the group in ca
   assert.deepEqual(g.calls.map((c) => c.root), [-1, -1]);
   g.calls[0]!.done(null);
   g.calls[1]!.done(null);
-  assert.equal(await a.result, DONE_OK);
-  assert.equal(await b.result, DONE_OK);
+  assert.equal(await a.result, DONE_FABRIC);
+  assert.equal(await b.result, DONE_FABRIC);
   assert.equal(node.stats.aggregated, 2);
 });
 
@@ -111,7 +111,7 @@ test('a reduce asks for the result only on the root node; a barrier is an empty 
   assert.equal(g.calls[2]!.data.byteLength, 0);
   assert.equal(g.calls[2]!.root, -1);
   for (const c of g.calls) c.done(null);
-  assert.deepEqual(await Promise.all([r1.result, r2.result, r3.result]), [DONE_OK, DONE_OK, DONE_OK]);
+  assert.deepEqual(await Promise.all([r1.result, r2.result, r3.result]), [DONE_FABRIC, DONE_FABRIC, DONE_FABRIC]);
 });
 
 test('a revoked group fails its pending call and every later call on the communicator with PEER_FAILED', async () => {
@@ -136,7 +136,7 @@ test('a revoked group fails its pending call and every later call on the communi
   client.joins[1]!.answer(g2);
   await g2.called(1);
   g2.calls[0]!.done(null);
-  assert.equal(await b.result, DONE_OK);
+  assert.equal(await b.result, DONE_FABRIC);
   node.close();
   assert.ok(g.left && g2.left && client.closed);
 });

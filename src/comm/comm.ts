@@ -19,7 +19,7 @@ import {
   type DistGraphOptions, type Neighborhood,
 } from './topology.js';
 import {
-  bytesOf, checkDest, checkSource, checkTag, elementBytes, TYPED_ARRAY_CONSTRUCTORS, type TypedArray, type TypedArrayConstructor,
+  bytesOf, checkDest, checkSource, checkTag, elementBytes, isTypedArrayClass, type TypedArray, type TypedArrayConstructor,
 } from './validate.js';
 
 /** Color for split() meaning "not in any new communicator". */
@@ -174,7 +174,7 @@ export class Comm {
    */
   alloc<C extends TypedArrayConstructor>(Type: C, n: number): InstanceType<C> {
     this.check('alloc');
-    if (!TYPED_ARRAY_CONSTRUCTORS.has(Type)) {
+    if (!isTypedArrayClass(Type)) {
       throw new NbcTypeError(`Cannot alloc ${describeValue(Type)}: expected a typed array class such as Float64Array`);
     }
     if (!Number.isInteger(n) || n < 0) {
