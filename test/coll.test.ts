@@ -186,6 +186,11 @@ describe('collectives against a sequential reference', () => {
     }
   });
 
+  test('two-level offload: when one node\'s members disagree, every rank fails (the other nodes get its data flagged invalid), none completes with it', T, async () => {
+    const r = await runOk('coll.ts', 4, 2, ['twolevelmismatch']);
+    assert.deepEqual(r.ranks.map((x) => x.result), ['NBC_ERR_ARG', 'NBC_ERR_ARG', 'NBC_ERR_ARG', 'NBC_ERR_ARG']);
+  });
+
   test('chaos, cut link (wrong result): check and continue never passes on data that did not arrive: what a failed rank forwards fails its receivers with NBC_ERR_PEER_FAILED (host and offload, 1 and 4 nodes)', T, async () => {
     for (const executor of ['host', 'offload']) {
       for (const ppn of [4, 1]) {

@@ -410,8 +410,13 @@ export class OffloadEngine implements Port<OffloadRun> {
     }
     const engines = (): void => {
       const sched = this.host.interNode(inter.coll, inter.shape);
-      this.interp.start(new OffloadRun(sched, -1, layout.reps, layout.me, -ctx - 1, tag,
-        [inter.send, inter.recv, new Uint8Array(sched.tmpBytes)], -1, -1, finish));
+      const run = new OffloadRun(sched, -1, layout.reps, layout.me, -ctx - 1, tag,
+        [inter.send, inter.recv, new Uint8Array(sched.tmpBytes)], -1, -1, finish);
+      // Members that disagree still take part in the exchange, so that no engine waits, but as
+      // a run that has failed: what it sends is flagged invalid, and the other nodes' members
+      // fail too instead of completing with this node's unfolded data.
+      if (!plan.ok) run.failure = new NbcArgError(`The members of node ${this.host.nodeId} disagree on a two-level collective (kind, root, op, type or size)`);
+      this.interp.start(run);
     };
     const coll = inter.coll;
     if (agg && this.host.aggregate !== undefined && (coll === 'allreduce' || coll === 'reduce' || coll === 'barrier')) {

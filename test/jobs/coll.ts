@@ -1209,6 +1209,15 @@ export default function main(w: Communicator, args: string[]): unknown {
     case 'determinism': return determinism(w);
     case 'badinput': return badinput(w);
     case 'mismatch': return mismatch(w);
+    case 'twolevelmismatch': { // node 0's members disagree on the op of a two-level offloaded allreduce
+      const op = w.rank === 1 ? 'max' : 'sum';
+      try {
+        w.iallreduce(new Float64Array(4).fill(w.rank + 1), new Float64Array(4), op, { executor: 'offload', algorithm: 'two-level' }).wait();
+        return 'completed';
+      } catch (err) {
+        return err instanceof NbcError ? err.code : String(err);
+      }
+    }
     case 'countmismatch': { // rank 0 passes twice the others' count to a blocking allreduce: the job fails
       const n = w.rank === 0 ? 8 : 4;
       w.allreduce(new Float64Array(n).fill(1), new Float64Array(n), 'sum');
