@@ -190,7 +190,7 @@ export class OffloadClient implements Executor {
         else this.agg.amongEngines++;
       }
       req.complete(ok ? null : v === DONE_PEER_FAILED ? new NbcPeerFailedError(
-        'An aggregated collective failed: a daemon, link or member node of the aggregation fabric failed under it (the node log names it); the communicator joins a fresh group, or falls back to host algorithms, on its next call')
+        'An aggregated collective failed: a daemon, link or member node of the aggregation fabric failed under it (the node log names it); later agg calls on this communicator fail the same way; a new one (dup) joins a fresh group, or falls back to host algorithms')
         : v === DONE_INVALID ? new NbcPeerFailedError(
           'An offloaded collective received data that is not valid: the collective had already failed on the rank that sent it (a disagreeing count or a lost peer there), which sent it only so that nobody waits; the first error is reported where it happened')
         : new NbcArgError(
