@@ -9,6 +9,7 @@
  */
 import type { CoreConfig } from '../config.js';
 import { describeValue } from '../describe.js';
+import { fnv1a32 } from '../fnv.js';
 import { NbcArgError, NbcCommError, NbcCountError, NbcRankError, NbcTypeError } from '../errors.js';
 import { ANY_SOURCE, ANY_TAG, PROC_NULL } from '../p2p/constants.js';
 import { completedRequest, Request, type Status } from '../p2p/request.js';
@@ -581,11 +582,9 @@ function cartProblem(dims: readonly number[], periods: readonly boolean[] | unde
   return null;
 }
 
-/** A 31-bit FNV-1a hash of a grid, for ranks to compare theirs (cartCreate). */
+/** A grid's hash, 31 bits (an Int32 the ranks exchange), for ranks to compare theirs (cartCreate). */
 function gridFingerprint(dims: readonly number[], periods: readonly boolean[]): number {
-  let h = 0x811c9dc5;
-  for (const x of [dims.length, ...dims, ...periods.map((p) => (p ? 1 : 0))]) h = Math.imul(h ^ x, 0x01000193) >>> 0;
-  return h & 0x7fffffff;
+  return fnv1a32(JSON.stringify([dims, periods])) & 0x7fffffff;
 }
 
 /** What `comm.stats()` says of a rank: its traffic, and how it reaches other nodes. */

@@ -38,6 +38,7 @@
  */
 
 import { NbcArgError, NbcLaunchError } from '../errors.js';
+import { fnv1a32 } from '../fnv.js';
 
 export type WireupSource = 'nbc' | 'ompi' | 'pmi' | 'slurm';
 
@@ -174,16 +175,7 @@ export function masterPortForJob(jobId: string): number {
   return DEFAULT_MASTER_PORT + (fnv1a32(jobId) % MASTER_PORT_SPAN);
 }
 
-/** 32-bit FNV-1a over the UTF-8 bytes of `text`, as an unsigned integer. */
-export function fnv1a32(text: string): number {
-  const bytes = new TextEncoder().encode(text);
-  let h = 0x811c9dc5;
-  for (let i = 0; i < bytes.length; i++) {
-    h ^= bytes[i] as number;
-    h = Math.imul(h, 0x01000193);
-  }
-  return h >>> 0;
-}
+export { fnv1a32 };
 
 const HOST_RE = /^[A-Za-z0-9][A-Za-z0-9.-]*$/;
 const RANGES_RE = /^\d+(-\d+)?(,\d+(-\d+)?)*$/;
