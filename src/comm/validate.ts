@@ -16,18 +16,12 @@ export type TypedArrayConstructor =
   | Uint32ArrayConstructor | Float32ArrayConstructor | Float64ArrayConstructor
   | BigInt64ArrayConstructor | BigUint64ArrayConstructor;
 
-/** Every typed array class. */
-const TYPED_ARRAY_CONSTRUCTORS: ReadonlySet<unknown> = new Set<unknown>([
-  Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array, Uint32Array,
-  Float32Array, Float64Array, BigInt64Array, BigUint64Array,
-]);
+/** %TypedArray%, the abstract class every typed array class extends. */
+const TYPED_ARRAY_BASE = Object.getPrototypeOf(Int8Array) as abstract new () => unknown;
 
 /** Whether `c` is a typed array class or a subclass of one (Node's Buffer is a Uint8Array); for comm.alloc. */
 export function isTypedArrayClass(c: unknown): boolean {
-  for (let k: unknown = c; typeof k === 'function'; k = Object.getPrototypeOf(k)) {
-    if (TYPED_ARRAY_CONSTRUCTORS.has(k)) return true;
-  }
-  return false;
+  return typeof c === 'function' && (c as { prototype?: unknown }).prototype instanceof TYPED_ARRAY_BASE;
 }
 
 /** The bytes of a typed array, as a Uint8Array view (the array itself when it is one). */

@@ -8,7 +8,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { nodeSizeProblem } from '../shm/node-shared.js';
 import { availableParallelism, constants, tmpdir } from 'node:os';
 import { join, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +15,7 @@ import { NbcLaunchError } from '../errors.js';
 import { parseAggSpec, startFabric, type FabricHandle } from '../agg/fabric.js';
 import { parseLinkSpec, type LinkSpec } from './link-spec.js';
 import { hostBoardBytes } from '../shm/host-board.js';
+import { nodeSizeProblem } from '../shm/node-shared.js';
 import type { NodeToLauncher, TransportChoice } from './node-main.js';
 
 export interface LaunchOptions {

@@ -26,7 +26,7 @@ export const DEFAULT_SLICE_BYTES = 256 * 1024 * 1024;
 /**
  * Why a node of `ranks` ranks cannot have rings of `ringBytes`, or null: the rings of every
  * endpoint pair live in one SharedArrayBuffer addressed by 32-bit offsets, so they must stay
- * below 2 GiB (with 64 KiB rings, 180 ranks per node).
+ * below 2 GiB (with 64 KiB rings, 179 ranks per node).
  */
 export function nodeSizeProblem(ranks: number, ringBytes = DEFAULT_RING_BYTES): string | null {
   const per = RING_HEADER_BYTES + ringBytes;
