@@ -123,6 +123,9 @@ export class Comm {
     this.size = this.worldRanks.length;
     this.rank = this.worldRanks.indexOf(rc.worldRank);
     if (this.rank < 0) throw new NbcCommError(`internal: rank ${rc.worldRank} is not a member of communicator ${ctx}`);
+    // Whom each context's sources name, so a receive from a rank that has returned fails.
+    rc.transport.registerContext(ctx, this.worldRanks);
+    rc.transport.registerContext(ctx + 1, this.worldRanks);
   }
 
   /**

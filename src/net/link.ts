@@ -351,6 +351,16 @@ export class LinkManager extends EventEmitter<LinkEvents> {
     };
   }
 
+  /**
+   * Whether frames to `nodeId` already have a way there (an open link, a dial, or frames queued
+   * for one): a frame sent now goes behind every earlier one. False where this node never sent
+   * it anything, nor it this node.
+   */
+  carries(nodeId: number): boolean {
+    const peer = this.peers.get(nodeId);
+    return peer !== undefined && (peer.link !== null || peer.dial !== null || peer.awaitingPeer || peer.queue.length > 0);
+  }
+
   /** Node ids with an open link. */
   connectedPeers(): number[] {
     const ids: number[] = [];

@@ -29,14 +29,18 @@
  * order; a message matches the first posted receive whose source and tag fit (wildcards
  * included). Each (source -> destination) pair has one FIFO path, so messages from one source
  * on one communicator are never overtaken.
+ *
+ * A rank that returns from its job says so (KIND_FIN, `announceFinished`) on every path it
+ * sent on, behind its last message: from then on, a receive only it could match, or a send
+ * only it could take, fails with NBC_ERR_PEER_FAILED instead of waiting for ever.
  */
 import {
   NbcCountError, NbcInternalError, NbcNoMemError, NbcPeerFailedError, NbcTruncateError,
 } from '../errors.js';
 import {
   align8, endpointWord, H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_OFFSET, H_SLICE, H_SRC,
-  H_AUX, H_SRC_WORLD, H_TAG, H_TOKEN, HEADER_BYTES, HEADER_WORDS, kAbortWord, kDoorbell, kSleeping, kWaiting, kWakeFd, KIND_ACK,
-  KIND_DATA, KIND_EAGER, KIND_EAGER_CREDIT, KIND_PULL, KIND_RTS, KIND_UCX_PULL,
+  H_AUX, H_SRC_WORLD, H_TAG, H_TOKEN, HEADER_BYTES, HEADER_WORDS, kAbortWord, kDoorbell, kFinished, kSleeping, kWaiting, kWakeFd,
+  KIND_ACK, KIND_DATA, KIND_EAGER, KIND_EAGER_CREDIT, KIND_FIN, KIND_PULL, KIND_RTS, KIND_UCX_PULL,
 } from '../shm/layout.js';
 import { SliceAllocator } from '../shm/arena.js';
 import type { HostBoard } from '../shm/host-board.js';
@@ -218,6 +222,13 @@ export class Transport implements Progressor {
   private readonly outQueues: Outgoing[][] = [];
   private queuedEndpoints = 0;
   private readonly posted = new Map<number, RecvRequest[]>();
+  /** World rank of each member, by context (registerContext): whom a receive's source names. */
+  private readonly members = new Map<number, Int32Array>();
+  /** Per world rank: 1 once its KIND_FIN arrived (it has returned from its job). */
+  private readonly finished: Uint8Array;
+  private finishedCount = 0;
+  /** This rank has returned from its job (announceFinished): UCX payloads offered to it are taken and dropped. */
+  private finishing = false;
   private readonly unexpected = new Map<number, UnexpectedQueue<Unexpected>>();
   private readonly awaitingAck = new Map<number, SendRequest>();
   /** Sends of the current lean collective not finished at once (sendLean). */
@@ -299,6 +310,7 @@ export class Transport implements Progressor {
     this.creditBatch = Math.max(1, this.creditMax >> 2);
     this.credit = new Int32Array(placement.nodeOfRank.length).fill(this.creditMax);
     this.peerUsed = new Uint8Array(placement.nodeOfRank.length);
+    this.finished = new Uint8Array(placement.nodeOfRank.length);
     this.owed = new Int32Array(placement.nodeOfRank.length);
     // A rank that sleeps in poll(2) on its UCX worker is woken through its eventfd (wake()).
     if (this.ucx !== null) Atomics.store(this.control, endpointWord(this.ep, kWakeFd), this.ucx.wakeFd);
@@ -345,6 +357,10 @@ export class Transport implements Progressor {
     req.ep = this.route(dstWorld);
     req.status.bytes = view.byteLength;
     if (this.trace !== null) this.trace.sends.push(dstWorld, ctx, tag, view.byteLength);
+    if (this.finishedCount > 0 && this.finished[dstWorld] === 1) {
+      this.sendToFinished(req);
+      return req;
+    }
     if (req.ep === UCX_ROUTE) {
       this.ucxSend(req);
       return req;
@@ -726,7 +742,7 @@ export class Transport implements Progressor {
   recvEager(fromWorld: number, ctx: number, src: number, tag: number, bytes: number): number {
     if (this.takeUnexpected(ctx, src, tag, bytes)) return -1;
     const route = this.route(fromWorld);
-    if (route === UCX_ROUTE) return this.recvEagerUcx(ctx, src, tag, bytes);
+    if (route === UCX_ROUTE) return this.recvEagerUcx(fromWorld, ctx, src, tag, bytes);
     const ring = this.inRings[route]!;
     const i32 = ring.i32;
     // Read the clock only once the message is late (it costs as much as a poll), unless waits
@@ -766,6 +782,9 @@ export class Transport implements Progressor {
           return at + HEADER_BYTES;
         }
         this.progress();
+        // Its sender's KIND_FIN follows its last message in this ring: once it has been
+        // read, the message is not coming (progress leaves a wanted record at the head).
+        if (this.finishedCount > 0 && this.finished[fromWorld] === 1) throw this.senderFinished(fromWorld, ctx, src, tag);
         if (n < 0) {
           if (this.idle(start, this.spinMs, NOT_DONE)) n = -1;
         } else if ((++n & 15) === 0) {
@@ -780,13 +799,14 @@ export class Transport implements Progressor {
   }
 
   /** `recvEager` from a rank reached over UCX: its message arrives in the unexpected list. */
-  private recvEagerUcx(ctx: number, src: number, tag: number, bytes: number): number {
+  private recvEagerUcx(fromWorld: number, ctx: number, src: number, tag: number, bytes: number): number {
     let n = this.idleFromFirstPoll();
     let start = n < 0 ? performance.now() : 0;
     try {
       for (;;) {
         this.progress();
         if (this.takeUnexpected(ctx, src, tag, bytes)) return -1;
+        if (this.finishedCount > 0 && this.finished[fromWorld] === 1) throw this.senderFinished(fromWorld, ctx, src, tag);
         if (n < 0) {
           if (this.idle(start, this.spinMs, NOT_DONE)) n = -1;
         } else if ((++n & 15) === 0) {
@@ -882,6 +902,13 @@ export class Transport implements Progressor {
       this.deliverUnexpected(req, m);
       return req;
     }
+    if (this.finishedCount > 0) {
+      const gone = this.senderGone(ctx, src);
+      if (gone >= 0) {
+        req.complete(this.senderFinished(gone, ctx, src, tag));
+        return req;
+      }
+    }
     let q = this.posted.get(ctx);
     if (q === undefined) {
       q = [];
@@ -899,6 +926,15 @@ export class Transport implements Progressor {
   releaseContext(ctx: number): void {
     if (this.posted.get(ctx)?.length === 0) this.posted.delete(ctx);
     if (this.unexpected.get(ctx)?.size === 0) this.unexpected.delete(ctx);
+    if (!this.posted.has(ctx)) this.members.delete(ctx);
+  }
+
+  /**
+   * Names the members (world ranks, by communicator rank) of context `ctx`, so that a receive
+   * whose only possible senders have returned from their jobs fails instead of hanging.
+   */
+  registerContext(ctx: number, worldRanks: Int32Array): void {
+    this.members.set(ctx, worldRanks);
   }
 
   /** Non-blocking probe: the status of the first matching message not yet received, or null. */
@@ -914,6 +950,10 @@ export class Transport implements Progressor {
     const probeReq = new Request(this);
     const check = (): boolean => (found = this.iprobe(ctx, src, tag)) !== null;
     while (!check()) {
+      if (this.finishedCount > 0) {
+        const gone = this.senderGone(ctx, src);
+        if (gone >= 0) throw this.senderFinished(gone, ctx, src, tag);
+      }
       this.parkOnce(probeReq);
     }
     return found!;
@@ -995,6 +1035,10 @@ export class Transport implements Progressor {
       this.credited(i32[w + H_SRC_WORLD]!, i32[w + H_TOKEN]!);
       return;
     }
+    if (kind === KIND_FIN) {
+      this.peerFinished(i32[w + H_SRC_WORLD]!);
+      return;
+    }
     if (kind === KIND_ACK) {
       const token = i32[w + H_TOKEN]!;
       const req = this.awaitingAck.get(token);
@@ -1048,6 +1092,88 @@ export class Transport implements Progressor {
     throw new NbcInternalError(`unknown record kind ${kind} in ring ${ring.from} -> ${ring.to}`);
   }
 
+  /**
+   * World rank `world` has returned from its job, and everything it sent this rank has been
+   * handled (its KIND_FIN comes behind its last message on the same path). What only it could
+   * complete fails now: posted receives naming it, and sends it never took. Receives from
+   * ANY_SOURCE are left alone (this rank may still send to itself).
+   */
+  private peerFinished(world: number): void {
+    if (this.finished[world] === 1) return;
+    this.finished[world] = 1;
+    this.finishedCount++;
+    for (const [ctx, q] of this.posted) {
+      const members = this.members.get(ctx);
+      if (members === undefined) continue;
+      for (let i = 0; i < q.length;) {
+        const r = q[i]!;
+        if (r.src !== ANY_SOURCE && members[r.src] === world) {
+          q.splice(i, 1);
+          if (!r.done) r.complete(this.senderFinished(world, ctx, r.src, r.tag));
+        } else {
+          i++;
+        }
+      }
+    }
+    const ep = this.route(world);
+    if (ep === UCX_ROUTE) {
+      // Held until it asked for the payload, which it would have done before its FIN.
+      for (const [token, req] of this.ucxHeld) {
+        if (req.dstWorld !== world) continue;
+        this.ucxHeld.delete(token);
+        req.complete(receiverFinished(this.placement.worldRank, req));
+      }
+      return;
+    }
+    // Through the engine a send completes when the payload has left this node, not on the
+    // receiver's word, so only sends to this node's ranks can be judged here.
+    if (ep === this.engineEp) return;
+    for (const [token, req] of this.awaitingAck) {
+      if (req.dstWorld !== world) continue;
+      this.awaitingAck.delete(token);
+      if (req.staged >= 0) this.allocator.free(req.staged);
+      req.complete(receiverFinished(this.placement.worldRank, req));
+    }
+    this.dropQueue(ep);
+  }
+
+  /** Forgets what waits for room in the ring to endpoint `ep`, whose rank has finished: its sends fail. */
+  private dropQueue(ep: number): void {
+    const q = this.outQueues[ep]!;
+    if (q.length === 0) return;
+    for (const item of q) if (item instanceof SendRequest && !item.done) item.complete(receiverFinished(this.placement.worldRank, item));
+    q.length = 0;
+    this.queuedEndpoints--;
+  }
+
+  /**
+   * A send to a rank that has returned from its job: an eager one completes, its message
+   * dropped (as one that nobody receives); a larger one, which would wait for the receiver,
+   * fails.
+   */
+  private sendToFinished(req: SendRequest): void {
+    if (req.view.byteLength <= this.eagerLimit) req.complete();
+    else req.complete(receiverFinished(this.placement.worldRank, req));
+  }
+
+  /**
+   * The finished rank that is the only possible sender of a receive from `src` on context
+   * `ctx`, or -1 (not finished, ANY_SOURCE, or a context this transport cannot resolve).
+   */
+  private senderGone(ctx: number, src: number): number {
+    if (src === ANY_SOURCE) return -1;
+    const w = this.members.get(ctx)?.[src];
+    return w !== undefined && this.finished[w] === 1 ? w : -1;
+  }
+
+  private senderFinished(world: number, ctx: number, src: number, tag: number): NbcPeerFailedError {
+    const who = src === world ? `rank ${world}` : `rank ${src} (world rank ${world})`;
+    return new NbcPeerFailedError(
+      `Rank ${this.placement.worldRank} cannot receive from ${who} (context ${ctx}, tag ${tag}): that rank returned ` +
+      `from its job without sending the message; expected every rank to make the same calls (a collective or ` +
+      `receive it skipped, or a send it never made)`);
+  }
+
   /** Handles the UCX header of `len` bytes now in the UCX path's inbox. */
   private handleUcx(len: number): void {
     const ucx = this.ucx!;
@@ -1062,6 +1188,10 @@ export class Transport implements Progressor {
     const from = i32[H_SRC_WORLD]!;
     if (kind === KIND_EAGER_CREDIT) {
       this.credited(from, i32[H_TOKEN]!);
+      return;
+    }
+    if (kind === KIND_FIN) {
+      this.peerFinished(from);
       return;
     }
     if (kind === KIND_UCX_PULL) {
@@ -1088,6 +1218,10 @@ export class Transport implements Progressor {
     if (kind === KIND_RTS) {
       const token = i32[H_TOKEN]!;
       const held = i32[H_AUX] === UCX_HELD;
+      if (req === null && this.finishing) {
+        this.dropUcx(from, bytes, token, held);
+        return;
+      }
       if (req !== null) this.ucxReceive(req, from, src, tag, bytes, token, invalid, held);
       else this.pushUnexpected(ctx, { kind: KIND_UCX_RTS, src, tag, bytes, data: null, slice: -1, offset: 0, token, from, invalid, held });
       return;
@@ -1109,6 +1243,16 @@ export class Transport implements Progressor {
       if (!req.done) req.complete(err ?? undefined);
     });
     if (held) this.askUcx(from, token);
+  }
+
+  /**
+   * Takes and drops the payload of a UCX rendezvous that no receive will match, this rank
+   * having returned from its job: its sender's send completes (as an eager message that nobody
+   * receives does) instead of waiting for ever. A held one its sender fails on this rank's FIN.
+   */
+  private dropUcx(from: number, bytes: number, token: number, held: boolean): void {
+    if (held) return;
+    this.ucx!.recvData(from, token, new Uint8Array(bytes), () => { this.ucxReaped++; });
   }
 
   /** Asks `from` for the payload of its held send `token`; the receive for it is posted first. */
@@ -1375,7 +1519,17 @@ export class Transport implements Progressor {
    * outlives the thread, so they need not be waited for.
    */
   drain(): void {
-    if (this.queuedEndpoints > 0) this.spinThenPark(() => this.queuedEndpoints === 0);
+    if (this.queuedEndpoints > 0) {
+      // A rank of this node that has finished reads nothing more: what waits for room in
+      // its ring is dropped rather than waited for.
+      const c = this.control;
+      this.spinThenPark(() => {
+        for (let e = 0; e < this.engineEp; e++) {
+          if (this.outQueues[e]!.length > 0 && Atomics.load(c, endpointWord(e, kFinished)) === 1) this.dropQueue(e);
+        }
+        return this.queuedEndpoints === 0;
+      });
+    }
     const ucx = this.ucx;
     if (ucx !== null) {
       // UCX payloads live in the rank's own memory, and eager sends may still sit in the
@@ -1384,6 +1538,42 @@ export class Transport implements Progressor {
       ucx.flush(() => { flushed = true; });
       this.spinThenPark(() => flushed && !ucx.busy);
     }
+  }
+
+  /**
+   * Called once this rank's job has returned: tells every other rank so (KIND_FIN), on each
+   * path this rank sent on and behind its last message there, then drains. The ranks of this
+   * node get it through their rings; those of other nodes through the engine, which passes it
+   * on to every node, or, with UCX, as a header message each. A rank already finished gets
+   * none (shm/layout.ts kFinished), and this rank, once marked, is sent nothing more.
+   */
+  announceFinished(): void {
+    const c = this.control;
+    Atomics.store(c, endpointWord(this.ep, kFinished), 1);
+    const fin = new Int32Array(HEADER_WORDS);
+    this.putHeader(fin, 0, KIND_FIN, HEADER_BYTES, -1, -1, -1, 0, -1, 0, -1, 0);
+    for (let e = 0; e < this.engineEp; e++) {
+      if (e !== this.ep && Atomics.load(c, endpointWord(e, kFinished)) === 0) this.queueRecord(e, fin);
+    }
+    const p = this.placement;
+    const ucx = this.ucx;
+    if (ucx !== null) {
+      this.finishing = true;
+      for (const q of this.unexpected.values()) {
+        for (let m = q.take(ANY_SOURCE, ANY_TAG); m !== null; m = q.take(ANY_SOURCE, ANY_TAG)) {
+          if (m.kind === KIND_UCX_RTS) this.dropUcx(m.from, m.bytes, m.token, m.held === true);
+        }
+      }
+      for (let w = 0; w < p.worldSize; w++) {
+        if (p.nodeOfRank[w] === p.nodeId) continue;
+        this.putHeader(ucx.stage32, 0, KIND_FIN, HEADER_BYTES, -1, -1, -1, 0, w, 0, -1, 0);
+        ucx.sendHeader(w, HEADER_BYTES);
+        if (ucx.headersInFlight > UCX_HEADERS_IN_FLIGHT) this.spinThenPark(() => ucx.headersInFlight <= UCX_HEADERS_IN_FLIGHT >> 1);
+      }
+    } else if (p.nodeOfRank.some((n) => n !== p.nodeId)) {
+      this.queueToEngine(fin);
+    }
+    this.drain();
   }
 
   /**
@@ -1417,6 +1607,13 @@ function invalidData(me: number, src: number, tag: number): Error {
   return new NbcPeerFailedError(
     `rank ${me} received a message from communicator rank ${src} (tag ${tag}) that is not valid: the collective it ` +
     `belongs to had already failed there, and it was sent only so that nobody waits; the first error is reported where it happened`);
+}
+
+/** The error of a send whose receiver returned from its job without taking it. */
+function receiverFinished(me: number, req: SendRequest): NbcPeerFailedError {
+  return new NbcPeerFailedError(
+    `Rank ${me} cannot send ${req.view.byteLength} bytes to rank ${req.dstWorld} (context ${req.ctx}, tag ${req.tag}): ` +
+    `that rank returned from its job without receiving them; expected every rank to make the same calls`);
 }
 
 function lengthMismatch(got: number, expected: number, src: number, tag: number): Error {

@@ -25,8 +25,9 @@
 import { Buffer } from 'node:buffer';
 import { NbcError, NbcInternalError, NbcNoMemError } from '../errors.js';
 import {
-  align8, endpointWord, H_AUX, H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_OFFSET, H_SLICE, H_SRC, H_TAG, H_TOKEN, HEADER_BYTES,
-  HEADER_WORDS, kDoorbell, KIND_ACK, KIND_COMM, KIND_CREDIT, KIND_DATA, KIND_EAGER, KIND_EAGER_CREDIT, KIND_FRAG, KIND_POST, KIND_PULL, KIND_RTS, KIND_SCHED, kSleeping,
+  align8, endpointWord, H_AUX, H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_OFFSET, H_SLICE, H_SRC, H_SRC_WORLD, H_TAG, H_TOKEN, HEADER_BYTES,
+  HEADER_WORDS, kDoorbell, kFinished, KIND_ACK, KIND_COMM, KIND_CREDIT, KIND_DATA, KIND_EAGER, KIND_EAGER_CREDIT, KIND_FIN, KIND_FRAG, KIND_POST,
+  KIND_PULL, KIND_RTS, KIND_SCHED, kSleeping,
 } from '../shm/layout.js';
 import { COMM_RELEASE, decodePost, DONE_ERROR, OF_BYTES, OF_WORDS, OffloadEngine, POST_TWO_LEVEL_WORDS, POST_WORDS } from '../sched/offload.js';
 import type { UcxPath } from '../p2p/ucx.js';
@@ -84,6 +85,8 @@ export interface NodeLinks {
   on(event: 'frame', listener: (fromNode: number, type: number, body: Buffer) => void): unknown;
   on(event: 'drain', listener: (nodeId: number) => void): unknown;
   writableBytesPending(nodeId: number): number;
+  /** Whether frames to `nodeId` already have a way there (link.ts). */
+  carries(nodeId: number): boolean;
   pauseReading(): void;
   resumeReading(): void;
 }
@@ -198,6 +201,11 @@ export class Engine {
   /** With the UCX transport: this engine's UCP worker, peers indexed by node id (useUcx). */
   private ucx: UcxPath | null = null;
   private ucxPumping = false;
+  /**
+   * Where a finished rank's word goes for nodes without a link to this one (node-main.ts: a
+   * rendezvous broadcast, whose receivers call `finishedElsewhere`); null where there is none.
+   */
+  relayFinished: ((worldRank: number, nodes: number[]) => void) | null = null;
 
   constructor(
     readonly shared: NodeShared,
@@ -387,6 +395,10 @@ export class Engine {
       this.pull(rank, i32[w + H_SLICE]!, i32[w + H_OFFSET]!, i32[w + H_TOKEN]!, i32[w + H_BYTES]!, i32[w + H_DST]!);
       return;
     }
+    if (kind === KIND_FIN) {
+      this.announceFinished(i32.slice(w, w + HEADER_WORDS));
+      return;
+    }
     const dst = i32[w + H_DST]!;
     const node = this.placement.nodeOfRank[dst]!;
     if (this.links === null || node === this.placement.nodeId) {
@@ -427,6 +439,40 @@ export class Engine {
       return;
     }
     throw new NbcInternalError(`engine got record kind ${kind} from rank ${rank}`);
+  }
+
+  /**
+   * A rank of this node has returned from its job (its KIND_FIN, behind its last record): every
+   * other node hears it behind that rank's last frame to it, and hands it to its ranks
+   * (`finishedElsewhere`). Nodes that this one has a link with get it on the link, which keeps
+   * order; the others got nothing from the rank, so `relayFinished` (the node's rendezvous
+   * client) tells them, without dialling a link at the end of the job.
+   */
+  private announceFinished(fin: Int32Array): void {
+    const links = this.links;
+    if (links === null) return;
+    const unlinked: number[] = [];
+    // pushCredit has one entry per node.
+    for (let node = 0; node < this.pushCredit.length; node++) {
+      if (node === this.placement.nodeId) continue;
+      if (links.carries(node)) links.send(node, FRAME_MSG, [new Uint8Array(fin.buffer)]);
+      else unlinked.push(node);
+    }
+    if (unlinked.length > 0) this.relayFinished?.(fin[H_SRC_WORLD]!, unlinked);
+  }
+
+  /**
+   * World rank `worldRank`, of another node, has returned from its job, and everything its
+   * node sent this one before has been delivered or queued: each rank of this node gets its
+   * KIND_FIN behind that (p2p/transport.ts fails what only that rank could complete).
+   */
+  finishedElsewhere(worldRank: number): void {
+    const header = new Int32Array(HEADER_WORDS);
+    header[H_KIND] = KIND_FIN;
+    header[H_LEN] = HEADER_BYTES;
+    header[H_DST] = -1;
+    header[H_SRC_WORLD] = worldRank;
+    for (let r = 0; r < this.toRanks.length; r++) this.deliver(r, header, null);
   }
 
   /**
@@ -608,6 +654,14 @@ export class Engine {
       this.pushCredit[from] = Math.min(this.pushCreditMax, this.pushCredit[from]! + n);
       return;
     }
+    if (header[H_KIND] === KIND_FIN) {
+      const world = header[H_SRC_WORLD]!;
+      if (body.byteLength !== HEADER_BYTES || !(world >= 0 && world < this.placement.worldSize) || this.placement.nodeOfRank[world] !== from) {
+        throw new NbcInternalError(`malformed FIN frame from node ${from}`);
+      }
+      this.finishedElsewhere(world);
+      return;
+    }
     const dst = header[H_DST]!;
     if (!(dst >= 0 && dst < this.placement.worldSize) || this.placement.nodeOfRank[dst] !== this.placement.nodeId) {
       throw new NbcInternalError(`node ${from} sent a message for rank ${dst}, which is not on this node`);
@@ -780,6 +834,8 @@ export class Engine {
 
   /** Writes a record into the rank's ring, or queues it (in order) when the ring is full. */
   private deliver(rank: number, header: Int32Array, payload: Uint8Array | null): void {
+    // A rank that has returned from its job reads nothing more (shm/layout.ts kFinished).
+    if (this.finished(rank)) return;
     const q = this.pending[rank]!;
     if (q.length === 0 && this.write(rank, header, payload)) return;
     // Keep a private copy: the frame buffer may be reused by the decoder.
@@ -808,9 +864,19 @@ export class Engine {
     return true;
   }
 
+  private finished(rank: number): boolean {
+    return Atomics.load(this.control, endpointWord(rank, kFinished)) === 1;
+  }
+
   private flushPending(): void {
     for (let r = 0; r < this.pending.length; r++) {
       const q = this.pending[r]!;
+      if (q.length > 0 && this.finished(r)) {
+        for (const p of q) this.pendingBytes -= pendingCost(p.payload);
+        this.pendingCount -= q.length;
+        q.length = 0;
+        continue;
+      }
       let n = 0;
       while (n < q.length && this.write(r, q[n]!.header, q[n]!.payload)) {
         this.pendingBytes -= pendingCost(q[n]!.payload);

@@ -250,6 +250,11 @@ export async function runNode(o: NodeOptions): Promise<number> {
     client.on('abort', (m) => follow(m.exitCode));
     // Listening before connect: a BROADCAST may arrive in the same read as the table.
     client.on('broadcast', (payload: unknown) => {
+      const fin = parseFinished(payload, nodes);
+      if (fin !== null) {
+        if (fin.nodes.includes(nodeRank)) engine?.finishedElsewhere(fin.rank);
+        return;
+      }
       const got = parseUcxAddresses(payload, nodes);
       if (got === null) return;
       if (ucxAddresses.has(got.node)) return;
@@ -353,6 +358,13 @@ export async function runNode(o: NodeOptions): Promise<number> {
   engine = new Engine(shared, enginePlacement, links, (err) => fail(`node ${nodeRank} engine failed: ${formatError(err)}`, 1), configFromEnv(),
     { spinUs: engineSpinUs, yieldCore, hostIdle: board === null ? null : () => board.idle() });
   engine.start();
+  // A rank's word that it has finished, for nodes this one has no link with (engine.ts).
+  const relay = client;
+  if (relay !== null) {
+    engine.relayFinished = (rank, to) => {
+      if (!ending) relay.broadcast({ fin: { rank, nodes: to } });
+    };
+  }
 
   // ---- the aggregation fabric (the agg executor), where the job has one -----------------
   // Joined before the ranks start, so a rank's first agg call finds the node's answer ready.
@@ -501,6 +513,17 @@ const MAX_UCX_ADDRESS_BYTES = 16 * 1024;
  * A node's UCX worker addresses from a rendezvous BROADCAST ({ ucx: { node, addresses } }),
  * checked; null for any other payload.
  */
+/** A relayed KIND_FIN (engine.ts relayFinished): rank `rank` has finished; for `nodes`. */
+function parseFinished(payload: unknown, nodes: number): { rank: number; nodes: number[] } | null {
+  if (typeof payload !== 'object' || payload === null) return null;
+  const f = (payload as { fin?: unknown }).fin;
+  if (typeof f !== 'object' || f === null) return null;
+  const { rank, nodes: to } = f as { rank?: unknown; nodes?: unknown };
+  const isNode = (n: unknown): n is number => typeof n === 'number' && Number.isInteger(n) && n >= 0 && n < nodes;
+  if (typeof rank !== 'number' || !Number.isInteger(rank) || rank < 0 || !Array.isArray(to) || !to.every(isNode)) return null;
+  return { rank, nodes: to };
+}
+
 function parseUcxAddresses(payload: unknown, nodes: number): { node: number; addresses: string[]; engine: string } | null {
   if (typeof payload !== 'object' || payload === null) return null;
   const u = (payload as { ucx?: unknown }).ucx;

@@ -122,8 +122,10 @@ let result: unknown;
 if (typeof mod.default === 'function') {
   result = await (mod.default as (w: Communicator, a: string[]) => unknown)(world, boot.args);
 }
-// Anything still owed to peers (ACKs, queued sends) must leave before the thread ends.
-transport.drain();
+// Anything still owed to peers (ACKs, queued sends) must leave before the thread ends, and
+// behind it the word that this rank is done: a peer still waiting for one of its messages
+// fails at once (NBC_ERR_PEER_FAILED) instead of waiting for the job's timeout.
+transport.announceFinished();
 try {
   parentPort!.postMessage({ type: 'result', rank: rc.worldRank, result } satisfies RankReport);
 } catch {

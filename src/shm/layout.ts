@@ -40,6 +40,11 @@ export const kWakeFd = 2;
  * while one of them waits (engine.ts, waitWatcher).
  */
 export const kWaiting = 3;
+/**
+ * Per endpoint: 1 once the rank has returned from its job and told its peers (KIND_FIN). Its
+ * peers then send it nothing more: records queued for it are dropped instead of waited on.
+ */
+export const kFinished = 4;
 
 export function controlWords(endpoints: number): number {
   return kEndpointBase + endpoints * LINE_WORDS;
@@ -135,6 +140,15 @@ export const KIND_EAGER_CREDIT = 12;
  * matched it and posted the receive for it). See p2p/ucx.ts.
  */
 export const KIND_UCX_PULL = 13;
+/**
+ * Rank -> everyone: rank H_SRC_WORLD has returned from its job, and this record follows the
+ * last message it sent to the reader. A receive that only that rank could match, posted or
+ * posted later, can no longer complete, so it fails (NBC_ERR_PEER_FAILED) instead of hanging.
+ * The rank writes it into its rings to the ranks of its node; its engine (H_DST = -1) sends it
+ * to every other node, whose engine hands it to each of its ranks behind what came before; over
+ * UCX it is a header message to each rank of the other nodes.
+ */
+export const KIND_FIN = 14;
 
 export function align8(n: number): number {
   return (n + 7) & ~7;
