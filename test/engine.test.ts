@@ -20,6 +20,9 @@ class FakeLinks extends EventEmitter {
   writableBytesPending(): number {
     return this.backlog;
   }
+  carries(): boolean {
+    return true;
+  }
   pauseReading(): void {
     this.paused = true;
     this.pauses++;

@@ -1544,7 +1544,8 @@ export class Transport implements Progressor {
    * Called once this rank's job has returned: tells every other rank so (KIND_FIN), on each
    * path this rank sent on and behind its last message there, then drains. The ranks of this
    * node get it through their rings; those of other nodes through the engine, which passes it
-   * on to every node, or, with UCX, as a header message each. A rank already finished gets
+   * on to every node, or, with UCX, as a header message each. The engine also fails the
+   * offloaded collectives that wait for this rank. A rank already finished gets
    * none (shm/layout.ts kFinished), and this rank, once marked, is sent nothing more.
    */
   announceFinished(): void {
@@ -1570,9 +1571,9 @@ export class Transport implements Progressor {
         ucx.sendHeader(w, HEADER_BYTES);
         if (ucx.headersInFlight > UCX_HEADERS_IN_FLIGHT) this.spinThenPark(() => ucx.headersInFlight <= UCX_HEADERS_IN_FLIGHT >> 1);
       }
-    } else if (p.nodeOfRank.some((n) => n !== p.nodeId)) {
-      this.queueToEngine(fin);
     }
+    // The engine runs this rank's offloaded collectives' peers too (sched/offload.ts).
+    this.queueToEngine(fin);
     this.drain();
   }
 

@@ -29,7 +29,9 @@ import {
   HEADER_WORDS, kDoorbell, kFinished, KIND_ACK, KIND_COMM, KIND_CREDIT, KIND_DATA, KIND_EAGER, KIND_EAGER_CREDIT, KIND_FIN, KIND_FRAG, KIND_POST,
   KIND_PULL, KIND_RTS, KIND_SCHED, kSleeping,
 } from '../shm/layout.js';
-import { COMM_RELEASE, decodePost, DONE_ERROR, OF_BYTES, OF_WORDS, OffloadEngine, POST_TWO_LEVEL_WORDS, POST_WORDS } from '../sched/offload.js';
+import {
+  COMM_RELEASE, decodePost, DONE_ERROR, OF_BYTES, OF_DST, OF_SRC, OF_WORDS, OffloadEngine, POST_TWO_LEVEL_WORDS, POST_WORDS,
+} from '../sched/offload.js';
 import type { UcxPath } from '../p2p/ucx.js';
 import { AggNode } from './agg-node.js';
 import { decodeSchedule } from '../sched/wire.js';
@@ -396,6 +398,7 @@ export class Engine {
       return;
     }
     if (kind === KIND_FIN) {
+      this.offload.peerFinished(i32[w + H_SRC_WORLD]!);
       this.announceFinished(i32.slice(w, w + HEADER_WORDS));
       return;
     }
@@ -451,6 +454,22 @@ export class Engine {
   private announceFinished(fin: Int32Array): void {
     const links = this.links;
     if (links === null) return;
+    const world = fin[H_SRC_WORLD]!;
+    if (this.ucx !== null) {
+      // The ranks heard it over UCX from the rank itself; the other engines, for their
+      // offloaded collectives, hear it here, behind this engine's offload frames to them.
+      // Sent at the end of the job, maybe as a node exits: a failed send is no news (a lost
+      // node is reported by its links and the rendezvous).
+      const h = new Int32Array(OF_WORDS);
+      h[OF_DST] = -1;
+      h[OF_SRC] = world;
+      const msg = new Uint8Array(h.buffer);
+      for (let node = 0; node < this.pushCredit.length; node++) {
+        if (node !== this.placement.nodeId) this.ucx.sendMessage(node, msg, () => {});
+      }
+      this.schedulePump();
+      return;
+    }
     const unlinked: number[] = [];
     // pushCredit has one entry per node.
     for (let node = 0; node < this.pushCredit.length; node++) {
@@ -458,7 +477,7 @@ export class Engine {
       if (links.carries(node)) links.send(node, FRAME_MSG, [new Uint8Array(fin.buffer)]);
       else unlinked.push(node);
     }
-    if (unlinked.length > 0) this.relayFinished?.(fin[H_SRC_WORLD]!, unlinked);
+    if (unlinked.length > 0) this.relayFinished?.(world, unlinked);
   }
 
   /**
@@ -467,6 +486,7 @@ export class Engine {
    * KIND_FIN behind that (p2p/transport.ts fails what only that rank could complete).
    */
   finishedElsewhere(worldRank: number): void {
+    this.offload.peerFinished(worldRank);
     const header = new Int32Array(HEADER_WORDS);
     header[H_KIND] = KIND_FIN;
     header[H_LEN] = HEADER_BYTES;
@@ -636,6 +656,11 @@ export class Engine {
       new Uint8Array(header.buffer).set(body.subarray(0, OF_BYTES));
       this.stats.framesReceived++;
       this.stats.bytesReceived += body.byteLength;
+      if (header[OF_DST] === -1) {
+        // A rank of node `from` has finished (announceFinished, over UCX).
+        this.offload.peerFinished(header[OF_SRC]!);
+        return;
+      }
       this.offload.onFrame(from, header, body.subarray(OF_BYTES));
       return;
     }

@@ -15,7 +15,9 @@ import { Request } from '../p2p/request.js';
 import type { Transport } from '../p2p/transport.js';
 import { KIND_COMM, KIND_POST, KIND_SCHED } from '../shm/layout.js';
 import type { AggExecutorStats, CollTarget, Executor, ExecutorStats, Plan } from './executor.js';
-import { COMM_RELEASE, DONE_FABRIC, DONE_INVALID, DONE_OK, DONE_PEER_FAILED, encodePost, REGISTERED_SCHEDULES } from './offload.js';
+import {
+  COMM_RELEASE, DONE_FABRIC, DONE_INVALID, DONE_OK, DONE_PEER_FAILED, DONE_PEER_GONE, encodePost, offloadPeerGoneMessage, REGISTERED_SCHEDULES,
+} from './offload.js';
 import type { Schedule } from './schedule.js';
 import type { TwoLevelCall } from './two-level.js';
 import { encodeSchedule } from './wire.js';
@@ -191,6 +193,7 @@ export class OffloadClient implements Executor {
       }
       req.complete(ok ? null : v === DONE_PEER_FAILED ? new NbcPeerFailedError(
         'An aggregated collective failed: a daemon, link or member node of the aggregation fabric failed under it (the node log names it); later agg calls on this communicator fail the same way; a new one (dup) joins a fresh group, or falls back to host algorithms')
+        : v >= DONE_PEER_GONE ? new NbcPeerFailedError(offloadPeerGoneMessage(v - DONE_PEER_GONE))
         : v === DONE_INVALID ? new NbcPeerFailedError(
           'An offloaded collective received data that is not valid: the collective had already failed on the rank that sent it (a disagreeing count or a lost peer there), which sent it only so that nobody waits; the first error is reported where it happened')
         : new NbcArgError(

@@ -50,6 +50,11 @@ export const DONE_PEER_FAILED = 3;
 export const DONE_INVALID = 4;
 /** Completed, reduced by the aggregation fabric (an `agg` call; DONE_OK where the engines exchanged it). */
 export const DONE_FABRIC = 5;
+/**
+ * DONE_PEER_GONE + w: the collective waited for world rank w, which returned from its job
+ * without taking part (peerFinished).
+ */
+export const DONE_PEER_GONE = 1 << 16;
 
 /** H_TAG of a KIND_COMM record that releases a communicator (no members follow). */
 export const COMM_RELEASE = 1;
@@ -215,6 +220,8 @@ export class OffloadEngine implements Port<OffloadRun> {
   private readonly groups = new Map<string, TwoLevelPost[]>();
   private readonly layouts = new WeakMap<Int32Array, NodeLayout>();
   private nextFrameId = 1;
+  /** World ranks that have returned from their jobs (peerFinished). */
+  private readonly finishedRanks = new Set<number>();
 
   constructor(private readonly host: OffloadHost) {}
 
@@ -514,12 +521,37 @@ export class OffloadEngine implements Port<OffloadRun> {
     const q = this.posted.get(key);
     const w = q?.shift();
     if (w === undefined) {
+      if (this.finishedRanks.has(dstWorld)) throw peerGone(dstWorld, false);
       push(this.localSends, key, { run: r, action: i, view: a, invalid });
       return false;
     }
     if (q!.length === 0) this.posted.delete(key);
     this.interp.settle(w.run, w.action, this.fill(w, a, invalid));
     return true;
+  }
+
+  /**
+   * World rank `world` has returned from its job, and every frame its node sent this engine
+   * before has been handled (runtime/engine.ts): what waits for it fails, as on the host
+   * (p2p/transport.ts peerFinished): receives from it, and sends on this node to it.
+   */
+  peerFinished(world: number): void {
+    if (this.finishedRanks.has(world)) return;
+    this.finishedRanks.add(world);
+    for (const m of [this.posted, this.localSends]) {
+      for (const [key, q] of m) {
+        for (let j = 0; j < q.length;) {
+          const w = q[j]!;
+          if (w.run.worldRanks[w.run.sched.peer[w.action]!] !== world) {
+            j++;
+            continue;
+          }
+          q.splice(j, 1);
+          this.interp.settle(w.run, w.action, peerGone(world, m === this.posted));
+        }
+        if (q.length === 0) m.delete(key);
+      }
+    }
   }
 
   recv(r: OffloadRun, i: number): boolean {
@@ -544,6 +576,8 @@ export class OffloadEngine implements Port<OffloadRun> {
       if (err !== null) throw err;
       return true;
     }
+    const srcWorld = r.worldRanks[s.peer[i]!]!;
+    if (this.finishedRanks.has(srcWorld)) throw peerGone(srcWorld, true);
     push(this.posted, key, waiting);
     return false;
   }
@@ -564,7 +598,8 @@ export class OffloadEngine implements Port<OffloadRun> {
   finished(r: OffloadRun, error: Error | null): void {
     if (r.onDone !== undefined) r.onDone(error === null);
     else {
-      const v = error === null ? DONE_OK : error instanceof NbcPeerFailedError ? DONE_INVALID : DONE_ERROR;
+      const v = error === null ? DONE_OK : error instanceof PeerGoneError ? DONE_PEER_GONE + error.world
+        : error instanceof NbcPeerFailedError ? DONE_INVALID : DONE_ERROR;
       this.host.complete(r.ep, r.slotSlice, r.slotOffset, v);
     }
   }
@@ -591,6 +626,22 @@ export class OffloadEngine implements Port<OffloadRun> {
       if (total === 0) break;
     }
   }
+}
+
+/** An offloaded receive from (or local send to) a rank that returned from its job. */
+class PeerGoneError extends NbcPeerFailedError {
+  constructor(readonly world: number, message: string) {
+    super(message);
+  }
+}
+
+function peerGone(world: number, receive: boolean): PeerGoneError {
+  return new PeerGoneError(world, offloadPeerGoneMessage(world, receive ? 'sending' : 'receiving'));
+}
+
+/** What the rank's offloaded request fails with (offload-client.ts, DONE_PEER_GONE). */
+export function offloadPeerGoneMessage(world: number, without = 'taking part'): string {
+  return `An offloaded collective cannot complete: rank ${world}, which it waits for, returned from its job without ${without}; expected every rank to make the same calls`;
 }
 
 function keyOf(dstWorld: number, ctx: number, tag: number, src: number): string {

@@ -534,7 +534,7 @@ export function offloadNode(): { engine: Engine; rank: Transport; shared: Return
   const logs: string[] = [];
   const links = Object.assign(new EventEmitter(), {
     send: (_n: number, _t: number, _p: readonly Uint8Array[], onWritten?: () => void) => onWritten?.(),
-    writableBytesPending: () => 0, pauseReading: () => {}, resumeReading: () => {},
+    writableBytesPending: () => 0, pauseReading: () => {}, resumeReading: () => {}, carries: () => true,
   });
   const engine = new Engine(shared, { ...placement, worldRank: -1 }, links, (err) => fatal.push(err), DEFAULT_CONFIG, {},
     (line) => logs.push(line));

@@ -15,7 +15,7 @@
  *                   receives both: what a rank sent before it returned is never lost
  *   uncaught        as `collective host 4`, without catching: the job fails naming the rank
  */
-import { NbcError, type Communicator, type Executor } from 'nbcoll';
+import { NbcError, type Communicator, type ExecutorName } from 'nbcoll';
 
 const LARGE = 1 << 20;
 
@@ -35,7 +35,7 @@ export default function finished(w: Communicator, args: string[]): string {
   switch (mode) {
     case 'collective': {
       if (w.rank === last) return 'returned';
-      const executor = args[1] as Executor;
+      const executor = args[1] as ExecutorName;
       const n = Number(args[2]);
       return outcome(() => w.allreduce(new Float64Array(n).fill(1), new Float64Array(n), 'sum', { executor }));
     }
