@@ -4,24 +4,33 @@ import { test } from 'node:test';
 import { DEFAULT_CONFIG } from '../src/config.ts';
 import { Transport } from '../src/p2p/transport.ts';
 import { Engine, FRAME_MSG, HIGH_WATER, PENDING_RECORD_COST, type EngineWait } from '../src/runtime/engine.ts';
-import { endpointWord, H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_SRC, H_TAG, HEADER_BYTES, KIND_EAGER, kWaiting } from '../src/shm/layout.ts';
+import {
+  endpointWord, H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_SRC, H_SRC_WORLD, H_TAG, HEADER_BYTES, HEADER_WORDS, KIND_EAGER, KIND_FIN, kWaiting,
+} from '../src/shm/layout.ts';
+import { NbcPeerFailedError } from '../src/errors.ts';
+import { ANY_SOURCE } from '../src/p2p/constants.ts';
 import { createNodeShared, waitWatcher } from '../src/shm/node-shared.ts';
 
 /** Links that record what the engine does, with a settable backlog. */
 class FakeLinks extends EventEmitter {
   sent = 0;
+  /** Each frame's node and record kind. */
+  frames: Array<[number, number]> = [];
+  /** Nodes that frames already have a way to (carries). */
+  linked: ((node: number) => boolean) = () => true;
   backlog = 0;
   paused = false;
   pauses = 0;
-  send(_node: number, _type: number, _parts: readonly Uint8Array[], onWritten?: () => void): void {
+  send(node: number, _type: number, parts: readonly Uint8Array[], onWritten?: () => void): void {
     this.sent++;
+    this.frames.push([node, new Int32Array(parts[0]!.buffer, parts[0]!.byteOffset, 1)[0]!]);
     onWritten?.();
   }
   writableBytesPending(): number {
     return this.backlog;
   }
-  carries(): boolean {
-    return true;
+  carries(node: number): boolean {
+    return this.linked(node);
   }
   pauseReading(): void {
     this.paused = true;
@@ -191,4 +200,60 @@ test('wait watchers each see a rank\'s wait steps once, without hiding them from
   assert.equal(b(), true);
   assert.equal(b(), false);
   assert.equal(a(), true);
+});
+
+/** A FIN record or frame body: world rank `world` has returned from its job. */
+function fin(world: number): Uint8Array {
+  const h = new Int32Array(HEADER_WORDS);
+  h[H_KIND] = KIND_FIN;
+  h[H_LEN] = HEADER_BYTES;
+  h[H_DST] = -1;
+  h[H_SRC_WORLD] = world;
+  return new Uint8Array(h.buffer);
+}
+
+test('a finished rank\'s FIN goes on the links its node has, and to relayFinished for nodes it has none with', () => {
+  const shared = createNodeShared({ ranks: 1, ringBytes: 64 * 1024, sliceBytes: 1 << 20 });
+  const placement = { worldSize: 3, nodeId: 0, nodeOfRank: Int32Array.of(0, 1, 2), localOfRank: Int32Array.of(0, 0, 0) };
+  const links = new FakeLinks();
+  links.linked = (node) => node === 1;
+  const engine = new Engine(shared, { ...placement, worldRank: -1 }, links, (err) => { throw err; }, DEFAULT_CONFIG);
+  const relayed: Array<[number, number[]]> = [];
+  engine.relayFinished = (rank, nodes) => relayed.push([rank, nodes]);
+  const rank = new Transport(shared, { ...placement, worldRank: 0 });
+  rank.isend(new Uint8Array(8), 1, 0, 0, 5);
+  rank.announceFinished();
+  engine.poll();
+  assert.deepEqual(links.frames, [[1, KIND_EAGER], [1, KIND_FIN]], 'the message, then the FIN behind it, to the linked node only');
+  assert.deepEqual(relayed, [[0, [2]]], 'node 2, which got nothing, hears it through the relay');
+  engine.stop();
+});
+
+test('a FIN frame fails the receives only its rank could match, after delivering what that rank sent before it', () => {
+  const { engine, links, rank } = node0();
+  rank.registerContext(0, Int32Array.of(0, 1));
+  const body = new Uint8Array(HEADER_BYTES + 8);
+  const h = new Int32Array(body.buffer, 0, HEADER_WORDS);
+  h[H_KIND] = KIND_EAGER;
+  h[H_LEN] = body.byteLength;
+  h[H_SRC] = 1;
+  h[H_TAG] = 3;
+  h[H_BYTES] = 8;
+  h[H_DST] = 0;
+  h[H_SRC_WORLD] = 1;
+  body.fill(9, HEADER_BYTES);
+  const posted = rank.irecv(new Uint8Array(8), 1, 1, 0, 4);
+  links.emit('frame', 1, FRAME_MSG, Buffer.from(body));
+  links.emit('frame', 1, FRAME_MSG, Buffer.from(fin(1)));
+  rank.progress();
+  assert.ok(posted.done && posted.error instanceof NbcPeerFailedError, 'the posted receive (tag 4) fails');
+  assert.match(posted.error!.message, /cannot receive from rank 1 \(context 0, tag 4\): that rank returned from its job/);
+  const early = new Uint8Array(8);
+  assert.equal(rank.irecv(early, 1, 1, 0, 3).wait().bytes, 8, 'its message from before the FIN is received');
+  assert.deepEqual([...early], [9, 9, 9, 9, 9, 9, 9, 9]);
+  const late = rank.irecv(new Uint8Array(8), 1, 1, 0, 3);
+  assert.ok(late.done && late.error instanceof NbcPeerFailedError, 'a receive posted after the FIN fails at once');
+  // A receive from ANY_SOURCE is left alone: the rank may still send to itself.
+  assert.equal(rank.irecv(new Uint8Array(8), 1, ANY_SOURCE, 0, 3).done, false);
+  engine.stop();
 });
