@@ -41,6 +41,26 @@ describe('launcher', () => {
     assert.deepEqual(processesMatching(token), [], 'no process is left behind');
   });
 
+  // A stopped node keeps its sockets open: the rendezvous hears its silence. NBC_NODE_SILENCE_MS
+  // (default 10 s) is 2 s here; the deadline, far beyond, would end a job that nobody stopped.
+  test('a node stopped with SIGSTOP stops the job within seconds, naming it; a stopped node 0 is named by the others', T, async () => {
+    for (const [who, expected] of [
+      ['4', /^node 2 \(pid \d+, ranks 4\.\.5\) stopped answering: nothing from it for \d+\.\d s/],
+      ['0', /^node [12]: lost contact with the rendezvous master \(node 0\): Nothing from the rendezvous at \S+ \(node 0\) for \d+\.\d s: node 0 stopped/],
+    ] as const) {
+      const token = `stop-${randomBytes(4).toString('hex')}`;
+      const t0 = performance.now();
+      const r = await launch(jobPath('fail.ts'), {
+        ranks: 6, ppn: 2, args: ['sigstop', who, token], output: 'pipe', timeoutMs: 40_000, env: { NBC_NODE_SILENCE_MS: '2000' },
+      });
+      const took = performance.now() - t0;
+      assert.equal(r.exitCode, 1, `rank ${who}: ${r.failure}\n${r.stderr}`);
+      assert.match(r.failure ?? '', expected, `rank ${who}`);
+      assert.ok(took < 20_000, `rank ${who}: job stopped after ${took.toFixed(0)} ms`);
+      assert.deepEqual(processesMatching(token), [], `rank ${who}: no process is left behind`);
+    }
+  });
+
   test('a job that never finishes is killed at its deadline with exit code 124', T, async () => {
     const token = `hang-${randomBytes(4).toString('hex')}`;
     const r = await run('fail.ts', 2, 1, ['none', '-1', token], 3000);

@@ -27,13 +27,13 @@ function envInt(name: string): number | undefined {
   return n;
 }
 
-/** `--transport`, else NBC_TRANSPORT, else undefined (the node's default, auto). */
 /** `-n`/`--np`; mpirun's `-np 4` reaches here as `-n p`, which gets a hint. */
 function npArg(value: string): number {
   if (value === 'p') throw new InvalidArgumentError("expected a positive integer, got 'p' (mpirun's -np 4 reads as -n p here: write -n 4 or --np 4)");
   return positiveInt(value);
 }
 
+/** `--transport`, else NBC_TRANSPORT, else undefined (the node's default, auto). */
 export function transportOption(flag: string | undefined): TransportChoice | undefined {
   if (flag !== undefined) return parseTransport(flag);
   const env = process.env.NBC_TRANSPORT;
@@ -112,6 +112,7 @@ program.command('node')
       spinUs: envInt('NBC_SPIN_US'),
       yieldUs: envInt('NBC_YIELD_US'),
       engineSpinUs: envInt('NBC_ENGINE_SPIN_US'),
+      silenceMs: envInt('NBC_NODE_SILENCE_MS'),
       transport: transportOption(o.transport) ?? 'auto',
     });
     process.exit(code);

@@ -1035,10 +1035,6 @@ export class Transport implements Progressor {
       this.credited(i32[w + H_SRC_WORLD]!, i32[w + H_TOKEN]!);
       return;
     }
-    if (kind === KIND_FIN) {
-      this.peerFinished(i32[w + H_SRC_WORLD]!);
-      return;
-    }
     if (kind === KIND_ACK) {
       const token = i32[w + H_TOKEN]!;
       const req = this.awaitingAck.get(token);
@@ -1087,6 +1083,11 @@ export class Transport implements Progressor {
         return;
       }
       this.pushUnexpected(ctx, { kind, src, tag, bytes, data: null, slice, offset, token, from: ring.from, invalid });
+      return;
+    }
+    if (kind === KIND_FIN) {
+      // Once per peer and job: last, off the messages' path (its ctx matches no receive).
+      this.peerFinished(i32[w + H_SRC_WORLD]!);
       return;
     }
     throw new NbcInternalError(`unknown record kind ${kind} in ring ${ring.from} -> ${ring.to}`);

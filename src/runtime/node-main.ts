@@ -57,6 +57,11 @@ export interface NodeOptions {
   engineSpinUs?: number;
   /** How ranks reach ranks of other nodes (`--transport`, NBC_TRANSPORT); default 'auto'. */
   transport?: TransportChoice;
+  /**
+   * Once wired up, a node (or, for the others, node 0) not heard from for this long (ms) stops
+   * the job, named: stopped (SIGSTOP) or hung (NBC_NODE_SILENCE_MS; default 10000; 0: never).
+   */
+  silenceMs?: number;
 }
 
 /**
@@ -242,7 +247,9 @@ export async function runNode(o: NodeOptions): Promise<number> {
     const addr = await links.listen();
     let masterPort = o.wireup.masterPort;
     if (nodeRank === 0) {
-      server = new RendezvousServer({ secret, nodes, host: o.bindHost ?? '127.0.0.1', port: masterPort, log: rawLog });
+      server = new RendezvousServer({ secret, nodes, host: o.bindHost ?? '127.0.0.1', port: masterPort, log: rawLog, silenceMs: o.silenceMs });
+      // A node that stopped answering: the server aborted the job; this node says why.
+      server.on('silent', (m) => fail(m.reason, m.exitCode));
       masterPort = await server.listen();
       toParent({ type: 'master', port: masterPort });
     }
@@ -271,6 +278,7 @@ export async function runNode(o: NodeOptions): Promise<number> {
       secret, nodeId: nodeRank, host: nodeRank === 0 ? serverHost : o.wireup.masterAddr, port: masterPort,
       hello: { host: advertised, port: addr.port, nranks: o.ranks, extra: { ucx: noUcx === null && o.link === undefined, transport: choice } },
       timeoutMs: 30_000,
+      silenceMs: o.silenceMs,
     });
     client.on('shutdown', () => {
       if (ending) return;

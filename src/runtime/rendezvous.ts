@@ -12,10 +12,14 @@
  *   node -> server  DONE       { nodeId }                     -> when all are done: SHUTDOWN to all
  *   node -> server  BROADCAST  { payload }                    -> server sends BROADCAST to all
  *   server -> node  REJECT     { reason }                     then closes (bad id, duplicate, late)
+ *   both            BEAT       {}                             every silence/4 (at most 1 s) once wired up
  *
  * Every node sees the server's messages in one order. A node whose connection closes before its
  * DONE (a killed process closes its sockets at once) makes the server send ABORT with reason
- * "node N (pid P) lost: connection closed"; only the first ABORT of a job is sent.
+ * "node N (pid P) lost: connection closed"; only the first ABORT of a job is sent. A node that
+ * is stopped (SIGSTOP) or hung keeps its sockets open, so both sides also listen for silence:
+ * nothing from a node for `silenceMs` (default 10 s, NBC_NODE_SILENCE_MS) aborts the job naming
+ * it, and nothing from the server for as long is 'lost' on the node.
  */
 import { Buffer } from 'node:buffer';
 import { EventEmitter } from 'node:events';
@@ -41,7 +45,48 @@ export const RendezvousMsg = {
   Shutdown: 5,
   Broadcast: 6,
   Reject: 7,
+  Beat: 8,
 } as const;
+
+/** How long the server waits to hear from a node, and a node from the server, once wired up. */
+export const DEFAULT_SILENCE_MS = 10_000;
+
+/**
+ * Beats every `silenceMs / 4` (at most every second) and checks for silence at each. A tick
+ * that comes later than half the silence after the one before means this process was itself
+ * stopped or starved: everything looks silent then, so the check is skipped and the clocks of
+ * those it listens to restart (`fresh`).
+ */
+class SilenceWatch {
+  private timer: NodeJS.Timeout | null = null;
+  private last = 0;
+
+  constructor(readonly silenceMs: number, private readonly tick: (now: number, fresh: boolean) => void) {}
+
+  start(): void {
+    if (this.silenceMs <= 0 || this.timer !== null) return;
+    const every = Math.max(10, Math.min(1000, Math.floor(this.silenceMs / 4)));
+    this.last = Date.now();
+    this.timer = setInterval(() => {
+      const now = Date.now();
+      const late = now - this.last - every;
+      this.last = now;
+      this.tick(now, late > this.silenceMs / 2);
+    }, every);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
+  }
+}
+
+function silenceOption(ms: number | undefined, what: string): number {
+  const v = ms ?? DEFAULT_SILENCE_MS;
+  if (!Number.isInteger(v) || v < 0) throw new NbcArgError(`Cannot ${what}: silenceMs ${v} is not an integer >= 0 (0: never)`);
+  return v;
+}
 
 /** Default deadline for a client to reach the server and receive the table. */
 export const DEFAULT_RENDEZVOUS_TIMEOUT_MS = 30_000;
@@ -259,6 +304,11 @@ export interface RendezvousServerOptions {
   /** Where rejections and aborts are reported (default: a line on stderr). */
   log?: (msg: string) => void;
   handshakeTimeoutMs?: number;
+  /**
+   * Once the table is out, a node not heard from for this long (ms) is counted stopped and the
+   * job aborted (default DEFAULT_SILENCE_MS; 0: never).
+   */
+  silenceMs?: number;
 }
 
 export type RendezvousServerEvents = {
@@ -270,12 +320,16 @@ export type RendezvousServerEvents = {
   abort: [msg: AbortMessage];
   /** Every node sent DONE; SHUTDOWN was sent to every node. */
   shutdown: [];
+  /** A node went silent (stopped, or hung) and the job was aborted for it: `msg` names it. */
+  silent: [msg: AbortMessage];
 };
 
 class Member {
   hello: NodeHello | null = null;
   done = false;
   connected = true;
+  /** When the server last heard from the node (Date.now()). */
+  heard = Date.now();
   constructor(readonly nodeId: number, readonly channel: Channel) {}
 }
 
@@ -299,6 +353,7 @@ export class RendezvousServer extends EventEmitter<RendezvousServerEvents> {
   private closed = false;
   /** One line per rejected connection, floods summarised (net/reject-log.ts). */
   private readonly rejections: RejectLog;
+  private readonly watch: SilenceWatch;
 
   constructor(opts: RendezvousServerOptions) {
     super();
@@ -313,6 +368,29 @@ export class RendezvousServer extends EventEmitter<RendezvousServerEvents> {
     this.log = opts.log ?? defaultLog;
     this.handshakeTimeoutMs = opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
     this.rejections = new RejectLog(this.log, 'nbc: rendezvous: ');
+    this.watch = new SilenceWatch(silenceOption(opts.silenceMs, 'create the rendezvous server'), (now, fresh) => this.watchTick(now, fresh));
+  }
+
+  /** A watch tick: beat to every node, and abort the job for one not heard from in time. */
+  private watchTick(now: number, fresh: boolean): void {
+    if (this.closed || this.aborted || this.shutdownSent) {
+      this.watch.stop();
+      return;
+    }
+    this.sendAll(RendezvousMsg.Beat, {});
+    for (const m of this.members.values()) {
+      if (fresh) m.heard = now;
+      if (!m.connected || m.done || now - m.heard <= this.watch.silenceMs) continue;
+      const msg: AbortMessage = {
+        reason: `node ${m.nodeId} (pid ${m.hello?.pid ?? '?'}, ${this.ranksOf(m.nodeId)}) stopped answering: nothing from it for ${
+          ((now - m.heard) / 1000).toFixed(1)} s (stopped, or its event loop blocked; NBC_NODE_SILENCE_MS)`,
+        exitCode: 1,
+        origin: m.nodeId,
+      };
+      this.abortJob(msg);
+      this.emit('silent', msg);
+      return;
+    }
   }
 
   /** Starts accepting nodes; resolves with the actual port. */
@@ -335,10 +413,19 @@ export class RendezvousServer extends EventEmitter<RendezvousServerEvents> {
     return port;
   }
 
+  /** The world ranks of node `nodeId`, as the table places them ("ranks 4..5", "rank 3"). */
+  private ranksOf(nodeId: number): string {
+    let first = 0;
+    for (let n = 0; n < nodeId; n++) first += this.members.get(n)?.hello?.nranks ?? 0;
+    const count = this.members.get(nodeId)?.hello?.nranks ?? 1;
+    return count === 1 ? `rank ${first}` : `ranks ${first}..${first + count - 1}`;
+  }
+
   /** Stops listening and ends every connection (after what was already sent). */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.watch.stop();
     this.rejections.close();
     const server = this.server;
     const waits: Promise<void>[] = [];
@@ -400,7 +487,10 @@ export class RendezvousServer extends EventEmitter<RendezvousServerEvents> {
 
   /** Throws on a malformed message: the channel then drops the node (and the job aborts). */
   private onMessage(member: Member, type: number, value: unknown): void {
+    member.heard = Date.now();
     switch (type) {
+      case RendezvousMsg.Beat:
+        return;
       case RendezvousMsg.Hello: {
         if (member.hello !== null) throw new NbcArgError(`Cannot accept HELLO: node ${member.nodeId} sent a second one`);
         const hello = parseHello(value, `HELLO from node ${member.nodeId}`);
@@ -444,6 +534,9 @@ export class RendezvousServer extends EventEmitter<RendezvousServerEvents> {
     nodes.sort((x, y) => x.nodeId - y.nodeId);
     const table: RendezvousTable = { nodes };
     this.tableSent = true;
+    const now = Date.now();
+    for (const m of this.members.values()) m.heard = now;
+    this.watch.start();
     this.sendAll(RendezvousMsg.Table, table);
     this.emit('table', table);
   }
@@ -498,13 +591,21 @@ export interface RendezvousConnectOptions {
   handshakeTimeoutMs?: number;
   /** Called before each retry while the server is not reachable yet (for progress messages). */
   onRetry?: (attempt: number, err: Error) => void;
+  /**
+   * Once the table is in, the server not heard from for this long (ms) is 'lost' (default
+   * DEFAULT_SILENCE_MS; 0: never).
+   */
+  silenceMs?: number;
 }
 
 export type RendezvousClientEvents = {
   abort: [msg: AbortMessage];
   shutdown: [];
   broadcast: [payload: unknown];
-  /** The connection to the server closed before SHUTDOWN or ABORT (and not by close()). */
+  /**
+   * The connection to the server closed before SHUTDOWN or ABORT (and not by close()), or
+   * nothing came from the server for `silenceMs`.
+   */
   lost: [err: Error];
 };
 
@@ -554,6 +655,9 @@ export class RendezvousClient extends EventEmitter<RendezvousClientEvents> {
   /** SHUTDOWN or ABORT arrived: a close by the server is expected now. */
   private finished = false;
   private closed = false;
+  /** When the server was last heard from (Date.now()), and the watch that beats and checks. */
+  private heard = 0;
+  private watch: SilenceWatch | null = null;
 
   /**
    * Connects to the server (retrying while it is not up yet), authenticates, sends HELLO and
@@ -573,6 +677,7 @@ export class RendezvousClient extends EventEmitter<RendezvousClientEvents> {
     const timeoutMs = opts.timeoutMs ?? DEFAULT_RENDEZVOUS_TIMEOUT_MS;
     const deadline = Date.now() + timeoutMs;
     const address = `${opts.host}:${opts.port}`;
+    this.watch = new SilenceWatch(silenceOption(opts.silenceMs, 'connect to the rendezvous'), (now, fresh) => this.watchTick(now, fresh));
     this.connecting = true;
     this.nodeId = opts.nodeId;
     this.address = address;
@@ -649,6 +754,7 @@ export class RendezvousClient extends EventEmitter<RendezvousClientEvents> {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.watch?.stop();
     this.settle(new NbcInternalError(`Cannot connect to the rendezvous at ${this.address}: the client was closed`));
     await this.channel?.end();
   }
@@ -670,12 +776,32 @@ export class RendezvousClient extends EventEmitter<RendezvousClientEvents> {
     else p.resolve(result);
   }
 
+  /** A watch tick: beat to the server, and report it lost when it has been silent too long. */
+  private watchTick(now: number, fresh: boolean): void {
+    const watch = this.watch!;
+    if (this.closed || this.finished) {
+      watch.stop();
+      return;
+    }
+    this.channel?.send(RendezvousMsg.Beat, {});
+    if (fresh) this.heard = now;
+    if (now - this.heard <= watch.silenceMs) return;
+    watch.stop();
+    this.emit('lost', new NbcPeerFailedError(
+      `Nothing from the rendezvous at ${this.address} (node 0) for ${((now - this.heard) / 1000).toFixed(1)} s: ` +
+      `node 0 stopped, or its event loop is blocked (NBC_NODE_SILENCE_MS)`));
+  }
+
   private onMessage(type: number, value: unknown): void {
+    this.heard = Date.now();
     switch (type) {
+      case RendezvousMsg.Beat:
+        return;
       case RendezvousMsg.Table: {
         const { nodes } = parseTable(value);
         if (this.pending === null) return;
         this.connected = true;
+        this.watch?.start();
         this.settle({ nodes });
         return;
       }
@@ -704,6 +830,7 @@ export class RendezvousClient extends EventEmitter<RendezvousClientEvents> {
   }
 
   private onClosed(): void {
+    this.watch?.stop();
     const error = this.channel?.error ?? null;
     const detail = error !== null ? `: ${error.message}` : '';
     if (this.pending !== null) {

@@ -1,4 +1,4 @@
-/** Failure scenarios: args[0] = throw | exit | sigkill, args[1] = the rank that fails. */
+/** Failure scenarios: args[0] = throw | exit | sigkill | sigstop, args[1] = the rank that fails. */
 import { init } from 'nbcoll';
 
 const world = await init();
@@ -7,6 +7,8 @@ if (world.rank === who) {
   if (mode === 'throw') throw new Error(`boom from rank ${world.rank}`);
   if (mode === 'exit') process.exit(7);
   if (mode === 'sigkill') process.kill(process.pid, 'SIGKILL');
+  // Its node stops with every socket open: only silence tells.
+  if (mode === 'sigstop') process.kill(process.pid, 'SIGSTOP');
 }
 if (mode === 'ready') console.log(`rank ${world.rank} ready`);
 // Everyone else blocks on a message that never comes: only the abort can end them.
