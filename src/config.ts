@@ -21,6 +21,13 @@ export interface CoreConfig {
    * which seed 004's model (one core per rank) leaves out, so selection does not consult it.
    */
   oversubscribed: boolean;
+  /**
+   * Every collective call first checks with its communicator's members that they all make the
+   * same call (NBC_CHECK_CALLS=1; coll/check-calls.ts): a debug aid. Each call then costs an
+   * exchange through rank 0 (non-blocking ones block while it runs), and blocking calls skip
+   * the lean paths.
+   */
+  checkCalls: boolean;
 }
 
 export const DEFAULT_CONFIG: CoreConfig = Object.freeze({
@@ -32,4 +39,5 @@ export const DEFAULT_CONFIG: CoreConfig = Object.freeze({
   offloadSpinUs: 5,
   cost: DEFAULT_PARAMS,
   oversubscribed: false,
+  checkCalls: false,
 });

@@ -11,7 +11,7 @@
  * numbers that tag its collectives, its nodes, selection with its executor, and the planner
  * that the planning modules call back.
  */
-import { Comm, type CommStats } from '../comm/comm.js';
+import { CHECK_TAG, Comm, type CommStats } from '../comm/comm.js';
 import { describeValue } from '../describe.js';
 import { NbcArgError, NbcOpError } from '../errors.js';
 import type { TypedArrayConstructor } from '../comm/validate.js';
@@ -28,6 +28,7 @@ import type { Buf, BufOrInPlace, Counts, Planner } from './args.js';
 import {
   leanAllreduceOf, leanAlltoallOf, leanBcastOf, LeanPaths, type LeanAllreduce, type LeanAlltoall, type LeanBcast,
 } from './lean.js';
+import { callSignature, disagreement, numberCall } from './check-calls.js';
 import { byteLengthOf, findRecent, remember, ScheduleCache, type CountArrays, type RecentCall } from './memo.js';
 import type { CollOptions } from './options.js';
 import { PersistentRequest } from './persistent.js';
@@ -77,9 +78,12 @@ export class Communicator extends Comm {
     return plan;
   }
 
-  /** Tag of the next collective instance: its sequence number, times 16 sub-tags. */
+  /**
+   * Tag of the next collective instance: its sequence number (mod 2^26), times 16 sub-tags:
+   * below 2^30, clear of the internal exchanges' tags (comm.ts EXCHANGE_TAG, CHECK_TAG).
+   */
   private nextTag(): number {
-    return ((this.collSeq++ & 0x7ffffff) * 16) | 0;
+    return (this.collSeq++ & 0x3ffffff) * 16;
   }
 
   /** The executor a call names, or the configured default (NBC_EXECUTOR). */
@@ -135,7 +139,7 @@ export class Communicator extends Comm {
   private leanEligible(coll: CollName, opts: CollOptions | undefined, bytes: number, commutative = true, fabricFits = false): boolean {
     const executor = this.executorName(opts);
     if ((opts !== undefined && opts.algorithm !== undefined) || (executor !== 'host' && executor !== 'agg') ||
-      bytes > this.transport.eagerLimit || this.size === 1) return false;
+      bytes > this.transport.eagerLimit || this.size === 1 || this.rc.config.checkCalls) return false;
     // On agg, a call the fabric does not take runs a host algorithm, lean where it can; one it
     // takes is composed by the engines (never lean).
     const c = executor === 'agg'
@@ -163,11 +167,12 @@ export class Communicator extends Comm {
     // A non-root's reduce works in a RECV of its own: the host executor takes it from its pool
     // at every start; the others run on the buffer given here.
     if (extra?.workRecvBytes !== undefined && executor.name !== 'host') recv = new Uint8Array(extra.workRecvBytes);
+    const sig = this.rc.config.checkCalls ? { sig: callSignature(coll, s, executor.name, choice.name, choice.radix) } : null;
     if (choice.composite !== undefined) {
       const composite = { kind: choice.composite, root: s.root, op: s.op, dtype: s.dtype, esize: s.esize };
-      return { coll, sched: COMPOSED, send, recv, executor, composite, ...extra };
+      return { coll, sched: COMPOSED, send, recv, executor, composite, ...extra, ...sig };
     }
-    return { coll, sched: this.schedule(coll, choice, s, cacheable), send, recv, executor, ...extra };
+    return { coll, sched: this.schedule(coll, choice, s, cacheable), send, recv, executor, ...extra, ...sig };
   }
 
   private schedule(coll: CollName, choice: Choice, s: CollShape, cacheable: boolean): Schedule {
@@ -226,6 +231,12 @@ export class Communicator extends Comm {
   /** Starts a planned collective on its executor; the next sequence number names its messages. */
   private launchPlan(plan: Plan): Request {
     this.check(plan.coll);
+    if (plan.sig !== undefined && this.size > 1) {
+      // NBC_CHECK_CALLS: every member compares every member's call before anything is sent.
+      numberCall(plan.sig, this.collSeq);
+      const problem = disagreement(this.exchangeInts(plan.sig, CHECK_TAG), this.size);
+      if (problem !== null) throw problem;
+    }
     plan.before?.();
     return plan.executor.start(plan, this.collTarget, this.nextTag());
   }

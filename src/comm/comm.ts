@@ -26,6 +26,15 @@ import {
 /** Color for split() meaning "not in any new communicator". */
 export const UNDEFINED = -32766;
 
+/**
+ * Tags of the internal exchanges on the collective context, above every collective's (its
+ * sequence number mod 2^26, x 16: below 2^30): communicator creation's, and the one that
+ * compares calls (NBC_CHECK_CALLS, coll/check-calls.ts). Separate, so that a rank creating a
+ * communicator while another makes a checked call cannot take each other's message.
+ */
+export const EXCHANGE_TAG = 0x7ffffff0;
+export const CHECK_TAG = 0x7ffffff1;
+
 /** State shared by every communicator of one rank. */
 export interface RankContext {
   transport: Transport;
@@ -269,12 +278,11 @@ export class Comm {
    * rank order. Linear through rank 0 on the collective context: only used to build
    * communicators, where simplicity beats speed.
    */
-  protected exchangeInts(values: readonly number[]): Int32Array {
+  protected exchangeInts(values: readonly number[] | Int32Array, tag = EXCHANGE_TAG): Int32Array {
     const k = values.length;
     const all = new Int32Array(k * this.size);
     const mine = Int32Array.from(values);
     const t = this.transport;
-    const tag = 0x7ffffff0;
     if (this.size === 1) return mine;
     if (this.rank === 0) {
       all.set(mine, 0);

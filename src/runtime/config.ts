@@ -36,6 +36,10 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env, oversubscrib
     }
   }
   const executor = env.NBC_EXECUTOR === undefined || env.NBC_EXECUTOR === '' ? DEFAULT_CONFIG.executor : env.NBC_EXECUTOR;
+  const check = env.NBC_CHECK_CALLS;
+  if (check !== undefined && check !== '' && check !== '0' && check !== '1') {
+    throw new NbcArgError(`NBC_CHECK_CALLS=${check}: expected 1 (every collective call checks that its ranks make the same call) or 0`);
+  }
   return {
     executor,
     algorithms: Object.freeze(algorithms),
@@ -43,6 +47,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env, oversubscrib
     offloadSpinUs,
     cost: loadCostParams(paramsFilePath(env)),
     oversubscribed,
+    checkCalls: check === '1',
   };
 }
 

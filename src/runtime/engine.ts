@@ -486,6 +486,10 @@ export class Engine {
    * KIND_FIN behind that (p2p/transport.ts fails what only that rank could complete).
    */
   finishedElsewhere(worldRank: number): void {
+    const p = this.placement;
+    if (!(worldRank >= 0 && worldRank < p.worldSize) || p.nodeOfRank[worldRank] === p.nodeId) {
+      throw new NbcInternalError(`rank ${worldRank} was announced finished to node ${p.nodeId}, which does not expect that rank's word`);
+    }
     this.offload.peerFinished(worldRank);
     const header = new Int32Array(HEADER_WORDS);
     header[H_KIND] = KIND_FIN;
@@ -681,7 +685,7 @@ export class Engine {
     }
     if (header[H_KIND] === KIND_FIN) {
       const world = header[H_SRC_WORLD]!;
-      if (body.byteLength !== HEADER_BYTES || !(world >= 0 && world < this.placement.worldSize) || this.placement.nodeOfRank[world] !== from) {
+      if (body.byteLength !== HEADER_BYTES || this.placement.nodeOfRank[world] !== from) {
         throw new NbcInternalError(`malformed FIN frame from node ${from}`);
       }
       this.finishedElsewhere(world);

@@ -517,10 +517,6 @@ function pipeOutput(from: NodeJS.ReadableStream, to: NodeJS.WritableStream, pref
 /** Most bytes of one UCX worker address accepted from the wire-up. */
 const MAX_UCX_ADDRESS_BYTES = 16 * 1024;
 
-/**
- * A node's UCX worker addresses from a rendezvous BROADCAST ({ ucx: { node, addresses } }),
- * checked; null for any other payload.
- */
 /** A relayed KIND_FIN (engine.ts relayFinished): rank `rank` has finished; for `nodes`. */
 function parseFinished(payload: unknown, nodes: number): { rank: number; nodes: number[] } | null {
   if (typeof payload !== 'object' || payload === null) return null;
@@ -532,6 +528,10 @@ function parseFinished(payload: unknown, nodes: number): { rank: number; nodes: 
   return { rank, nodes: to };
 }
 
+/**
+ * A node's UCX worker addresses from a rendezvous BROADCAST ({ ucx: { node, addresses } }),
+ * checked; null for any other payload.
+ */
 function parseUcxAddresses(payload: unknown, nodes: number): { node: number; addresses: string[]; engine: string } | null {
   if (typeof payload !== 'object' || payload === null) return null;
   const u = (payload as { ucx?: unknown }).ucx;

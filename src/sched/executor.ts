@@ -84,4 +84,6 @@ export interface Plan {
    * executor's two-level form: its engines combine their nodes; sched/two-level.ts).
    */
   composite?: TwoLevelCall;
+  /** The call's signature, compared among the ranks before every start (NBC_CHECK_CALLS; coll/check-calls.ts). */
+  sig?: Int32Array;
 }
