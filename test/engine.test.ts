@@ -229,7 +229,7 @@ test('a finished rank\'s FIN goes on the links its node has, and to relayFinishe
   engine.stop();
 });
 
-test('a FIN frame fails the receives only its rank could match, after delivering what that rank sent before it', () => {
+test('a FIN frame fails the receives only its rank could match, after delivering what that rank sent before it, and takes no receive', () => {
   const { engine, links, rank } = node0();
   rank.registerContext(0, Int32Array.of(0, 1));
   const body = new Uint8Array(HEADER_BYTES + 8);
@@ -243,11 +243,17 @@ test('a FIN frame fails the receives only its rank could match, after delivering
   h[H_SRC_WORLD] = 1;
   body.fill(9, HEADER_BYTES);
   const posted = rank.irecv(new Uint8Array(8), 1, 1, 0, 4);
+  // From ANY_SOURCE, tag 0: a FIN whose context, source and tag read 0 once took it, and lost it.
+  const wildcard = rank.irecv(new Uint8Array(8), 1, ANY_SOURCE, 0, 0);
   links.emit('frame', 1, FRAME_MSG, Buffer.from(body));
   links.emit('frame', 1, FRAME_MSG, Buffer.from(fin(1)));
   rank.progress();
   assert.ok(posted.done && posted.error instanceof NbcPeerFailedError, 'the posted receive (tag 4) fails');
   assert.match(posted.error!.message, /cannot receive from rank 1 \(context 0, tag 4\): that rank returned from its job/);
+  assert.equal(wildcard.done, false, 'the FIN took no receive');
+  rank.isend(Uint8Array.of(1, 2, 3, 4, 5, 6, 7, 8), 0, 0, 0, 0);
+  rank.progress();
+  assert.ok(wildcard.done && wildcard.error === null && wildcard.status.source === 0, 'this rank\'s own message completes it');
   const early = new Uint8Array(8);
   assert.equal(rank.irecv(early, 1, 1, 0, 3).wait().bytes, 8, 'its message from before the FIN is received');
   assert.deepEqual([...early], [9, 9, 9, 9, 9, 9, 9, 9]);

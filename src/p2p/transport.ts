@@ -1050,8 +1050,9 @@ export class Transport implements Progressor {
     const tag = rawTag & TAG_BITS;
     const invalid = rawTag < 0;
     const bytes = i32[w + H_BYTES]!;
-    const req = this.takePosted(ctx, src, tag);
+    // Only messages match receives: a record of another kind must never take one.
     if (kind === KIND_EAGER) {
+      const req = this.takePosted(ctx, src, tag);
       const from = i32[w + H_SRC_WORLD]!;
       if (req !== null) {
         this.owe(from, bytes);
@@ -1064,6 +1065,7 @@ export class Transport implements Progressor {
       return;
     }
     if (kind === KIND_RTS) {
+      const req = this.takePosted(ctx, src, tag);
       const slice = i32[w + H_SLICE]!;
       const offset = i32[w + H_OFFSET]!;
       const token = i32[w + H_TOKEN]!;
@@ -1086,7 +1088,7 @@ export class Transport implements Progressor {
       return;
     }
     if (kind === KIND_FIN) {
-      // Once per peer and job: last, off the messages' path (its ctx matches no receive).
+      // Once per peer and job: last, off the messages' path.
       this.peerFinished(i32[w + H_SRC_WORLD]!);
       return;
     }

@@ -491,10 +491,11 @@ export class Engine {
       throw new NbcInternalError(`rank ${worldRank} was announced finished to node ${p.nodeId}, which does not expect that rank's word`);
     }
     this.offload.peerFinished(worldRank);
-    const header = new Int32Array(HEADER_WORDS);
+    // As the rank's own FIN (transport.ts announceFinished): no context, source or tag.
+    const header = new Int32Array(HEADER_WORDS).fill(-1);
     header[H_KIND] = KIND_FIN;
     header[H_LEN] = HEADER_BYTES;
-    header[H_DST] = -1;
+    header[H_BYTES] = 0;
     header[H_SRC_WORLD] = worldRank;
     for (let r = 0; r < this.toRanks.length; r++) this.deliver(r, header, null);
   }
