@@ -24,7 +24,10 @@ function seedFor(fault: FaultKind, mode: Mode, transport: Transport, from = 1): 
 
 const CASES: Array<[FaultKind, Mode, Transport]> = [
   ['throw', 'offload', transports.at(-1)!],
+  ['return', 'offload', transports.at(-1)!],
+  ['return', 'hier', 'tcp'],
   ['kill-node', 'hier', 'tcp'],
+  ['stop-node', 'host', 'tcp'],
   ['kill-daemon', 'agg', 'tcp'],
   ['cut-link', 'host', transports.at(-1)!],
 ];

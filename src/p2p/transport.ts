@@ -35,7 +35,7 @@
  * only it could take, fails with NBC_ERR_PEER_FAILED instead of waiting for ever.
  */
 import {
-  NbcCountError, NbcInternalError, NbcNoMemError, NbcPeerFailedError, NbcTruncateError,
+  NbcCountError, NbcInternalError, NbcNoMemError, NbcPeerFailedError, NbcTruncateError, REPORTED_ELSEWHERE,
 } from '../errors.js';
 import {
   align8, endpointWord, H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_OFFSET, H_SLICE, H_SRC,
@@ -1372,7 +1372,7 @@ export class Transport implements Progressor {
 
   private fail(code: number): never {
     this.failure ??= new NbcPeerFailedError(
-      `The job is aborting (exit code ${code}): another rank or node failed; see the launcher's message`);
+      `The job is aborting (exit code ${code}): another rank or node failed; see the launcher's message; ${REPORTED_ELSEWHERE}`);
     throw this.failure;
   }
 
@@ -1610,7 +1610,7 @@ const NOT_DONE = { done: false };
 function invalidData(me: number, src: number, tag: number): Error {
   return new NbcPeerFailedError(
     `rank ${me} received a message from communicator rank ${src} (tag ${tag}) that is not valid: the collective it ` +
-    `belongs to had already failed there, and it was sent only so that nobody waits; the first error is reported where it happened`);
+    `belongs to had already failed there, and it was sent only so that nobody waits; ${REPORTED_ELSEWHERE}`);
 }
 
 /** The error of a send whose receiver returned from its job without taking it. */

@@ -10,7 +10,7 @@
  * seen. Scratch (TMP) and the
  * completion word come from the arena too and are returned at completion.
  */
-import { NbcArgError, NbcNoMemError, NbcPeerFailedError } from '../errors.js';
+import { NbcArgError, NbcNoMemError, NbcPeerFailedError, REPORTED_ELSEWHERE } from '../errors.js';
 import { Request } from '../p2p/request.js';
 import type { Transport } from '../p2p/transport.js';
 import { KIND_COMM, KIND_POST, KIND_SCHED } from '../shm/layout.js';
@@ -195,7 +195,7 @@ export class OffloadClient implements Executor {
         'An aggregated collective failed: a daemon, link or member node of the aggregation fabric failed under it (the node log names it); later agg calls on this communicator fail the same way; a new one (dup) joins a fresh group, or falls back to host algorithms')
         : v >= DONE_PEER_GONE ? new NbcPeerFailedError(offloadPeerGoneMessage(v - DONE_PEER_GONE))
         : v === DONE_INVALID ? new NbcPeerFailedError(
-          'An offloaded collective received data that is not valid: the collective had already failed on the rank that sent it (a disagreeing count or a lost peer there), which sent it only so that nobody waits; the first error is reported where it happened')
+          `An offloaded collective received data that is not valid: the collective had already failed on the rank that sent it (a disagreeing count or a lost peer there), which sent it only so that nobody waits; ${REPORTED_ELSEWHERE}`)
         : new NbcArgError(
           'An offloaded collective failed: its ranks disagree on message sizes, or the node engine refused the post (the node log says why: a schedule, communicator or buffer region it cannot run); expected matching calls on every rank'));
     }

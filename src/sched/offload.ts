@@ -15,7 +15,7 @@
  * Completion: the engine stores 1 (or 2 on error) into the request's completion word in the
  * rank's arena slice and rings the rank's doorbell. Core code: no node:* imports.
  */
-import { NbcArgError, NbcPeerFailedError, NbcTruncateError } from '../errors.js';
+import { NbcArgError, NbcPeerFailedError, NbcTruncateError, REPORTED_ELSEWHERE } from '../errors.js';
 import { DTYPE_COUNT, type DType } from '../ops/dtype.js';
 import { OpCode } from '../ops/loops.js';
 import { reduceRegions } from '../ops/regions.js';
@@ -486,7 +486,7 @@ export class OffloadEngine implements Port<OffloadRun> {
    */
   private fill(w: Waiting, data: Uint8Array, invalid: boolean): Error | null {
     if (invalid) {
-      return new NbcPeerFailedError(`An offloaded collective received data that is not valid: the collective had already failed on its sender, which sent it only so that nobody waits; the first error is reported where it happened`);
+      return new NbcPeerFailedError(`An offloaded collective received data that is not valid: the collective had already failed on its sender, which sent it only so that nobody waits; ${REPORTED_ELSEWHERE}`);
     }
     if (data.byteLength !== w.view.byteLength) {
       return new NbcTruncateError(`An offloaded collective received ${data.byteLength} bytes where its schedule expects ${w.view.byteLength}: its ranks disagree on message sizes`);

@@ -9,7 +9,7 @@ import { dirname } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import Table from 'cli-table3';
 import { ucxUnavailable } from '../../src/runtime/node-main.ts';
-import { cutUnavailable, planTrial, runTrial, STOP_DEADLINE_S, TRIAL_DEADLINE_S, type FaultKind, type Mode, type TrialResult, type Transport } from './harness.ts';
+import { cutUnavailable, FAULT_KINDS, planTrial, runTrial, STOP_DEADLINE_S, TRIAL_DEADLINE_S, type FaultKind, type Mode, type TrialResult, type Transport } from './harness.ts';
 
 const int = (what: string) => (v: string): number => {
   const n = Number(v);
@@ -22,7 +22,7 @@ const list = <T extends string>(allowed: readonly T[]) => (v: string): T[] => {
   return xs;
 };
 
-const FAULTS = ['throw', 'kill-node', 'kill-daemon', 'cut-link'] as const;
+const FAULTS = FAULT_KINDS;
 const MODES = ['host', 'offload', 'hier', 'agg'] as const;
 const program = new Command('chaos')
   .description('random collectives under random faults; every trial must end in time, correct or stopped naming the culprit, leaving nothing behind')

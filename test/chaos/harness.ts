@@ -20,7 +20,16 @@ import { alive, cmdlineOf, descendants, environOf, socketOwners, tcpSockets, TCP
 
 export type Mode = 'host' | 'offload' | 'hier' | 'agg';
 export type Transport = 'tcp' | 'ucx';
-export type FaultKind = 'throw' | 'kill-node' | 'kill-daemon' | 'cut-link';
+/**
+ * throw: a rank throws; return: a rank returns from its job early (its peers must fail, naming
+ * it); kill-node / stop-node: a node process gets SIGKILL / SIGSTOP (a stopped one is found by
+ * its silence, NBC_NODE_SILENCE_MS, 3 s here); kill-daemon: an aggregation daemon gets SIGKILL;
+ * cut-link: a TCP connection between the job's processes is cut.
+ */
+export type FaultKind = 'throw' | 'return' | 'kill-node' | 'stop-node' | 'kill-daemon' | 'cut-link';
+export const FAULT_KINDS: readonly FaultKind[] = ['throw', 'return', 'kill-node', 'stop-node', 'kill-daemon', 'cut-link'];
+/** How long a stopped node may stay silent before the job stops (stop-node trials). */
+const STOP_NODE_SILENCE_MS = 3000;
 
 export interface TrialPlan {
   seed: number;
@@ -85,8 +94,9 @@ export function planTrial(seed: number, opts: { transports: readonly Transport[]
   const r = mulberry32(seed ^ 0x5eed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
   const mode = pick(opts.modes ?? ['host', 'offload', 'hier', 'agg'] as const);
-  const faults = (opts.faults ?? ['throw', 'kill-node', 'kill-daemon', 'cut-link'] as const)
-    .filter((f) => f !== 'kill-daemon' || mode === 'agg');
+  // A rank waiting in an agg collective for one that returned is not caught (docs/errors.md).
+  const faults = (opts.faults ?? FAULT_KINDS)
+    .filter((f) => (f !== 'kill-daemon' || mode === 'agg') && (f !== 'return' || mode !== 'agg'));
   const nodes = 2 + Math.floor(r() * 3); // 2..4 nodes
   const ppn = mode === 'hier' ? 2 : 1 + Math.floor(r() * 2); // hier needs 2+ ranks per node
   // Long enough that the fault lands mid-run: rank 0's progress lines reach the harness a few
@@ -198,18 +208,20 @@ export async function runTrial(plan: TrialPlan, env: Record<string, string> = {}
   const fdsBefore = fdCount();
   const ranks = plan.nodes * plan.ppn;
   const token = `chaos-${plan.seed}-${randomBytes(3).toString('hex')}`;
-  const throwAt = plan.fault === 'throw' ? plan.at : -1;
+  const byRank = plan.fault === 'throw' || plan.fault === 'return';
+  const throwAt = byRank ? plan.at : -1;
   const throwRank = plan.target % ranks;
   const args = [CLI, 'run', '-n', String(ranks), '--ppn', String(plan.ppn), '--transport', plan.transport,
     '--timeout', String(TRIAL_DEADLINE_S)];
   if (plan.mode === 'agg') args.push('--agg', 'radix=2,levels=2');
-  args.push(JOB, String(plan.seed), String(plan.ops), plan.mode, String(throwAt), String(throwRank), token);
-  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NBC_AGG_VERBOSE: '0', ...env } });
+  args.push(JOB, String(plan.seed), String(plan.ops), plan.mode, String(throwAt), String(throwRank), token, plan.fault === 'return' ? 'return' : 'throw');
+  const silence = plan.fault === 'stop-node' ? { NBC_NODE_SILENCE_MS: String(STOP_NODE_SILENCE_MS) } : {};
+  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NBC_AGG_VERBOSE: '0', ...silence, ...env } });
   let stdout = '';
   let stderr = '';
-  let culprit = plan.fault === 'throw' ? `rank ${throwRank}` : '';
+  let culprit = byRank ? `rank ${throwRank}` : '';
   let faultAt = NaN;
-  let injected = plan.fault === 'throw';
+  let injected = byRank;
   let noFault = '';
   const seen = new Set<number>();
   const remember = (): void => { for (const p of descendants(child.pid!)) seen.add(p); };
@@ -217,13 +229,13 @@ export async function runTrial(plan: TrialPlan, env: Record<string, string> = {}
   const inject = (): void => {
     const all = descendants(child.pid!);
     for (const p of all) seen.add(p);
-    if (plan.fault === 'kill-node') {
+    if (plan.fault === 'kill-node' || plan.fault === 'stop-node') {
       const nodes = nodePids(all);
       if (nodes.length === 0) { noFault = 'no node process found'; return; }
       const i = plan.target % nodes.length;
       culprit = `node ${nodeRankOf(nodes[i]!)} (pid ${nodes[i]})`;
       faultLanded();
-      process.kill(nodes[i]!, 'SIGKILL');
+      process.kill(nodes[i]!, plan.fault === 'kill-node' ? 'SIGKILL' : 'SIGSTOP');
     } else if (plan.fault === 'kill-daemon') {
       // A daemon of the job's group (connected to one of its nodes) where there is one.
       const nodes = new Set(nodePids(all));
@@ -277,8 +289,8 @@ export async function runTrial(plan: TrialPlan, env: Record<string, string> = {}
       const m = /^chaos-op (\d+)$/.exec(line);
       if (m === null) continue;
       if (firstOp) { firstOp = false; remember(); }
-      // The throw's own moment is inside the job: take rank 0's last op before it.
-      if (plan.fault === 'throw' && Number.isNaN(faultAt) && Number(m[1]) >= plan.at - 1) faultLanded();
+      // The throw's (or return's) own moment is inside the job: take rank 0's last op before it.
+      if (byRank && Number.isNaN(faultAt) && Number(m[1]) >= plan.at - 1) faultLanded();
       if (!injected && noFault === '' && Number(m[1]) >= plan.at) inject();
     }
   });
@@ -313,7 +325,7 @@ export async function runTrial(plan: TrialPlan, env: Record<string, string> = {}
   }
   if (exitCode === 0) {
     const done = /chaos-done (\d+)/.exec(stdout);
-    if (plan.fault === 'throw' || done === null || Number(done[1]) !== plan.ops) {
+    if (byRank || done === null || Number(done[1]) !== plan.ops) {
       return verdict('wrong', `exit 0 after a ${plan.fault}, but ${done === null ? 'no' : done[1]} of ${plan.ops} ops reported`);
     }
     return verdict('completed', `every op checked; the fault hit nothing the job still needed`);
@@ -329,9 +341,21 @@ function namesCulprit(plan: TrialPlan, stderr: string, culprit: string): string 
       const rank = culprit.split(' ')[1];
       return new RegExp(`rank ${rank}\\b[^\\n]*throws at op`).test(stderr) ? null : `no line names rank ${rank} and its error`;
     }
+    case 'return': {
+      // A peer that waited for it names it by world rank: "from rank R (context", "(world rank R)",
+      // "to rank R (context" or, offloaded, "rank R, which it waits for".
+      const rank = culprit.split(' ')[1];
+      const re = new RegExp(`((from|to) rank ${rank} \\(context|\\(world rank ${rank}\\)|rank ${rank}, which it waits for)[^\\n]*returned from its job`);
+      return re.test(stderr) ? null : `no line names rank ${rank} as returned from its job`;
+    }
     case 'kill-node': {
       const node = /^node (\d+)/.exec(culprit)![1];
       return new RegExp(`node ${node}\\b[^\\n]*(killed by SIGKILL|lost|died|gone)`, 'i').test(stderr) ? null : `no line names node ${node} as lost`;
+    }
+    case 'stop-node': {
+      const node = /^node (\d+)/.exec(culprit)![1];
+      const re = node === '0' ? /lost contact with the rendezvous master \(node 0\)/ : new RegExp(`node ${node} \\(pid \\d+[^)]*\\) stopped answering`);
+      return re.test(stderr) ? null : `no line names node ${node} as stopped`;
     }
     case 'kill-daemon': {
       // the ranks' NBC_ERR_PEER_FAILED points to the node log, which must name the daemon

@@ -3,10 +3,12 @@
  * collectives on random communicators, every result checked against values each rank computes
  * by itself, so a wrong result can never pass silently.
  *
- *   args: <seed> <ops> <mode> [throwAt] [throwRank]
+ *   args: <seed> <ops> <mode> [throwAt] [throwRank] [token] [how]
  *     mode       host | offload | hier | agg: the executor (hier: host with the hierarchical
  *                algorithm where the collective has one)
- *     throwAt    op index at which rank throwRank throws (the 'throw' fault); -1 for none
+ *     throwAt    op index at which rank throwRank throws (the 'throw' fault), or, with how =
+ *                return, returns from its job (the 'return' fault); -1 for none
+ *     token      ignored (it names the job's processes for the harness)
  *
  * Output the harness reads (rank 0 only, one line each): `chaos-op K` once op K completed on
  * rank 0, `chaos-done N` at the end. A wrong result prints `CHAOS-WRONG ...` and throws.
@@ -27,12 +29,13 @@ type OpName = 'sum' | 'max' | 'min' | 'bxor';
 const OPS: readonly OpName[] = ['sum', 'max', 'min', 'bxor'];
 
 const world = await init();
-const [seedArg, opsArg, modeArg, throwAtArg, throwRankArg] = process.argv.slice(2);
+const [seedArg, opsArg, modeArg, throwAtArg, throwRankArg, , howArg] = process.argv.slice(2);
 const seed = Number(seedArg);
 const nOps = Number(opsArg ?? 100);
 const mode = (modeArg ?? 'host') as Mode;
 const throwAt = Number(throwAtArg ?? -1);
 const throwRank = Number(throwRankArg ?? 0);
+const returns = howArg === 'return';
 
 const say = (line: string): void => { writeSync(1, `${line}\n`); };
 
@@ -164,7 +167,9 @@ const finish = (x: Pending): void => {
 };
 
 let k = 0;
-while (k < nOps) {
+/** This rank returns from its job here (the 'return' fault): it leaves the loop and ends. */
+let quit = false;
+while (k < nOps && !quit) {
   // A batch: one blocking call, or up to 4 non-blocking ones on distinct communicators,
   // completed in a shuffled order (the same on every rank: collectives on one communicator
   // must be started in the same order, not completed).
@@ -173,7 +178,11 @@ while (k < nOps) {
   const pending: Pending[] = [];
   for (const c of used) {
     if (k >= nOps) break;
-    if (k === throwAt && world.rank === throwRank) throw new Error(`chaos: rank ${world.rank} throws at op ${k} (the injected fault)`);
+    if (k === throwAt && world.rank === throwRank) {
+      if (!returns) throw new Error(`chaos: rank ${world.rank} throws at op ${k} (the injected fault)`);
+      quit = true;
+      break;
+    }
     pending.push(start(k, c, pick(KINDS), batch === 1 && plan() < 0.7));
     k++;
   }
