@@ -43,14 +43,6 @@ export const ErrorCode = {
 
 export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode];
 
-/**
- * Ends the message of an error that only follows from another one elsewhere (data flagged
- * invalid by a collective that had already failed on its sender, or the job aborting): the
- * node reports such an error a moment late, so that the first error, where it happened, names
- * the cause (runtime/node-main.ts).
- */
-export const REPORTED_ELSEWHERE = 'the first error is reported where it happened';
-
 export class NbcError extends Error {
   readonly code: ErrorCodeValue;
   constructor(code: ErrorCodeValue, message: string, options?: { cause?: unknown }) {

@@ -23,3 +23,11 @@ export type InPlace = typeof IN_PLACE;
 export const TAG_INVALID = -0x80000000;
 /** The tag bits that matching compares. */
 export const TAG_BITS = 0x7fffffff;
+
+/**
+ * Ends the message of an error that only follows from another one elsewhere (data flagged
+ * invalid by a collective that had already failed on its sender, or the job aborting): the
+ * node reports such an error a moment late, so that the first error, where it happened, names
+ * the cause (runtime/node-main.ts).
+ */
+export const REPORTED_ELSEWHERE = 'the first error is reported where it happened';

@@ -35,7 +35,7 @@
  * only it could take, fails with NBC_ERR_PEER_FAILED instead of waiting for ever.
  */
 import {
-  NbcCountError, NbcInternalError, NbcNoMemError, NbcPeerFailedError, NbcTruncateError, REPORTED_ELSEWHERE,
+  NbcCountError, NbcInternalError, NbcNoMemError, NbcPeerFailedError, NbcTruncateError,
 } from '../errors.js';
 import {
   align8, endpointWord, H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_OFFSET, H_SLICE, H_SRC,
@@ -46,7 +46,7 @@ import { SliceAllocator } from '../shm/arena.js';
 import type { HostBoard } from '../shm/host-board.js';
 import { ringOffset, wake, type NodeShared } from '../shm/node-shared.js';
 import { Ring } from '../shm/ring.js';
-import { ANY_SOURCE, ANY_TAG, TAG_BITS } from './constants.js';
+import { ANY_SOURCE, ANY_TAG, REPORTED_ELSEWHERE, TAG_BITS } from './constants.js';
 import { Request, type Progressor, type Status } from './request.js';
 import { UCX_HEADERS_IN_FLIGHT, UCX_HELD, type UcxPath } from './ucx.js';
 import { UnexpectedQueue } from './unexpected.js';

@@ -11,11 +11,12 @@
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { NbcArgError, NbcError, NbcLaunchError, REPORTED_ELSEWHERE } from '../errors.js';
+import { NbcArgError, NbcError, NbcLaunchError } from '../errors.js';
 import { LinkManager } from '../net/link.js';
 import { openHostBoard } from './host-board.js';
 import { createNodeShared, DEFAULT_RING_BYTES, DEFAULT_SLICE_BYTES, ringDoorbell, setFdSignal, waitWatcher } from '../shm/node-shared.js';
 import { kAbortWord } from '../shm/layout.js';
+import { REPORTED_ELSEWHERE } from '../p2p/constants.js';
 import { isUcxAddon, UcxPath } from '../p2p/ucx.js';
 import { OF_BYTES, OF_FRAGMENT } from '../sched/offload.js';
 import { setNativeCopy, type Placement } from '../p2p/transport.js';

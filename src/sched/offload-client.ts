@@ -10,7 +10,8 @@
  * seen. Scratch (TMP) and the
  * completion word come from the arena too and are returned at completion.
  */
-import { NbcArgError, NbcNoMemError, NbcPeerFailedError, REPORTED_ELSEWHERE } from '../errors.js';
+import { NbcArgError, NbcNoMemError, NbcPeerFailedError } from '../errors.js';
+import { REPORTED_ELSEWHERE } from '../p2p/constants.js';
 import { Request } from '../p2p/request.js';
 import type { Transport } from '../p2p/transport.js';
 import { KIND_COMM, KIND_POST, KIND_SCHED } from '../shm/layout.js';

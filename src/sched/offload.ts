@@ -15,11 +15,11 @@
  * Completion: the engine stores 1 (or 2 on error) into the request's completion word in the
  * rank's arena slice and rings the rank's doorbell. Core code: no node:* imports.
  */
-import { NbcArgError, NbcPeerFailedError, NbcTruncateError, REPORTED_ELSEWHERE } from '../errors.js';
+import { NbcArgError, NbcPeerFailedError, NbcTruncateError } from '../errors.js';
 import { DTYPE_COUNT, type DType } from '../ops/dtype.js';
 import { OpCode } from '../ops/loops.js';
 import { reduceRegions } from '../ops/regions.js';
-import { TAG_BITS, TAG_INVALID } from '../p2p/constants.js';
+import { REPORTED_ELSEWHERE, TAG_BITS, TAG_INVALID } from '../p2p/constants.js';
 import { copyBytes, copyRegion } from '../p2p/transport.js';
 import { Interpreter, Run, type Port } from './interpreter.js';
 import { A_RECV, A_REDUCE, A_SEND, RECV, SEND, TMP, type Schedule } from './schedule.js';
