@@ -1571,7 +1571,9 @@ export class Transport implements Progressor {
       for (let w = 0; w < p.worldSize; w++) {
         if (p.nodeOfRank[w] === p.nodeId) continue;
         this.putHeader(ucx.stage32, 0, KIND_FIN, HEADER_BYTES, -1, -1, -1, 0, w, 0, -1, 0);
-        ucx.sendHeader(w, HEADER_BYTES);
+        // After a job that succeeded here: a peer that cannot be reached is no news (a lost
+        // node is reported by its links and the rendezvous).
+        ucx.sendHeader(w, HEADER_BYTES, IGNORE);
         if (ucx.headersInFlight > UCX_HEADERS_IN_FLIGHT) this.spinThenPark(() => ucx.headersInFlight <= UCX_HEADERS_IN_FLIGHT >> 1);
       }
     }
@@ -1605,6 +1607,8 @@ const EMPTY_BYTES: Uint8Array = new Uint8Array(0);
 
 /** For parkOnce from loops that check their own condition. */
 const NOT_DONE = { done: false };
+
+const IGNORE = (): void => {};
 
 /** The error of a receive that matched data sent by a collective that had failed on its sender. */
 function invalidData(me: number, src: number, tag: number): Error {

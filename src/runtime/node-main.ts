@@ -206,6 +206,16 @@ export async function runNode(o: NodeOptions): Promise<number> {
     })();
   };
 
+  /** A rank of another node has finished (a relayed KIND_FIN): the engine tells this node's ranks. */
+  const earlyFins: number[] = [];
+  const finishedElsewhere = (rank: number): void => {
+    try {
+      engine!.finishedElsewhere(rank);
+    } catch (err) {
+      fail(`node ${nodeRank}: ${formatError(err)}`, 1);
+    }
+  };
+
   /** Stops because another node reported a failure (it already printed why). */
   const follow = (exitCode: number): void => {
     if (ending) return;
@@ -269,7 +279,10 @@ export async function runNode(o: NodeOptions): Promise<number> {
     client.on('broadcast', (payload: unknown) => {
       const fin = parseFinished(payload, nodes);
       if (fin !== null) {
-        if (fin.nodes.includes(nodeRank)) engine?.finishedElsewhere(fin.rank);
+        if (!fin.nodes.includes(nodeRank)) return;
+        // A rank of a quick job may finish before this node has its engine: kept until then.
+        if (engine === null) earlyFins.push(fin.rank);
+        else finishedElsewhere(fin.rank);
         return;
       }
       const got = parseUcxAddresses(payload, nodes);
@@ -383,6 +396,7 @@ export async function runNode(o: NodeOptions): Promise<number> {
       if (!ending) relay.broadcast({ fin: { rank, nodes: to } });
     };
   }
+  for (const rank of earlyFins.splice(0)) finishedElsewhere(rank);
 
   // ---- the aggregation fabric (the agg executor), where the job has one -----------------
   // Joined before the ranks start, so a rank's first agg call finds the node's answer ready.
