@@ -6,17 +6,8 @@
  * each, a correct allreduce must give the right sum. Returns, per scenario, 'ok' or the
  * error's code and message, then the calls that must pass.
  */
-import { NbcError, type Communicator } from 'nbcoll';
-
-function outcome(fn: () => void): string {
-  try {
-    fn();
-    return 'ok';
-  } catch (err) {
-    if (!(err instanceof NbcError)) throw err;
-    return `${err.code}: ${err.message}`;
-  }
-}
+import type { Communicator } from 'nbcoll';
+import { outcome } from './common.ts';
 
 export default function checkCalls(w: Communicator): string[] {
   const odd = w.size - 1;

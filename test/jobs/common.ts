@@ -18,6 +18,17 @@ export function errorCodes(cases: Record<string, () => unknown>): Record<string,
   return codes;
 }
 
+/** 'ok' when `fn` returns, else the NbcError's code and message (anything else is rethrown). */
+export function outcome(fn: () => void): string {
+  try {
+    fn();
+    return 'ok';
+  } catch (err) {
+    if (!(err instanceof NbcError)) throw err;
+    return `${err.code}: ${err.message}`;
+  }
+}
+
 /** 2x2 matrices, row-major: inout = input x inout. Not commutative, so a wrong fold order shows. */
 export const matmul = Op.create((inout: Float64Array, input: Float64Array) => {
   for (let k = 0; k < inout.length; k += 4) {

@@ -15,19 +15,10 @@
  *                   receives both: what a rank sent before it returned is never lost
  *   uncaught        as `collective host 4`, without catching: the job fails naming the rank
  */
-import { NbcError, type Communicator, type ExecutorName } from 'nbcoll';
+import type { Communicator, ExecutorName } from 'nbcoll';
+import { outcome } from './common.ts';
 
 const LARGE = 1 << 20;
-
-function outcome(fn: () => void): string {
-  try {
-    fn();
-    return 'ok';
-  } catch (err) {
-    if (!(err instanceof NbcError)) throw err;
-    return `${err.code}: ${err.message}`;
-  }
-}
 
 export default function finished(w: Communicator, args: string[]): string {
   const mode = args[0];
