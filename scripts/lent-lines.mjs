@@ -9,7 +9,7 @@
 // Usage: node scripts/lent-lines.mjs [rounds]
 import { Worker, isMainThread, workerData } from 'node:worker_threads';
 import { builtinKernel } from '../dist/ops/loops.js';
-import { copyBytes } from '../dist/p2p/transport.js';
+import { copyBytes } from '../dist/shm/copy.js';
 import { nativeAddon } from '../dist/runtime/native.js';
 
 const N = 8192; // doubles: 64 KiB

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { copyAt, copyBytes, NATIVE_COPY_MIN, setNativeCopy } from '../src/p2p/transport.ts';
+import { copyAt, copyBytes, NATIVE_COPY_MIN, setNativeCopy } from '../src/shm/copy.ts';
 import { nativeAddon, type NativeAddon } from '../src/runtime/native.ts';
 import { jobPath } from './job-path.ts';
 

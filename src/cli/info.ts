@@ -8,7 +8,7 @@ import { availableParallelism } from 'node:os';
 import type { Command } from 'commander';
 import { fabricFromEnv } from '../agg/fabric.js';
 import { EXECUTORS } from '../sched/executors.js';
-import { NATIVE_COPY_MIN } from '../p2p/transport.js';
+import { NATIVE_COPY_MIN } from '../shm/copy.js';
 import { nativeAddon } from '../runtime/native.js';
 import { paramsFilePath, readParamsFile } from '../runtime/params-file.js';
 import { DEFAULT_YIELD_US, ucxUnavailable } from '../runtime/node-main.js';

@@ -12,7 +12,8 @@
 import type { TypedArray } from '../comm/validate.js';
 import { bytesPerElement, ctorOf, type DType, type ReduceKernel } from '../ops/index.js';
 import { kernelFor } from '../ops/regions.js';
-import { copyAt, copyBytes, type Transport } from '../p2p/transport.js';
+import type { Transport } from '../p2p/transport.js';
+import { copyAt, copyBytes } from '../shm/copy.js';
 import type { ExecutorStats } from '../sched/executor.js';
 import { EMPTY } from './args.js';
 import { knomialNode, toActual, toRelative } from './patterns.js';

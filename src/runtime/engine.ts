@@ -40,7 +40,8 @@ import type { CoreConfig } from '../config.js';
 import { allocationBytes, SliceAllocator } from '../shm/arena.js';
 import { ringOffset, waitWatcher, wake, type NodeShared } from '../shm/node-shared.js';
 import { Ring } from '../shm/ring.js';
-import { copyAt, copyBytes, type Placement } from '../p2p/transport.js';
+import type { Placement } from '../p2p/transport.js';
+import { copyAt, copyBytes } from '../shm/copy.js';
 
 /** How the engine waits for work (node-main.ts chooses, from the host's cores). */
 export interface EngineWait {

@@ -20,7 +20,7 @@ import { DTYPE_COUNT, type DType } from '../ops/dtype.js';
 import { OpCode } from '../ops/loops.js';
 import { reduceRegions } from '../ops/regions.js';
 import { REPORTED_ELSEWHERE, TAG_BITS, TAG_INVALID } from '../p2p/constants.js';
-import { copyBytes, copyRegion } from '../p2p/transport.js';
+import { copyBytes, copyRegion } from '../shm/copy.js';
 import { Interpreter, Run, type Port } from './interpreter.js';
 import { A_RECV, A_REDUCE, A_SEND, RECV, SEND, TMP, type Schedule } from './schedule.js';
 import { nodeLayout, planTwoLevel, TL_AGG, type InterNodeColl, type InterNodeShape, type Member, type NodeLayout, type TwoLevelCall } from './two-level.js';

@@ -27,7 +27,7 @@ import { DType } from '../ops/dtype.js';
 import { OpCode } from '../ops/op.js';
 import { reduceRegions } from '../ops/regions.js';
 import { waitAll, type Request } from '../p2p/request.js';
-import { copyBytes } from '../p2p/transport.js';
+import { copyBytes } from '../shm/copy.js';
 
 export interface LogGPJobArgs {
   sizes: number[];
