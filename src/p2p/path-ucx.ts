@@ -1,0 +1,322 @@
+/**
+ * The UCX path: a rank's messages to ranks of other nodes, straight from its UCP worker to the
+ * peer's (ucx.ts keeps the worker and the addon binding; the protocol is drawn there). Headers
+ * are shm/record.ts records: EAGER with its payload, RTS alone (the payload follows as a UCX
+ * data message, or on KIND_UCX_PULL when held), EAGER_CREDIT, UCX_PULL and FIN. What they
+ * carry feeds the same match core as the rings (match.ts).
+ */
+import { NbcInternalError } from '../errors.js';
+import { copyAt, copyBytes } from '../shm/copy.js';
+import { HEADER_BYTES, KIND_EAGER, KIND_EAGER_CREDIT, KIND_FIN, KIND_RTS, KIND_UCX_PULL } from '../shm/layout.js';
+import {
+  eagerCreditBytes, encodeEager, encodeEagerCredit, encodeFin, encodeUcxPull, encodeUcxRts, finRank, msgBytes, msgCtx,
+  msgSrc, msgTag, recFrom, recKind, rtsHeld, rtsToken, ucxPullToken,
+} from '../shm/record.js';
+import { TAG_BITS } from './constants.js';
+import type { Unexpected } from './match.js';
+import { countSend, receiverFinished, senderFinished, type RecvRequest, type SendRequest } from './messages.js';
+import type { Path, PathHost } from './path.js';
+import { Request } from './request.js';
+import type { Waitable } from './wait.js';
+import { UCX_HEADERS_IN_FLIGHT, UCX_HELD, type UcxPath } from './ucx.js';
+
+export class UcxRoute implements Path {
+  /** Operations UCX finished through a callback (counted so progress reports them as work). */
+  private reaped = 0;
+  /** UCX sends held until their receiver asks for the payload (KIND_UCX_PULL), by token. */
+  private readonly held = new Map<number, SendRequest>();
+  private nextToken = 1;
+  /** This rank has returned from its job: payloads offered to it are taken and dropped. */
+  private finishing = false;
+  private readonly eagerWait: UcxEagerWait;
+
+  constructor(private readonly host: PathHost, readonly ucx: UcxPath) {
+    this.eagerWait = new UcxEagerWait(host);
+  }
+
+  // ---- sending -----------------------------------------------------------------------
+
+  trySendEager(view: Uint8Array, bytes: number, dstWorld: number, ctx: number, src: number, tag: number): boolean {
+    this.host.credit.take(dstWorld, bytes);
+    this.eager(view, bytes, dstWorld, ctx, src, tag);
+    return true;
+  }
+
+  /**
+   * Sends an eager message: header and payload in one message, staged, so the caller's
+   * buffer is free on return. `req` (isend) completes once UCX has finished the send (at once
+   * when it could), so a window of isends is held back by a peer that does not take them, and
+   * the isend itself never waits. Without `req` (blocking sends, schedules) the send is
+   * complete on return; past UCX_HEADERS_IN_FLIGHT unfinished sends (a peer that does not take
+   * them) it waits, progressing (so this rank still receives), until half have left. Not from
+   * inside progress() (a schedule's next send): those are bounded by the schedule.
+   */
+  private eager(view: Uint8Array, bytes: number, dstWorld: number, ctx: number, src: number, tag: number, req?: SendRequest): void {
+    const ucx = this.ucx;
+    const h = this.host;
+    const len = HEADER_BYTES + bytes;
+    encodeEager(ucx.stage32, 0, len, ctx, src, tag, bytes, dstWorld, h.placement.worldRank);
+    copyBytes(view, ucx.stage, HEADER_BYTES, bytes);
+    countSend(h.stats, h.peerUsed, dstWorld, bytes, true);
+    if (req !== undefined) {
+      const done = (err: Error | null): void => {
+        this.reaped++;
+        req.complete(err ?? undefined);
+      };
+      if (ucx.sendHeader(dstWorld, len, done)) req.complete();
+      return;
+    }
+    ucx.sendHeader(dstWorld, len);
+    if (ucx.headersInFlight > UCX_HEADERS_IN_FLIGHT && !h.inProgress) {
+      h.waitFor(() => ucx.headersInFlight <= UCX_HEADERS_IN_FLIGHT >> 1);
+    }
+  }
+
+  /**
+   * A send: eager (complete at once), or a rendezvous header and the payload sent from the
+   * caller's buffer in place, complete once UCX has moved it.
+   */
+  send(req: SendRequest): void {
+    const bytes = req.view.byteLength;
+    const h = this.host;
+    const small = bytes <= h.eagerLimit;
+    if (small && h.credit.spend(req.dstWorld, bytes)) {
+      this.eager(req.view, bytes, req.dstWorld, req.ctx, req.src, req.tag, req);
+      return;
+    }
+    const ucx = this.ucx;
+    const token = this.nextToken++;
+    // A large payload goes at once: UCX's own rendezvous (from 8 KiB over tcp) keeps it here
+    // until the receive is posted. A small one UCX would send eagerly, into the receiver's
+    // memory, which is what the missing credit forbids: it waits for KIND_UCX_PULL.
+    encodeUcxRts(ucx.stage32, 0, req.ctx, req.src, req.tag, bytes, req.dstWorld, token, small ? UCX_HELD : 0, h.placement.worldRank);
+    ucx.sendHeader(req.dstWorld, HEADER_BYTES);
+    countSend(h.stats, h.peerUsed, req.dstWorld, bytes, true);
+    if (small) {
+      this.held.set(token, req);
+      return;
+    }
+    this.sendData(req, token);
+  }
+
+  private sendData(req: SendRequest, token: number): void {
+    this.ucx.sendData(req.dstWorld, token, req.view, (err) => {
+      this.reaped++;
+      req.complete(err ?? undefined);
+    });
+  }
+
+  /** A receive took an eager message of `bytes` from `from`: its credit is owed back, in batches. */
+  private owe(from: number, bytes: number): void {
+    const n = this.host.credit.owe(from, bytes);
+    if (n === 0) return;
+    encodeEagerCredit(this.ucx.stage32, 0, from, n, this.host.placement.worldRank);
+    this.ucx.sendHeader(from, HEADER_BYTES);
+  }
+
+  // ---- receiving ---------------------------------------------------------------------
+
+  /** Handles what the worker brought. True when anything happened (a header, a finished operation). */
+  poll(): boolean {
+    const reaped = this.reaped;
+    let any = false;
+    // One progress of the worker, then what it brought without another (ucx.ts, poll).
+    let len = this.ucx.poll();
+    while (len >= 0) {
+      this.handle(len);
+      any = true;
+      len = this.ucx.poll(false);
+    }
+    return any || this.reaped !== reaped;
+  }
+
+  /** Handles the UCX header of `len` bytes now in the inbox. */
+  private handle(len: number): void {
+    const ucx = this.ucx;
+    const i32 = ucx.inbox32;
+    const kind = recKind(i32, 0);
+    const from = recFrom(i32, 0);
+    if (kind === KIND_EAGER_CREDIT) {
+      this.host.credit.credited(from, eagerCreditBytes(i32, 0));
+      return;
+    }
+    if (kind === KIND_FIN) {
+      this.host.peerFinished(finRank(i32, 0));
+      return;
+    }
+    if (kind === KIND_UCX_PULL) {
+      const token = ucxPullToken(i32, 0);
+      const held = this.held.get(token);
+      if (held === undefined || held.dstWorld !== from) throw new NbcInternalError(`rank ${from} asked over UCX for the payload of send ${token}, which this rank does not hold for it`);
+      this.held.delete(token);
+      this.sendData(held, token);
+      return;
+    }
+    if (kind !== KIND_EAGER && kind !== KIND_RTS) throw new NbcInternalError(`unknown UCX message kind ${kind} from rank ${from}`);
+    const ctx = msgCtx(i32, 0);
+    const src = msgSrc(i32, 0);
+    const rawTag = msgTag(i32, 0);
+    const tag = rawTag & TAG_BITS;
+    const invalid = rawTag < 0;
+    const bytes = msgBytes(i32, 0);
+    const core = this.host.core;
+    const req = core.match(ctx, src, tag);
+    if (kind === KIND_EAGER) {
+      if (len !== HEADER_BYTES + bytes) throw new NbcInternalError(`a ${len}-byte UCX eager message from rank ${from} announces ${bytes} payload bytes`);
+      if (req !== null) {
+        this.owe(from, bytes);
+        if (core.finishRecv(req, src, tag, bytes, invalid)) copyAt(ucx.inbox, HEADER_BYTES, req.view, 0, bytes);
+        if (!req.done) req.complete();
+        return;
+      }
+      const data = ucx.inbox.slice(HEADER_BYTES, HEADER_BYTES + bytes);
+      core.arrive(ctx, { kind, src, tag, bytes, data, slice: -1, offset: 0, token: 0, from, invalid, held: false, path: this });
+      return;
+    }
+    const token = rtsToken(i32, 0);
+    const held = rtsHeld(i32, 0) === UCX_HELD;
+    if (req === null && this.finishing) {
+      this.dropRts(from, bytes, token, held);
+      return;
+    }
+    if (req !== null) this.receiveRts(req, from, src, tag, bytes, token, invalid, held);
+    else core.arrive(ctx, { kind, src, tag, bytes, data: null, slice: -1, offset: 0, token, from, invalid, held, path: this });
+  }
+
+  /** PayloadSource: an unexpected UCX message matched `req`. */
+  receive(req: RecvRequest, m: Unexpected): void {
+    if (m.kind === KIND_RTS) {
+      this.receiveRts(req, m.from, m.src, m.tag, m.bytes, m.token, m.invalid, m.held);
+      return;
+    }
+    this.owe(m.from, m.bytes);
+    if (this.host.core.finishRecv(req, m.src, m.tag, m.bytes, m.invalid)) req.view.set(m.data!);
+    if (!req.done) req.complete();
+  }
+
+  /** PayloadSource: an unexpected UCX message's payload, now, as a private copy. */
+  fetch(m: Unexpected): Uint8Array {
+    if (m.kind === KIND_EAGER) {
+      this.owe(m.from, m.bytes);
+      return m.data!;
+    }
+    const into = new Uint8Array(m.bytes);
+    const req = new Request(this.host);
+    this.ucx.recvData(m.from, m.token, into, (err) => req.complete(err ?? undefined));
+    if (m.held) this.ask(m.from, m.token);
+    this.host.waitUntil(req);
+    if (req.error) throw req.error;
+    return into;
+  }
+
+  /** PayloadSource: a finishing rank drops an unexpected RTS (its sender completes or fails). */
+  drop(m: Unexpected): void {
+    if (m.kind === KIND_RTS) this.dropRts(m.from, m.bytes, m.token, m.held);
+  }
+
+  /**
+   * Receives the payload of a matched UCX rendezvous straight into the receive buffer. A
+   * payload longer than the buffer is still taken (into scratch memory, then dropped), so the
+   * sender completes, and the receive fails with NBC_ERR_TRUNCATE.
+   */
+  private receiveRts(req: RecvRequest, from: number, src: number, tag: number, bytes: number, token: number,
+    invalid: boolean, held: boolean): void {
+    const fits = this.host.core.finishRecv(req, src, tag, bytes, invalid);
+    const into = fits ? req.view.subarray(0, bytes) : new Uint8Array(bytes);
+    this.ucx.recvData(from, token, into, (err) => {
+      this.reaped++;
+      if (!req.done) req.complete(err ?? undefined);
+    });
+    if (held) this.ask(from, token);
+  }
+
+  /**
+   * Takes and drops the payload of a UCX rendezvous that no receive will match, this rank
+   * having returned from its job: its sender's send completes (as an eager message that nobody
+   * receives does) instead of waiting for ever. A held one its sender fails on this rank's FIN.
+   */
+  private dropRts(from: number, bytes: number, token: number, held: boolean): void {
+    if (held) return;
+    this.ucx.recvData(from, token, new Uint8Array(bytes), () => { this.reaped++; });
+  }
+
+  /** Asks `from` for the payload of its held send `token`; the receive for it is posted first. */
+  private ask(from: number, token: number): void {
+    encodeUcxPull(this.ucx.stage32, 0, from, token, this.host.placement.worldRank);
+    this.ucx.sendHeader(from, HEADER_BYTES);
+  }
+
+  /** `recvEager` from a rank reached over UCX: its message arrives in the unexpected list. */
+  recvEager(fromWorld: number, ctx: number, src: number, tag: number, bytes: number): number {
+    const w = this.eagerWait;
+    w.fromWorld = fromWorld;
+    w.ctx = ctx;
+    w.src = src;
+    w.tag = tag;
+    w.bytes = bytes;
+    this.host.waiter.run(w, this.host.waiter.spinMs, true);
+    return -1;
+  }
+
+  // ---- finished peers ------------------------------------------------------------------
+
+  /** World rank `world` has finished: sends held until it asked for the payload (it would have before its FIN) fail. */
+  peerFinished(world: number): void {
+    const me = this.host.placement.worldRank;
+    for (const [token, req] of this.held) {
+      if (req.dstWorld !== world) continue;
+      this.held.delete(token);
+      req.complete(receiverFinished(me, req));
+    }
+  }
+
+  /** This rank has returned from its job: unexpected payloads are dropped, and every rank of the other nodes hears its FIN. */
+  announceFinished(): void {
+    const h = this.host;
+    const p = h.placement;
+    const ucx = this.ucx;
+    this.finishing = true;
+    h.core.dropAll();
+    for (let w = 0; w < p.worldSize; w++) {
+      if (p.nodeOfRank[w] === p.nodeId) continue;
+      encodeFin(ucx.stage32, 0, w, p.worldRank);
+      // After a job that succeeded here: a peer that cannot be reached is no news (a lost
+      // node is reported by its links and the rendezvous).
+      ucx.sendHeader(w, HEADER_BYTES, IGNORE);
+      if (ucx.headersInFlight > UCX_HEADERS_IN_FLIGHT) h.waitFor(() => ucx.headersInFlight <= UCX_HEADERS_IN_FLIGHT >> 1);
+    }
+  }
+
+  /**
+   * UCX payloads live in the rank's own memory, and eager sends may still sit in the worker:
+   * both must have left before the thread (and with it the worker's progress) ends.
+   */
+  drain(): void {
+    const ucx = this.ucx;
+    let flushed = false;
+    ucx.flush(() => { flushed = true; });
+    this.host.waitFor(() => flushed && !ucx.busy);
+  }
+}
+
+const IGNORE = (): void => {};
+
+/** The wait of a UCX `recvEager`, one per path (lean receives do not nest). */
+class UcxEagerWait implements Waitable {
+  readonly done = false;
+  fromWorld = 0;
+  ctx = 0;
+  src = 0;
+  tag = 0;
+  bytes = 0;
+
+  constructor(private readonly host: PathHost) {}
+
+  poll(): boolean {
+    const h = this.host;
+    h.progress();
+    if (h.takeUnexpected(this.ctx, this.src, this.tag, this.bytes)) return true;
+    if (h.core.isFinished(this.fromWorld)) throw senderFinished(h.placement.worldRank, this.fromWorld, this.ctx, this.src, this.tag);
+    return false;
+  }
+}

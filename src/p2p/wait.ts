@@ -1,0 +1,173 @@
+/**
+ * How a rank waits: the one wait loop every blocking call goes through (Transport.waitUntil,
+ * waitUntilAny, drain, recvEager, a UCX sender held back), the single park (probe, linger)
+ * and the async park (`await req`).
+ *
+ * The policy, for a wait that began at `start`:
+ *
+ *   poll ... poll        spin: poll again, reading the clock every 16th empty poll
+ *   |--- spinMs ---|     (or from the first one where spinMs is 0: a crowded host)
+ *                  yield: sched_yield after every poll, for yieldMs, counting in the rank's
+ *                  |--- yieldMs ---|   waiting word (kWaiting) so a core-sharing engine polls on
+ *                                  park: raise the sleeping flag (kSleeping), look once more,
+ *                                  sleep on the doorbell (kDoorbell) for at most 100 ms
+ *
+ * From its first idle step until it returns, the rank shows as waiting on the host board.
+ * Parking raises the flag before its last look (queued sends, incoming records, progress
+ * hooks' completion words): whoever made work just before saw the flag down and rang no
+ * doorbell, so either the look sees the work or their next look at the flag sees it up
+ * and rings (sequential consistency of Atomics).
+ */
+import { kAbortWord, kDoorbell, kSleeping, kWaiting, endpointWord } from '../shm/layout.js';
+import type { HostBoard } from '../shm/host-board.js';
+import type { UcxPath } from './ucx.js';
+
+/** What a wait waits for: `poll` makes progress once and says whether the wait is over (it may throw). */
+export interface Waitable {
+  readonly done: boolean;
+  poll(): boolean;
+}
+
+/** What the waiter asks of the rank it parks: whether work waits that no doorbell announces. */
+export interface ParkHost {
+  /**
+   * Called with the sleeping flag up: tries what waited for room (queued sends) and says
+   * whether anything is to be done now (it moved some, records arrived, a hook is ready).
+   */
+  workBeforePark(): boolean;
+  /** Whether anything is to be done now, without doing it (parkAsync). */
+  hasWork(): boolean;
+}
+
+/** For parkOnce from loops that check their own condition. */
+export const NOT_DONE = { done: false };
+
+export interface WaitPolicy {
+  /** Spin this long (ms) before the first idle step. */
+  spinMs: number;
+  /** sched_yield, or null: no yield phase. */
+  yieldFn: (() => void) | null;
+  /** How long the yield phase lasts (ms; 0 without yieldFn). */
+  yieldMs: number;
+  board: HostBoard | null;
+}
+
+export class Waiter {
+  readonly spinMs: number;
+  private readonly yieldFn: (() => void) | null;
+  private readonly yieldMs: number;
+  private readonly board: HostBoard | null;
+  private readonly sleepIdx: number;
+  private readonly doorbellIdx: number;
+  private readonly waitingIdx: number;
+  private asyncWaiters: Array<() => void> = [];
+  private asyncArmed = false;
+
+  constructor(private readonly control: Int32Array, ep: number, policy: WaitPolicy,
+    private readonly host: ParkHost, private readonly ucx: UcxPath | null) {
+    this.spinMs = policy.spinMs;
+    this.yieldFn = policy.yieldFn;
+    this.yieldMs = policy.yieldFn === null ? 0 : policy.yieldMs;
+    this.board = policy.board;
+    this.sleepIdx = endpointWord(ep, kSleeping);
+    this.doorbellIdx = endpointWord(ep, kDoorbell);
+    this.waitingIdx = endpointWord(ep, kWaiting);
+  }
+
+  /**
+   * Polls `w` until it says the wait is over, spinning, yielding and parking as the policy
+   * says. `lazyClock`: read the clock only once 16 polls found nothing (it costs as much as a
+   * ring poll), for waits whose message is usually there at once.
+   */
+  run(w: Waitable, spinMs: number, lazyClock: boolean): void {
+    // -1: take an idle step after every empty poll from the first (spinMs 0: a crowded host;
+    // over UCX a poll is a system call, and 16-32 empty polls before the first yield kept the
+    // core from the rank being waited for for about 80 us; BENCHMARKS.md, "Yield from the
+    // first empty poll"). Else count polls, looking at the clock every 16th.
+    let n = spinMs === 0 ? -1 : 0;
+    let start = n < 0 || !lazyClock ? performance.now() : 0;
+    try {
+      for (;;) {
+        if (w.poll()) return;
+        if (n < 0) {
+          if (this.idle(start, spinMs, w)) n = -1;
+        } else if ((++n & 15) === 0) {
+          if (start === 0) start = performance.now();
+          else if (this.idle(start, spinMs, w)) n = -1;
+        }
+      }
+    } finally {
+      this.board?.leave();
+    }
+  }
+
+  /**
+   * One idle step of a wait that began at `start` (ms) and found nothing to do: within the
+   * spin budget, nothing; then, with a yield function, sched_yield until the yield budget is
+   * spent; then park once. True once past the spin budget.
+   */
+  private idle(start: number, spinMs: number, req: { done: boolean }): boolean {
+    const waited = performance.now() - start;
+    if (waited <= spinMs) return false;
+    this.board?.enter();
+    if (this.yieldFn !== null && waited <= spinMs + this.yieldMs) {
+      Atomics.add(this.control, this.waitingIdx, 1);
+      this.yieldFn();
+    } else {
+      this.parkOnce(req);
+    }
+    return true;
+  }
+
+  /** Parks once (until a doorbell or 100 ms) unless there is already something to do. */
+  parkOnce(req: { done: boolean }): void {
+    const c = this.control;
+    Atomics.store(c, this.sleepIdx, 1);
+    const seen = Atomics.load(c, this.doorbellIdx);
+    if (!this.host.workBeforePark() && !req.done && Atomics.load(c, kAbortWord) === 0) {
+      // With UCX, sleep in poll(2) on the worker's events and this rank's eventfd doorbell,
+      // which wake() rings for a sleeping UCX rank besides the futex.
+      if (this.ucx !== null) {
+        if (Atomics.load(c, this.doorbellIdx) === seen) this.ucx.sleep(100);
+      } else {
+        Atomics.wait(c, this.doorbellIdx, seen, 100);
+      }
+    }
+    Atomics.store(c, this.sleepIdx, 0);
+  }
+
+  /**
+   * Calls `callback` after the next doorbell (or 50 ms), without blocking the thread. A timer
+   * backs the Atomics.waitAsync up: a pending waitAsync does not keep Node's event loop alive,
+   * so without a ref'd handle `await req` at a job's top level would let the worker exit.
+   */
+  parkAsync(callback: () => void): void {
+    this.asyncWaiters.push(callback);
+    if (this.asyncArmed) return;
+    this.asyncArmed = true;
+    const c = this.control;
+    Atomics.store(c, this.sleepIdx, 1);
+    const seen = Atomics.load(c, this.doorbellIdx);
+    let fired = false;
+    let timer: NodeJS.Timeout | undefined = undefined;
+    const fire = (): void => {
+      if (fired) return;
+      fired = true;
+      if (timer !== undefined) clearTimeout(timer);
+      Atomics.store(c, this.sleepIdx, 0);
+      this.asyncArmed = false;
+      const waiters = this.asyncWaiters;
+      this.asyncWaiters = [];
+      for (const w of waiters) w();
+    };
+    if (this.host.hasWork()) {
+      setImmediate(fire);
+      return;
+    }
+    timer = setTimeout(fire, 50);
+    this.ucx?.watch(fire);
+    const r = Atomics.waitAsync(c, this.doorbellIdx, seen, 50);
+    if (r.async) void r.value.then(fire);
+    else setImmediate(fire);
+  }
+}
