@@ -2,7 +2,12 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Worker } from 'node:worker_threads';
 import { allocationBytes, SliceAllocator } from '../src/shm/arena.ts';
-import { align8, H_KIND, H_LEN, HEADER_BYTES, KIND_EAGER, RING_HEADER_BYTES } from '../src/shm/layout.ts';
+import fc from 'fast-check';
+import {
+  align8, H_KIND, H_LEN, HEADER_BYTES, HEADER_WORDS, KIND_ACK, KIND_CREDIT, KIND_DATA, KIND_EAGER, KIND_EAGER_CREDIT, KIND_FIN,
+  KIND_FRAG, KIND_POST, KIND_PULL, KIND_RTS, KIND_UCX_PULL, RING_HEADER_BYTES,
+} from '../src/shm/layout.ts';
+import * as rec from '../src/shm/record.ts';
 import { Ring, slotBytes } from '../src/shm/ring.ts';
 
 function ringPair(capacity: number): { p: Ring; c: Ring } {
@@ -166,5 +171,78 @@ describe('arena slice allocator', () => {
   test('freeing an unknown offset is an internal error', () => {
     const a = new SliceAllocator(4096);
     assert.throws(() => a.free(64), { code: 'NBC_ERR_INTERNAL' });
+  });
+});
+
+describe('records (shm/record.ts)', () => {
+  const GARBAGE = 0x5a5a5a5a;
+  const i32 = fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }).filter((x) => x !== GARBAGE);
+  /** A header at word 4 of a buffer of garbage, so an encoder that leaves a word unwritten shows. */
+  const fresh = (): Int32Array => new Int32Array(4 + HEADER_WORDS + 4).fill(GARBAGE);
+  const W = 4;
+  const allWritten = (b: Int32Array): void => {
+    for (let k = 0; k < HEADER_WORDS; k++) assert.notEqual(b[W + k], GARBAGE, `header word ${k} left unwritten`);
+    assert.equal(b[W - 1], GARBAGE, 'nothing written before the record');
+    assert.equal(b[W + HEADER_WORDS], GARBAGE, 'nothing written past the header');
+  };
+
+  test('every kind decodes what it encoded, and its encoder writes every header word and no other', () => {
+    fc.assert(fc.property(fc.array(i32, { minLength: 11, maxLength: 11 }), (f) => {
+      const [a, b, c, d, e, g, h, k, l, m, n] = f as [number, number, number, number, number, number, number, number, number, number, number];
+      let r = fresh();
+      rec.encodeEager(r, W, a, b, c, d, e, g, h);
+      allWritten(r);
+      assert.deepEqual([rec.recKind(r, W), rec.recLen(r, W), rec.msgCtx(r, W), rec.msgSrc(r, W), rec.msgTag(r, W), rec.msgBytes(r, W), rec.recDst(r, W), rec.recFrom(r, W)],
+        [KIND_EAGER, a, b, c, d, e, g, h]);
+      r = fresh();
+      rec.encodeRts(r, W, a, b, c, d, e, g, h, k, l);
+      allWritten(r);
+      assert.deepEqual([rec.recKind(r, W), rec.recLen(r, W), rec.msgCtx(r, W), rec.msgSrc(r, W), rec.msgTag(r, W), rec.msgBytes(r, W), rec.recDst(r, W),
+        rec.rtsToken(r, W), rec.rtsSlice(r, W), rec.rtsOffset(r, W), rec.recFrom(r, W)], [KIND_RTS, HEADER_BYTES, a, b, c, d, e, g, h, k, l]);
+      rec.setRtsRemote(r, W, m, n);
+      assert.deepEqual([rec.rtsSlice(r, W), rec.rtsNode(r, W), rec.rtsMessage(r, W), rec.msgCtx(r, W), rec.recFrom(r, W)], [-1, m, n, a, l], 'readdressed, envelope kept');
+      rec.setRtsLocal(r, W, e, g, h, k);
+      assert.deepEqual([rec.recKind(r, W), rec.msgBytes(r, W), rec.rtsToken(r, W), rec.rtsSlice(r, W), rec.rtsOffset(r, W), rec.msgTag(r, W)], [KIND_RTS, e, g, h, k, c]);
+      rec.encodeFrag(r, W, a, b, c, 1);
+      assert.deepEqual([rec.recKind(r, W), rec.recLen(r, W), rec.fragMessage(r, W), rec.fragOffset(r, W), rec.fragPushed(r, W), rec.msgBytes(r, W)], [KIND_FRAG, a, b, c, 1, e]);
+      r = fresh();
+      rec.encodeUcxRts(r, W, a, b, c, d, e, g, 1, h);
+      allWritten(r);
+      assert.deepEqual([rec.msgCtx(r, W), rec.rtsToken(r, W), rec.rtsSlice(r, W), rec.rtsHeld(r, W), rec.recFrom(r, W)], [a, g, -1, 1, h]);
+      r = fresh();
+      rec.encodeAck(r, W, a, b);
+      allWritten(r);
+      assert.deepEqual([rec.recKind(r, W), rec.ackToken(r, W), rec.ackSlice(r, W)], [KIND_ACK, a, b]);
+      r = fresh();
+      rec.encodePull(r, W, a, b, c, d, e, g);
+      allWritten(r);
+      assert.deepEqual([rec.recKind(r, W), rec.pullBytes(r, W), rec.pullSender(r, W), rec.pullMessage(r, W), rec.pullId(r, W), rec.pullNode(r, W), rec.recFrom(r, W)],
+        [KIND_PULL, a, b, c, d, e, g]);
+      r = fresh();
+      rec.encodeData(r, W, a, b, c, d, e);
+      allWritten(r);
+      assert.deepEqual([rec.recKind(r, W), rec.dataPull(r, W), rec.dataBytes(r, W), rec.dataToken(r, W), rec.dataSlice(r, W), rec.dataOffset(r, W)], [KIND_DATA, a, b, c, d, e]);
+      r = fresh();
+      rec.encodeEagerCredit(r, W, a, b, c);
+      allWritten(r);
+      assert.deepEqual([rec.recKind(r, W), rec.recDst(r, W), rec.eagerCreditBytes(r, W), rec.recFrom(r, W)], [KIND_EAGER_CREDIT, a, b, c]);
+      r = fresh();
+      rec.encodeCredit(r, W, a);
+      allWritten(r);
+      assert.deepEqual([rec.recKind(r, W), rec.creditBytes(r, W)], [KIND_CREDIT, a]);
+      r = fresh();
+      rec.encodeUcxPull(r, W, a, b, c);
+      allWritten(r);
+      assert.deepEqual([rec.recKind(r, W), rec.recDst(r, W), rec.ucxPullToken(r, W), rec.recFrom(r, W)], [KIND_UCX_PULL, a, b, c]);
+      r = fresh();
+      rec.encodeFin(r, W, a, b);
+      allWritten(r);
+      assert.deepEqual([rec.recKind(r, W), rec.recDst(r, W), rec.finRank(r, W), rec.recLen(r, W)], [KIND_FIN, a, b, HEADER_BYTES]);
+      r = fresh();
+      rec.encodeOffload(r, W, KIND_POST, a, b, c, d, e, g, h, k, l);
+      allWritten(r);
+      assert.deepEqual([rec.recKind(r, W), rec.recLen(r, W), rec.offCtx(r, W), rec.offRank(r, W), rec.offTag(r, W), rec.offId(r, W), rec.postSlot(r, W),
+        rec.postSlotOffset(r, W), rec.offBytes(r, W), rec.recFrom(r, W)], [KIND_POST, a, b, c, d, e, g, h, k, l]);
+    }));
   });
 });

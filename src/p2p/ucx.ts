@@ -1,8 +1,8 @@
 /**
  * The UCX path of a rank's transport: messages to ranks of other nodes go straight from this
- * rank's UCP worker to the peer's, with no engine hop (issue 12). The Transport keeps the
- * matching (one set of posted and unexpected lists for rings and UCX alike, so ANY_SOURCE and
- * probe see both); this class owns the worker, the endpoints and the operations in flight.
+ * rank's UCP worker to the peer's, with no engine hop (issue 12). The match core (match.ts)
+ * matches for rings and UCX alike, so ANY_SOURCE and probe see both; path-ucx.ts speaks the
+ * protocol below; this class owns the worker, the endpoints and the operations in flight.
  *
  * Protocol, in UCX tags (bit 63 tells the two kinds apart):
  * - a header message per send (tag bit 63 clear): the ring record header (shm/layout.ts,
@@ -13,7 +13,7 @@
  *   the payload is never staged and any size goes. A small payload (sent by rendezvous for
  *   want of eager credit) UCX would push eagerly, so its RTS says UCX_HELD, and the sender
  *   sends it only when the receiver, its receive posted, asks with a KIND_UCX_PULL header;
- * - KIND_EAGER_CREDIT headers give eager credit back (transport.ts).
+ * - KIND_EAGER_CREDIT headers give eager credit back (credit.ts).
  * Headers from one sender arrive in the order they were sent (one endpoint, one tag space,
  * one header receive posted at a time), so messages are never overtaken.
  *
@@ -50,7 +50,7 @@ export type UcxErrMode = 'peer' | 'none';
 
 /**
  * H_AUX of an RTS header whose payload the sender holds until asked (KIND_UCX_PULL): a small
- * message sent without eager credit (transport.ts), which UCX would otherwise deliver eagerly.
+ * message sent without eager credit (path-ucx.ts), which UCX would otherwise deliver eagerly.
  */
 export const UCX_HELD = 1;
 
@@ -76,7 +76,7 @@ interface InFlight {
 
 /**
  * Header sends UCX has not finished that a rank may have before its next send waits
- * (Transport.ucxEager): an eager send completes on return, so without a bound a sender facing
+ * (path-ucx.ts, eager): an eager send completes on return, so without a bound a sender facing
  * a receiver that does not progress would keep one staged copy per message, growing without
  * limit (measured ~10 MB/s with 64-byte sends before the bound; docs/reliability.md, "Load").
  * 256 stages of a 16 KiB eager limit are 4 MiB.

@@ -100,6 +100,21 @@ export class UnexpectedQueue<M extends Arrived> {
     return m;
   }
 
+  /** Removes every message `drop` picks, appending them to `into` (per source, in arrival order). */
+  removeWhere(drop: (m: M) => boolean, into: M[]): void {
+    for (const [src, f] of this.bySource) {
+      for (let i = 0; i < f.length;) {
+        if (drop(f.at(i).m)) {
+          into.push(f.removeAt(i).m);
+          this.count--;
+        } else {
+          i++;
+        }
+      }
+      if (f.length === 0) this.bySource.delete(src);
+    }
+  }
+
   /** The earliest message that a receive for (src, tag) would match, left in place; null when none. */
   peek(src: number, tag: number): M | null {
     const at = this.locate(src, tag);

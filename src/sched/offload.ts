@@ -20,6 +20,7 @@ import { DTYPE_COUNT, type DType } from '../ops/dtype.js';
 import { OpCode } from '../ops/loops.js';
 import { reduceRegions } from '../ops/regions.js';
 import { REPORTED_ELSEWHERE, TAG_BITS, TAG_INVALID } from '../p2p/constants.js';
+import { MatchTable } from '../p2p/match-table.js';
 import { copyBytes, copyRegion } from '../shm/copy.js';
 import { Interpreter, Run, type Port } from './interpreter.js';
 import { A_RECV, A_REDUCE, A_SEND, RECV, SEND, TMP, type Schedule } from './schedule.js';
@@ -183,13 +184,27 @@ interface TwoLevelPost extends Member {
   slotOffset: number;
 }
 
-/** A posted receive, or a local send waiting for its receive. */
+/**
+ * A posted receive, or a local send waiting for its receive: filed by (destination world rank,
+ * context), matched by `src` (the sender's rank in the communicator) and `tag`.
+ */
 interface Waiting {
+  src: number;
+  tag: number;
   run: OffloadRun;
   action: number;
   view: Uint8Array;
   /** A local send of a run that had already failed: its data is not valid (constants.ts TAG_INVALID). */
-  invalid?: boolean;
+  invalid: boolean;
+}
+
+/** A message from another node's engine that no receive was posted for yet. */
+interface Arrival {
+  src: number;
+  tag: number;
+  data: Uint8Array;
+  /** Sent by a run that had already failed (its frames' tag carried TAG_INVALID). */
+  invalid: boolean;
 }
 
 /**
@@ -210,11 +225,10 @@ export class OffloadEngine implements Port<OffloadRun> {
   private readonly refused = new Map<string, string>();
   private readonly needs = new WeakMap<Schedule, ScheduleNeeds>();
   private readonly comms = new Map<string, Int32Array>();
-  private readonly posted = new Map<string, Waiting[]>();
-  private readonly localSends = new Map<string, Waiting[]>();
-  private readonly arrived = new Map<string, Uint8Array[]>();
-  /** Arrived payloads that a run which had already failed sent (their frames' tag carried TAG_INVALID). */
-  private readonly invalid = new WeakSet<Uint8Array>();
+  /** Exact matching (p2p/match-table.ts): posted receives, local sends, and arrived remote messages. */
+  private readonly posted = new MatchTable<Waiting>();
+  private readonly localSends = new MatchTable<Waiting>();
+  private readonly arrived = new MatchTable<Arrival>();
   private readonly assembling = new Map<string, { data: Uint8Array; got: number }>();
   /** Two-level collectives waiting for the rest of their node's members. */
   private readonly groups = new Map<string, TwoLevelPost[]>();
@@ -451,7 +465,6 @@ export class OffloadEngine implements Port<OffloadRun> {
   onFrame(from: number, header: Int32Array, payload: Uint8Array): void {
     const total = header[OF_TOTAL]!;
     const rawTag = header[OF_TAG]!;
-    const key = keyOf(header[OF_DST]!, header[OF_CTX]!, rawTag & TAG_BITS, header[OF_SRC]!);
     let data: Uint8Array;
     if (total === payload.byteLength && header[OF_OFFSET] === 0) {
       data = payload;
@@ -468,15 +481,15 @@ export class OffloadEngine implements Port<OffloadRun> {
       this.assembling.delete(id);
       data = a.data;
     }
-    const q = this.posted.get(key);
-    const w = q?.shift();
-    if (w !== undefined) {
-      if (q!.length === 0) this.posted.delete(key);
+    const dst = header[OF_DST]!;
+    const ctx = header[OF_CTX]!;
+    const src = header[OF_SRC]!;
+    const tag = rawTag & TAG_BITS;
+    const w = this.posted.take(dst, ctx, src, tag);
+    if (w !== null) {
       this.interp.settle(w.run, w.action, this.fill(w, data, rawTag < 0));
     } else {
-      const kept = data === payload ? payload.slice() : data;
-      if (rawTag < 0) this.invalid.add(kept);
-      push(this.arrived, key, kept);
+      this.arrived.push(dst, ctx, { src, tag, data: data === payload ? payload.slice() : data, invalid: rawTag < 0 });
     }
   }
 
@@ -517,15 +530,12 @@ export class OffloadEngine implements Port<OffloadRun> {
       this.sendRemote(r, i, dstWorld, invalid ? tag | TAG_INVALID : tag, a);
       return false;
     }
-    const key = keyOf(dstWorld, r.ctx, tag, r.rank);
-    const q = this.posted.get(key);
-    const w = q?.shift();
-    if (w === undefined) {
+    const w = this.posted.take(dstWorld, r.ctx, r.rank, tag);
+    if (w === null) {
       if (this.finishedRanks.has(dstWorld)) throw peerGone(dstWorld, false);
-      push(this.localSends, key, { run: r, action: i, view: a, invalid });
+      this.localSends.push(dstWorld, r.ctx, { src: r.rank, tag, run: r, action: i, view: a, invalid });
       return false;
     }
-    if (q!.length === 0) this.posted.delete(key);
     this.interp.settle(w.run, w.action, this.fill(w, a, invalid));
     return true;
   }
@@ -538,47 +548,34 @@ export class OffloadEngine implements Port<OffloadRun> {
   peerFinished(world: number): void {
     if (this.finishedRanks.has(world)) return;
     this.finishedRanks.add(world);
+    const waitsFor = (w: Waiting): boolean => w.run.worldRanks[w.run.sched.peer[w.action]!] === world;
     for (const m of [this.posted, this.localSends]) {
-      for (const [key, q] of m) {
-        for (let j = 0; j < q.length;) {
-          const w = q[j]!;
-          if (w.run.worldRanks[w.run.sched.peer[w.action]!] !== world) {
-            j++;
-            continue;
-          }
-          q.splice(j, 1);
-          this.interp.settle(w.run, w.action, peerGone(world, m === this.posted));
-        }
-        if (q.length === 0) m.delete(key);
-      }
+      for (const w of m.removeWhere(waitsFor)) this.interp.settle(w.run, w.action, peerGone(world, m === this.posted));
     }
   }
 
   recv(r: OffloadRun, i: number): boolean {
     const s = r.sched;
     const myWorld = r.worldRanks[r.rank]!;
-    const key = keyOf(myWorld, r.ctx, r.tag + s.sub[i]!, s.peer[i]!);
-    const waiting: Waiting = { run: r, action: i, view: this.region(r, s.bufA[i]!, s.offA[i]!, s.bytesA[i]!) };
-    const ls = this.localSends.get(key);
-    const sender = ls?.shift();
-    if (sender !== undefined) {
-      if (ls!.length === 0) this.localSends.delete(key);
-      const err = this.fill(waiting, sender.view, sender.invalid === true);
+    const src = s.peer[i]!;
+    const tag = r.tag + s.sub[i]!;
+    const waiting: Waiting = { src, tag, run: r, action: i, view: this.region(r, s.bufA[i]!, s.offA[i]!, s.bytesA[i]!), invalid: false };
+    const sender = this.localSends.take(myWorld, r.ctx, src, tag);
+    if (sender !== null) {
+      const err = this.fill(waiting, sender.view, sender.invalid);
       this.interp.settle(sender.run, sender.action, null);
       if (err !== null) throw err;
       return true;
     }
-    const ar = this.arrived.get(key);
-    const data = ar?.shift();
-    if (data !== undefined) {
-      if (ar!.length === 0) this.arrived.delete(key);
-      const err = this.fill(waiting, data, this.invalid.has(data));
+    const got = this.arrived.take(myWorld, r.ctx, src, tag);
+    if (got !== null) {
+      const err = this.fill(waiting, got.data, got.invalid);
       if (err !== null) throw err;
       return true;
     }
     const srcWorld = r.worldRanks[s.peer[i]!]!;
     if (this.finishedRanks.has(srcWorld)) throw peerGone(srcWorld, true);
-    push(this.posted, key, waiting);
+    this.posted.push(myWorld, r.ctx, waiting);
     return false;
   }
 
@@ -642,14 +639,4 @@ function peerGone(world: number, receive: boolean): PeerGoneError {
 /** What the rank's offloaded request fails with (offload-client.ts, DONE_PEER_GONE). */
 export function offloadPeerGoneMessage(world: number, without = 'taking part'): string {
   return `An offloaded collective cannot complete: rank ${world}, which it waits for, returned from its job without ${without}; expected every rank to make the same calls`;
-}
-
-function keyOf(dstWorld: number, ctx: number, tag: number, src: number): string {
-  return `${dstWorld}:${ctx}:${tag}:${src}`;
-}
-
-function push<T>(m: Map<string, T[]>, key: string, v: T): void {
-  const q = m.get(key);
-  if (q === undefined) m.set(key, [v]);
-  else q.push(v);
 }

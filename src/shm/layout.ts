@@ -149,7 +149,7 @@ export const KIND_DATA = 10;
  */
 export const KIND_CREDIT = 11;
 /**
- * Rank -> rank: eager credit returned (p2p/transport.ts, "Eager credit"): the receiving rank
+ * Rank -> rank: eager credit returned (p2p/credit.ts): the receiving rank
  * (H_SRC_WORLD) gives the sending rank (H_DST) back H_TOKEN bytes of credit, as its receives
  * took the sender's eager messages. No payload. Engines forward it like an eager message;
  * over UCX it is a header message.
