@@ -94,11 +94,14 @@ export function countSend(s: TransportStats, peerUsed: Uint8Array, dstWorld: num
   s.bytesSent += bytes;
   if (interNode) s.interNodeMessages++;
   else s.intraNodeMessages++;
-  if (peerUsed[dstWorld] === 0) {
-    peerUsed[dstWorld] = 1;
-    if (interNode) s.interNodePeers++;
-    else s.intraNodePeers++;
-  }
+  if (peerUsed[dstWorld] === 0) firstSend(s, peerUsed, dstWorld, interNode);
+}
+
+/** The first message to `dstWorld`: a peer more (kept out of countSend, which the eager send inlines). */
+function firstSend(s: TransportStats, peerUsed: Uint8Array, dstWorld: number, interNode: boolean): void {
+  peerUsed[dstWorld] = 1;
+  if (interNode) s.interNodePeers++;
+  else s.intraNodePeers++;
 }
 
 export function senderFinished(me: number, world: number, ctx: number, src: number, tag: number): NbcPeerFailedError {

@@ -32,8 +32,11 @@ import {
 import { Ring } from '../shm/ring.js';
 import type { SliceAllocator } from '../shm/arena.js';
 import { TAG_BITS } from './constants.js';
-import type { Unexpected } from './match.js';
-import { countSend, lengthMismatch, receiverFinished, RecvRequest, senderFinished, SendRequest } from './messages.js';
+import type { EagerCredit } from './credit.js';
+import type { MatchCore, Unexpected } from './match.js';
+import {
+  countSend, lengthMismatch, receiverFinished, RecvRequest, senderFinished, SendRequest, type TransportStats,
+} from './messages.js';
 import type { Path, PathHost } from './path.js';
 import { Request } from './request.js';
 import type { Waitable } from './wait.js';
@@ -68,6 +71,15 @@ export class RingPath implements Path {
   private wantSrc = 0;
   private wantTag = 0;
   private readonly eagerWait: EagerWait;
+  /** The host's parts, held here: the hot paths read them without a hop through the host. */
+  private readonly core: MatchCore;
+  private readonly credit: EagerCredit;
+  private readonly stats: TransportStats;
+  private readonly peerUsed: Uint8Array;
+  private readonly me: number;
+  private readonly nodeOfRank: Int32Array;
+  private readonly localOfRank: Int32Array;
+  private readonly nodeId: number;
 
   constructor(private readonly host: PathHost, shared: NodeShared, private readonly control: Int32Array,
     private readonly slices: Uint8Array[], private readonly allocator: SliceAllocator) {
@@ -83,12 +95,19 @@ export class RingPath implements Path {
       this.outQueues.push([]);
     }
     this.eagerWait = new EagerWait(this, host);
+    this.core = host.core;
+    this.credit = host.credit;
+    this.stats = host.stats;
+    this.peerUsed = host.peerUsed;
+    this.me = p.worldRank;
+    this.nodeOfRank = p.nodeOfRank;
+    this.localOfRank = p.localOfRank;
+    this.nodeId = p.nodeId;
   }
 
   /** Endpoint a message for `dstWorld` leaves through: its own ring in this node, else the engine's. */
   private epOf(dstWorld: number): number {
-    const p = this.host.placement;
-    return p.nodeOfRank[dstWorld] === p.nodeId ? p.localOfRank[dstWorld]! : this.engineEp;
+    return this.nodeOfRank[dstWorld] === this.nodeId ? this.localOfRank[dstWorld]! : this.engineEp;
   }
 
   isRegistered(view: ArrayBufferView): boolean {
@@ -104,20 +123,19 @@ export class RingPath implements Path {
     const len = align8(HEADER_BYTES + bytes);
     const at = ring.reserve(len);
     if (at < 0) return false;
-    const h = this.host;
-    h.credit.take(dstWorld, bytes);
-    encodeEager(ring.i32, at >> 2, len, ctx, src, tag, bytes, dstWorld, h.placement.worldRank);
+    this.credit.take(dstWorld, bytes);
+    encodeEager(ring.i32, at >> 2, len, ctx, src, tag, bytes, dstWorld, this.me);
     copyBytes(view, ring.u8, at + HEADER_BYTES, bytes);
     ring.publish(len);
     wake(this.control, ep);
-    countSend(h.stats, h.peerUsed, dstWorld, bytes, ep === this.engineEp);
+    countSend(this.stats, this.peerUsed, dstWorld, bytes, ep === this.engineEp);
     return true;
   }
 
   send(req: SendRequest): void {
     const bytes = req.view.byteLength;
     req.ep = this.epOf(req.dstWorld);
-    if (bytes > this.host.eagerLimit || !this.host.credit.spend(req.dstWorld, bytes)) this.prepareRendezvous(req);
+    if (bytes > this.host.eagerLimit || !this.credit.spend(req.dstWorld, bytes)) this.prepareRendezvous(req);
     const q = this.outQueues[req.ep]!;
     if (q.length > 0 || !this.writeSend(req)) {
       if (q.length === 0) this.queuedEndpoints++;
@@ -154,13 +172,13 @@ export class RingPath implements Path {
     const len = align8(HEADER_BYTES + (rendezvous ? 0 : bytes));
     const at = ring.reserve(len);
     if (at < 0) return false;
-    const me = this.host.placement.worldRank;
+    const me = this.me;
     if (rendezvous) encodeRts(ring.i32, at >> 2, req.ctx, req.src, req.tag, bytes, req.dstWorld, req.token, req.slice, req.offset, me);
     else encodeEager(ring.i32, at >> 2, len, req.ctx, req.src, req.tag, bytes, req.dstWorld, me);
     if (!rendezvous) copyBytes(req.view, ring.u8, at + HEADER_BYTES, bytes);
     ring.publish(len);
     wake(this.control, req.ep);
-    countSend(this.host.stats, this.host.peerUsed, req.dstWorld, bytes, req.ep === this.engineEp);
+    countSend(this.stats, this.peerUsed, req.dstWorld, bytes, req.ep === this.engineEp);
     if (rendezvous) this.awaitingAck.set(req.token, req);
     else req.complete();
     return true;
@@ -187,13 +205,13 @@ export class RingPath implements Path {
   /** Gives world rank `to` back `n` bytes of eager credit, behind what this rank sent it. */
   private returnCredit(to: number, n: number): void {
     const record = new Int32Array(HEADER_WORDS);
-    encodeEagerCredit(record, 0, to, n, this.host.placement.worldRank);
+    encodeEagerCredit(record, 0, to, n, this.me);
     this.queueRecord(this.epOf(to), record);
   }
 
   /** A receive took an eager message of `bytes` from `from`: its credit is owed back, in batches. */
   private owe(from: number, bytes: number): void {
-    const n = this.host.credit.owe(from, bytes);
+    const n = this.credit.owe(from, bytes);
     if (n > 0) this.returnCredit(from, n);
   }
 
@@ -205,7 +223,7 @@ export class RingPath implements Path {
     payload: Int32Array): void {
     const len = align8(HEADER_BYTES + payload.byteLength);
     const record = new Int32Array(len >> 2);
-    encodeOffload(record, 0, kind, len, ctx, src, tag, dst, slice, offset, payload.byteLength, this.host.placement.worldRank);
+    encodeOffload(record, 0, kind, len, ctx, src, tag, dst, slice, offset, payload.byteLength, this.me);
     record.set(payload, HEADER_WORDS);
     this.queueRecord(this.engineEp, record);
   }
@@ -288,7 +306,7 @@ export class RingPath implements Path {
       return;
     }
     if (kind === KIND_EAGER_CREDIT) {
-      this.host.credit.credited(recFrom(i32, w), eagerCreditBytes(i32, w));
+      this.credit.credited(recFrom(i32, w), eagerCreditBytes(i32, w));
       return;
     }
     if (kind === KIND_ACK) {
@@ -313,7 +331,7 @@ export class RingPath implements Path {
     const tag = rawTag & TAG_BITS;
     const invalid = rawTag < 0;
     const bytes = msgBytes(i32, w);
-    const core = this.host.core;
+    const core = this.core;
     const req = core.match(ctx, src, tag);
     if (kind === KIND_EAGER) {
       const from = recFrom(i32, w);
@@ -349,7 +367,7 @@ export class RingPath implements Path {
 
   /** PayloadSource: an unexpected ring message matched `req`. */
   receive(req: RecvRequest, m: Unexpected): void {
-    const core = this.host.core;
+    const core = this.core;
     if (m.kind === KIND_RTS && m.slice < 0) {
       this.pullInto(req, m.src, m.tag, m.bytes, m.offset, m.token, m.from, m.invalid);
       return;
@@ -392,7 +410,7 @@ export class RingPath implements Path {
    * the buffer is still pulled and dropped, so the sender completes.
    */
   private pullInto(req: RecvRequest, src: number, tag: number, bytes: number, node: number, id: number, from: number, invalid: boolean): void {
-    const fits = this.host.core.finishRecv(req, src, tag, bytes, invalid);
+    const fits = this.core.finishRecv(req, src, tag, bytes, invalid);
     this.pull(fits ? req.view : null, req, node, id, bytes, from);
   }
 
@@ -400,7 +418,7 @@ export class RingPath implements Path {
     const pull = this.nextPull++;
     this.pulls.set(pull, { into, req });
     const record = new Int32Array(HEADER_WORDS);
-    encodePull(record, 0, bytes, from, id, pull, node, this.host.placement.worldRank);
+    encodePull(record, 0, bytes, from, id, pull, node, this.me);
     this.queueRecord(this.engineEp, record);
   }
 
@@ -429,8 +447,9 @@ export class RingPath implements Path {
     w.fromWorld = fromWorld;
     w.bytes = bytes;
     try {
-      // Read the clock only once the message is late (it costs as much as a poll).
-      this.host.waiter.run(w, this.host.waiter.spinMs, true);
+      // Most often the message is there already; else wait, reading the clock only once it
+      // is late (it costs as much as a poll).
+      if (!this.lookForWanted(w)) this.host.waiter.run(w, this.host.waiter.spinMs, true);
       return w.found;
     } finally {
       this.wantRing = null;
@@ -439,49 +458,55 @@ export class RingPath implements Path {
 
   /**
    * One look for the message `recvEager` waits for at the head of its ring: true once found
-   * (`eagerWait.found`: its payload's offset, or -1 when it was taken as the early one).
+   * (`eagerWait.found`: its payload's offset, or -1 when it was taken as the early one). Kept
+   * small, the rare cases out of line, so the lean receive inlines it.
    */
   lookForWanted(w: EagerWait): boolean {
     const ring = w.ring!;
+    const at = ring.peek();
+    if (at < 0) return false;
     const i32 = ring.i32;
-    for (;;) {
-      const at = ring.peek();
-      if (at < 0 || !this.wanted(i32, at >> 2)) return false;
-      const r = at >> 2;
-      if (recKind(i32, r) !== KIND_EAGER) {
-        // A rendezvous message where an eager one was expected: the ranks disagree on the
-        // size. Take it the general way (its sender gets its ACK), then fail.
-        this.handle(ring, at);
-        if (ring.release(recLen(i32, r))) wake(this.control, ring.from);
-        if (this.host.takeUnexpected(this.wantCtx, this.wantSrc, this.wantTag, w.bytes)) {
-          w.found = -1;
-          return true;
-        }
-        continue;
-      }
-      const got = msgBytes(i32, r);
-      this.owe(recFrom(i32, r), got);
-      this.held = ring;
-      this.heldLen = recLen(i32, r);
-      const h = this.host;
-      h.stats.messagesReceived++;
-      h.stats.bytesReceived += got;
-      if (h.core.trace !== null) h.core.trace.recvs.push(this.wantSrc, this.wantCtx, this.wantTag, got);
-      if (got !== w.bytes) {
-        this.releaseEager();
-        throw lengthMismatch(got, w.bytes, this.wantSrc, this.wantTag);
-      }
-      w.found = at + HEADER_BYTES;
+    const r = at >> 2;
+    if (!this.wanted(i32, r)) return false;
+    if (recKind(i32, r) !== KIND_EAGER) return this.wantedRendezvous(w, ring, at);
+    const got = msgBytes(i32, r);
+    this.owe(recFrom(i32, r), got);
+    this.held = ring;
+    this.heldLen = recLen(i32, r);
+    this.stats.messagesReceived++;
+    this.stats.bytesReceived += got;
+    if (this.core.trace !== null) this.core.trace.recvs.push(this.wantSrc, this.wantCtx, this.wantTag, got);
+    if (got !== w.bytes) this.wrongSize(got, w.bytes);
+    w.found = at + HEADER_BYTES;
+    return true;
+  }
+
+  /**
+   * A rendezvous message where an eager one was expected: the ranks disagree on the size.
+   * Take it the general way (its sender gets its ACK), then fail (takeUnexpected throws).
+   */
+  private wantedRendezvous(w: EagerWait, ring: Ring, at: number): boolean {
+    this.handle(ring, at);
+    if (ring.release(recLen(ring.i32, at >> 2))) wake(this.control, ring.from);
+    if (this.host.takeUnexpected(this.wantCtx, this.wantSrc, this.wantTag, w.bytes)) {
+      w.found = -1;
       return true;
     }
+    return this.lookForWanted(w);
+  }
+
+  /** The wanted message is not the size expected: it is consumed, and the receive fails. */
+  private wrongSize(got: number, bytes: number): never {
+    this.releaseEager();
+    throw lengthMismatch(got, bytes, this.wantSrc, this.wantTag);
   }
 
   /** After a poll found nothing: the wanted message's sender has finished, so it is not coming. */
   checkWantedSender(w: EagerWait): void {
     // Its sender's KIND_FIN follows its last message in this ring: once it has been read, the
     // message is not coming (progress leaves a wanted record at the head).
-    if (this.host.core.isFinished(w.fromWorld)) {
-      throw senderFinished(this.host.placement.worldRank, w.fromWorld, this.wantCtx, this.wantSrc, this.wantTag);
+    if (this.core.isFinished(w.fromWorld)) {
+      throw senderFinished(this.me, w.fromWorld, this.wantCtx, this.wantSrc, this.wantTag);
     }
   }
 
@@ -511,7 +536,7 @@ export class RingPath implements Path {
   peerFinished(world: number): void {
     const ep = this.epOf(world);
     if (ep === this.engineEp) return;
-    const me = this.host.placement.worldRank;
+    const me = this.me;
     for (const [token, req] of this.awaitingAck) {
       if (req.dstWorld !== world) continue;
       this.awaitingAck.delete(token);
@@ -525,7 +550,7 @@ export class RingPath implements Path {
   private dropQueue(ep: number): void {
     const q = this.outQueues[ep]!;
     if (q.length === 0) return;
-    const me = this.host.placement.worldRank;
+    const me = this.me;
     for (const item of q) if (item instanceof SendRequest && !item.done) item.complete(receiverFinished(me, item));
     q.length = 0;
     this.queuedEndpoints--;
@@ -565,10 +590,12 @@ class EagerWait implements Waitable {
 
   constructor(private readonly path: RingPath, private readonly host: PathHost) {}
 
-  poll(): boolean {
-    if (this.path.lookForWanted(this)) return true;
-    this.host.progress();
-    this.path.checkWantedSender(this);
+  ready(): boolean {
+    return this.path.lookForWanted(this);
+  }
+
+  settled(): boolean {
+    if (this.host.core.finishedCount > 0) this.path.checkWantedSender(this);
     return false;
   }
 }

@@ -312,9 +312,12 @@ class UcxEagerWait implements Waitable {
 
   constructor(private readonly host: PathHost) {}
 
-  poll(): boolean {
+  ready(): boolean {
+    return false;
+  }
+
+  settled(): boolean {
     const h = this.host;
-    h.progress();
     if (h.takeUnexpected(this.ctx, this.src, this.tag, this.bytes)) return true;
     if (h.core.isFinished(this.fromWorld)) throw senderFinished(h.placement.worldRank, this.fromWorld, this.ctx, this.src, this.tag);
     return false;

@@ -135,7 +135,7 @@ export class Transport implements Progressor, PathHost, ParkHost {
       spinMs: (opts.spinUs ?? 20) / 1000, yieldFn, yieldMs: yieldFn === null ? 0 : (opts.yieldUs ?? 0) / 1000,
       board: opts.board ?? null,
     }, this, this.ucx);
-    this.reqWait = new RequestWait(this);
+    this.reqWait = new RequestWait();
     this.ring = new RingPath(this, shared, this.control, this.slices, this.allocator);
     this.ucxRoute = this.ucx === null ? null : new UcxRoute(this, this.ucx);
     for (let w = 0; w < worldSize; w++) {
@@ -453,7 +453,7 @@ export class Transport implements Progressor, PathHost, ParkHost {
 
   /** Progresses until `done()` holds. */
   waitFor(done: () => boolean): void {
-    this.waiter.run(new UntilWait(this, done), this.waiter.spinMs, false);
+    this.waiter.run(new UntilWait(done), this.waiter.spinMs, false);
   }
 
   /**
@@ -520,28 +520,32 @@ const EMPTY_BYTES: Uint8Array = new Uint8Array(0);
 class RequestWait implements Waitable {
   req: Request | null = null;
 
-  constructor(private readonly t: Transport) {}
-
   get done(): boolean {
     return this.req!.done;
   }
 
-  poll(): boolean {
-    this.t.progress();
+  ready(): boolean {
+    return false;
+  }
+
+  settled(): boolean {
     return this.req!.done;
   }
 }
 
 /** A wait until a condition holds (drain, waitUntilAny, a UCX sender held back). */
 class UntilWait implements Waitable {
-  constructor(private readonly t: Transport, private readonly cond: () => boolean) {}
+  constructor(private readonly cond: () => boolean) {}
 
   get done(): boolean {
     return this.cond();
   }
 
-  poll(): boolean {
-    this.t.progress();
+  ready(): boolean {
+    return false;
+  }
+
+  settled(): boolean {
     return this.cond();
   }
 }

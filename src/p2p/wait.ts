@@ -22,14 +22,23 @@ import { kAbortWord, kDoorbell, kSleeping, kWaiting, endpointWord } from '../shm
 import type { HostBoard } from '../shm/host-board.js';
 import type { UcxPath } from './ucx.js';
 
-/** What a wait waits for: `poll` makes progress once and says whether the wait is over (it may throw). */
+/**
+ * What a wait waits for. Each step of the wait is `ready()`, the owner's progress, then
+ * `settled()`: true from either ends the wait (either may throw). Both are small, so V8 inlines
+ * them into the one loop; `done` tells a park whether to sleep at all.
+ */
 export interface Waitable {
   readonly done: boolean;
-  poll(): boolean;
+  /** Before progress: whether what the wait needs is already there. */
+  ready(): boolean;
+  /** After progress: whether the wait is over. */
+  settled(): boolean;
 }
 
-/** What the waiter asks of the rank it parks: whether work waits that no doorbell announces. */
+/** What the waiter asks of the rank it waits for: progress, and whether work waits that no doorbell announces. */
 export interface ParkHost {
+  /** Drains and advances everything once; true when anything happened. */
+  progress(): boolean;
   /**
    * Called with the sleeping flag up: tries what waited for room (queued sends) and says
    * whether anything is to be done now (it moved some, records arrived, a hook is ready).
@@ -75,7 +84,7 @@ export class Waiter {
   }
 
   /**
-   * Polls `w` until it says the wait is over, spinning, yielding and parking as the policy
+   * Progresses until `w` says the wait is over, spinning, yielding and parking as the policy
    * says. `lazyClock`: read the clock only once 16 polls found nothing (it costs as much as a
    * ring poll), for waits whose message is usually there at once.
    */
@@ -88,7 +97,9 @@ export class Waiter {
     let start = n < 0 || !lazyClock ? performance.now() : 0;
     try {
       for (;;) {
-        if (w.poll()) return;
+        if (w.ready()) return;
+        this.host.progress();
+        if (w.settled()) return;
         if (n < 0) {
           if (this.idle(start, spinMs, w)) n = -1;
         } else if ((++n & 15) === 0) {
