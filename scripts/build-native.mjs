@@ -29,8 +29,9 @@ function firstError(text) {
 if (process.env.NBC_NO_NATIVE === '1') skip('NBC_NO_NATIVE=1');
 if (!existsSync(join(dir, 'binding.gyp'))) skip(`no ${join(dir, 'binding.gyp')}`);
 
-// node-gyp: npm ships one; else one on PATH.
+// node-gyp: the one npm names (npm_config_node_gyp, under npm run and npx), else the one npm ships, else one on PATH.
 const candidates = [];
+if (process.env.npm_config_node_gyp) candidates.push(process.env.npm_config_node_gyp);
 if (process.env.npm_execpath) candidates.push(join(dirname(process.env.npm_execpath), '..', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'));
 candidates.push(join(dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'));
 const gyp = candidates.find((c) => existsSync(c));
