@@ -117,7 +117,7 @@ let loaded: { addon: NativeAddon | null; why: string } | undefined;
 export function nativeAddon(): { addon: NativeAddon | null; why: string } {
   if (loaded !== undefined) return loaded;
   if (process.env.NBC_NO_NATIVE === '1') return (loaded = { addon: null, why: 'disabled by NBC_NO_NATIVE=1' });
-  if (!existsSync(ADDON)) return (loaded = { addon: null, why: `not built (${ADDON} is missing; npm run build builds it where a C compiler and the Node headers are present)` });
+  if (!existsSync(ADDON)) return (loaded = { addon: null, why: `not built (${ADDON} is missing; npx nbc build-native builds it where a C compiler and the Node headers are present)` });
   for (const [k, v] of Object.entries(UCX_DEFAULTS)) {
     if (process.env[k] !== undefined) continue;
     process.env[k] = v;

@@ -82,7 +82,7 @@ export function parseTransport(value: string, what = '--transport'): TransportCh
 export function ucxUnavailable(): string | null {
   const { addon, why } = nativeAddon();
   if (addon === null) return `the native addon is ${why.startsWith('/') ? 'missing' : why}`;
-  if (!isUcxAddon(addon)) return 'the native addon was built without UCX (install libucx-dev, then npm run build)';
+  if (!isUcxAddon(addon)) return 'the native addon was built without UCX (install libucx-dev, then npx nbc build-native)';
   return null;
 }
 
