@@ -74,7 +74,12 @@ export class LoopbackWorld {
 
   /** Runs `calls` for every rank in rank order (each starts its collectives), then completes them all. */
   run(calls: (comm: LoopbackRank) => void): void {
-    for (const c of this.ranks) this.start(c.rank, calls);
+    try {
+      for (const c of this.ranks) this.start(c.rank, calls);
+    } catch (err) {
+      this.port = this.freshPort(); // a call refused on some rank: the next run starts clean
+      throw err;
+    }
     this.finish();
   }
 

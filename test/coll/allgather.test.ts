@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import { dtypeName } from '../../src/ops/dtype.ts';
 import { IN_PLACE } from '../../src/p2p/constants.ts';
-import { COUNTS, DATA_TYPES, SIZES, algorithms, copyOf, gen, layoutsFor, poisoned, ran, runCase, same, vLayout, withAlg, world } from './cases.ts';
+import { COUNTS, DATA_TYPES, SIZES, algorithms, copyOf, gen, layoutsFor, leadersConfig, poisoned, ran, runCase, same, vLayout, withAlg, world } from './cases.ts';
 
 for (const alg of algorithms('allgather')) {
   test(`allgather() ${withAlg(alg)} puts rank i's block at block i of every rank's recv, 0..100 elements, in place or not, on 1..17 ranks`, () => {
@@ -18,7 +18,7 @@ for (const alg of algorithms('allgather')) {
         return out;
       });
       const sends = blocks.map(copyOf);
-      const w = world(p, k, { nodeOf: layout.nodeOf });
+      const w = world(p, k, { nodeOf: layout.nodeOf, config: leadersConfig('allgather', alg, k) });
       const what = `${p} ranks (${layout.name}), blocks of ${count} ${dtypeName(dt)}${inPlace ? ', IN_PLACE' : ''}`;
       runCase(w, what, (c) => c.allgather(inPlace ? IN_PLACE : sends[c.rank]!, outs[c.rank]!, { algorithm: alg }));
       for (let r = 0; r < p; r++) {

@@ -1,8 +1,9 @@
 import { test } from 'node:test';
+import { DEFAULT_CONFIG } from '../../src/config.ts';
 import { IN_PLACE } from '../../src/p2p/constants.ts';
 import { dtypeName } from '../../src/ops/dtype.ts';
 import {
-  COUNTS, SIZES, algorithms, combosFor, copyOf, fold, inputs, layoutsFor, poisoned, ran, runCase, same, withAlg, world,
+  COUNTS, SIZES, algorithms, combosFor, copyOf, fold, inputs, layouts, layoutsFor, leadersConfig, poisoned, ran, runCase, same, withAlg, world,
 } from './cases.ts';
 
 for (const alg of algorithms('allreduce')) {
@@ -17,7 +18,7 @@ for (const alg of algorithms('allreduce')) {
       const inPlace = k % 3 === 2;
       const send = all.map(copyOf);
       const recv = inPlace ? send : all.map(() => poisoned(dt, n));
-      const w = world(p, k, { nodeOf: layout.nodeOf });
+      const w = world(p, k, { nodeOf: layout.nodeOf, config: leadersConfig('allreduce', alg, k) });
       const what = `${p} ranks (${layout.name}), ${o.name} of ${n} ${dtypeName(dt)}${inPlace ? ' in place' : ''}`;
       runCase(w, what, (c) => {
         if (inPlace) c.allreduce(IN_PLACE, recv[c.rank]!, o.op, { algorithm: alg });
@@ -31,3 +32,19 @@ for (const alg of algorithms('allreduce')) {
     }
   });
 }
+
+test('allreduce() with hier whose leaders run ring (a DAG spliced after rounds) folds each node before copying out and sending, on 2..17 ranks', () => {
+  // The node phase's folds, copy out and send to the parent share a round. Once the spliced
+  // ring made the whole schedule a DAG they ran in any order, until ScheduleBuilder.build kept
+  // a round's order there: hier with NBC_ALLREDUCE_ALGORITHM=ring summed wrong on every node
+  // of two or more ranks.
+  const config = { ...DEFAULT_CONFIG, algorithms: { allreduce: 'ring' } };
+  let k = 0;
+  for (const p of SIZES.slice(1)) for (const layout of layouts(p)) {
+    const all = Array.from({ length: p }, (_, r) => Float64Array.of(r + 1, -r, 2 * r));
+    const recv = all.map(() => new Float64Array(3));
+    const w = world(p, k++, { nodeOf: layout.nodeOf, config });
+    runCase(w, `${p} ranks (${layout.name})`, (c) => c.allreduce(all[c.rank]!, recv[c.rank]!, 'sum', { algorithm: 'hier' }));
+    for (let r = 0; r < p; r++) same(`${p} ranks (${layout.name}), rank ${r}`, recv[r]!, [p * (p + 1) / 2, -p * (p - 1) / 2, p * (p - 1)]);
+  }
+});

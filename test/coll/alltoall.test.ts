@@ -2,14 +2,15 @@ import { test } from 'node:test';
 import type { TypedArray } from '../../src/comm/validate.ts';
 import { dtypeName } from '../../src/ops/dtype.ts';
 import { IN_PLACE } from '../../src/p2p/constants.ts';
-import { COUNTS, DATA_TYPES, SIZES, algorithms, copyOf, gen, layoutsFor, poisoned, ran, runCase, same, withAlg, world } from './cases.ts';
+import { COUNTS, DATA_TYPES, SIZES, algorithms, copyOf, gen, layoutsFor, leadersConfig, poisoned, ran, runCase, same, withAlg, world } from './cases.ts';
 
 for (const alg of algorithms('alltoall')) {
   test(`alltoall() ${withAlg(alg)} puts block j of rank i's send at block i of rank j's recv, 0..100 elements, in place or not, on 1..17 ranks`, () => {
     let k = 0;
     for (const p of SIZES) for (const layout of layoutsFor(alg, p)) for (const count of COUNTS) {
       const dt = DATA_TYPES[k % DATA_TYPES.length]!;
-      const block = (from: number, to: number): TypedArray => gen(dt, 'x', from * p + to, count, k);
+      const blocks = Array.from({ length: p }, (_, from) => Array.from({ length: p }, (_, to) => gen(dt, 'x', from * p + to, count, k)));
+      const block = (from: number, to: number): TypedArray => blocks[from]![to]!;
       const sends = Array.from({ length: p }, (_, r) => {
         const s = poisoned(dt, count * p);
         for (let j = 0; j < p; j++) (s as Float64Array).set(block(r, j) as Float64Array, j * count);
@@ -18,7 +19,7 @@ for (const alg of algorithms('alltoall')) {
       const before = sends.map(copyOf);
       const inPlace = k % 3 === 2;
       const outs = inPlace ? sends : sends.map(() => poisoned(dt, count * p));
-      const w = world(p, k, { nodeOf: layout.nodeOf });
+      const w = world(p, k, { nodeOf: layout.nodeOf, config: leadersConfig('alltoall', alg, k) });
       const what = `${p} ranks (${layout.name}), blocks of ${count} ${dtypeName(dt)}${inPlace ? ', IN_PLACE' : ''}`;
       runCase(w, what, (c) => c.alltoall(inPlace ? IN_PLACE : sends[c.rank]!, outs[c.rank]!, { algorithm: alg }));
       for (let r = 0; r < p; r++) {

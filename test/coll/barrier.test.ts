@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { SIZES, algorithms, layoutsFor, ran, withAlg, world } from './cases.ts';
+import { SIZES, algorithms, layoutsFor, leadersConfig, ran, withAlg, world } from './cases.ts';
 
 for (const alg of algorithms('barrier')) {
   test(`barrier() ${withAlg(alg)} lets no rank out before every rank entered, on 1..17 ranks`, () => {
@@ -8,7 +8,8 @@ for (const alg of algorithms('barrier')) {
     for (const p of SIZES) for (const layout of layoutsFor(alg, p)) {
       // Each rank in turn enters last: until it does, nobody may leave; then everybody does.
       for (let late = 0; late < p; late++) {
-        const w = world(p, k++, { nodeOf: layout.nodeOf });
+        const w = world(p, k, { nodeOf: layout.nodeOf, config: leadersConfig('barrier', alg, k) });
+        k++;
         for (let r = 0; r < p; r++) if (r !== late) w.start(r, (c) => c.barrier({ algorithm: alg }));
         w.deliver();
         const what = `${p} ranks (${layout.name}, ${ran(w, (late + 1) % p)})`;

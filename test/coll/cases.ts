@@ -12,6 +12,7 @@ import assert from 'node:assert/strict';
 import { mulberry32 } from '../../src/bench/prng.ts';
 import { LoopbackWorld, type LoopbackRank, type LoopbackWorldOptions } from '../../src/coll/loopback.ts';
 import { ALGORITHMS, type CollName } from '../../src/coll/select.ts';
+import { DEFAULT_CONFIG, type CoreConfig } from '../../src/config.ts';
 import type { TypedArray } from '../../src/comm/validate.ts';
 import { DType, ctorOf, dtypeOf, isBigInt } from '../../src/ops/dtype.ts';
 import { Op, type OpLike } from '../../src/ops/op.ts';
@@ -158,7 +159,26 @@ export const combosFor = (coll: CollName, alg: string | undefined): ReadonlyArra
   COMBOS.filter(([, o]) => o.commutative || !commutativeOnly(coll, alg));
 
 /** How a test names an algorithm: "with ring", "with knomial:3", "as selected". */
-export const withAlg = (alg: string | undefined): string => (alg === undefined ? 'as selected' : `with ${alg}`);
+export const withAlg = (alg: string | undefined): string =>
+  alg === undefined ? 'as selected' : alg === 'hier' ? 'with hier (its leaders running each flat algorithm in turn)' : `with ${alg}`;
+
+/**
+ * For `hier`, a configuration whose NBC_<COLLECTIVE>_ALGORITHM forces the leaders' phase to
+ * the (k mod n)-th flat algorithm of the leaders' collective (overrides reach the leaders,
+ * select.ts), so the compositions run over every flat builder; undefined otherwise.
+ */
+export function leadersConfig(coll: CollName, alg: string | undefined, k: number): CoreConfig | undefined {
+  const leaders = ALGORITHMS[coll].hier?.leaders;
+  if (alg !== 'hier' || leaders === undefined) return undefined;
+  const input = { size: 2, bytes: 0, commutative: true, executor: 'host', nodes: 2, ppn: 1 };
+  const colls = typeof leaders === 'string' ? [leaders] : [leaders({ ...input, uniform: true }), leaders({ ...input, uniform: false })];
+  const forced: Record<string, string> = {};
+  for (const c of new Set(colls)) {
+    const flat = algorithms(c).filter((a): a is string => a !== undefined && a !== 'hier');
+    forced[c] = flat[k % flat.length]!;
+  }
+  return { ...DEFAULT_CONFIG, algorithms: forced };
+}
 
 export interface Layout {
   name: string;

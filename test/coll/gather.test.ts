@@ -3,7 +3,7 @@ import type { TypedArray } from '../../src/comm/validate.ts';
 import { dtypeName } from '../../src/ops/dtype.ts';
 import { IN_PLACE } from '../../src/p2p/constants.ts';
 import {
-  DATA_TYPES, SIZES, algorithms, copyOf, gen, layoutsFor, poisoned, ran, rootedCases, runCase, same, vLayout, withAlg, world,
+  DATA_TYPES, SIZES, algorithms, copyOf, gen, layoutsFor, leadersConfig, poisoned, ran, rootedCases, runCase, same, vLayout, withAlg, world,
 } from './cases.ts';
 
 for (const alg of algorithms('gather')) {
@@ -17,7 +17,7 @@ for (const alg of algorithms('gather')) {
       const inPlace = k % 2 === 1;
       const out = poisoned(dt, count * p);
       if (inPlace) (out as Float64Array).set(blocks[root] as Float64Array, root * count);
-      const w = world(p, k, { nodeOf: layout.nodeOf });
+      const w = world(p, k, { nodeOf: layout.nodeOf, config: leadersConfig('gather', alg, k) });
       const what = `${p} ranks (${layout.name}), root ${root}, blocks of ${count} ${dtypeName(dt)}${inPlace ? ', IN_PLACE at the root' : ''}`;
       runCase(w, what, (c) => {
         const opts = { algorithm: alg };
@@ -63,7 +63,7 @@ for (const alg of algorithms('scatter')) {
       const fullBefore = copyOf(full);
       const inPlace = k % 2 === 1;
       const outs: TypedArray[] = blocks.map(() => poisoned(dt, count));
-      const w = world(p, k, { nodeOf: layout.nodeOf });
+      const w = world(p, k, { nodeOf: layout.nodeOf, config: leadersConfig('scatter', alg, k) });
       const what = `${p} ranks (${layout.name}), root ${root}, blocks of ${count} ${dtypeName(dt)}${inPlace ? ', IN_PLACE at the root' : ''}`;
       runCase(w, what, (c) => {
         const opts = { algorithm: alg };

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import { dtypeName } from '../../src/ops/dtype.ts';
 import { IN_PLACE } from '../../src/p2p/constants.ts';
 import {
-  SIZES, algorithms, combosFor, copyOf, fold, inputs, layoutsFor, poisoned, ran, rootedCases, runCase, same, withAlg, world,
+  SIZES, algorithms, combosFor, copyOf, fold, inputs, layoutsFor, leadersConfig, poisoned, ran, rootedCases, runCase, same, withAlg, world,
 } from './cases.ts';
 
 for (const alg of algorithms('reduce')) {
@@ -18,7 +18,7 @@ for (const alg of algorithms('reduce')) {
       const inPlace = (['no', 'send', 'recv'] as const)[k % 3]!;
       const send = all.map(copyOf);
       const out = poisoned(dt, n);
-      const w = world(p, k, { nodeOf: layout.nodeOf });
+      const w = world(p, k, { nodeOf: layout.nodeOf, config: leadersConfig('reduce', alg, k) });
       const what = `${p} ranks (${layout.name}), root ${root}, ${o.name} of ${n} ${dtypeName(dt)}${inPlace === 'no' ? '' : `, IN_PLACE ${inPlace}`}`;
       runCase(w, what, (c) => {
         const opts = { algorithm: alg };
