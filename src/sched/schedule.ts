@@ -319,7 +319,7 @@ export class ScheduleBuilder {
           r++;
           lastLocal = -1;
         }
-        const list = this.depLists[i]!;
+        const list = this.depLists[i] ?? null;
         const kind = this.kind[i]!;
         if (list !== null && list.length > 0) flat.push(...list);
         else for (let j = r > 0 ? this.roundStarts[r - 1]! : 0; j < this.roundStarts[r]!; j++) flat.push(j);
