@@ -13,7 +13,7 @@ import { NbcArgError, NbcError, NbcLaunchError, NbcPeerFailedError, NbcTimeoutEr
 import { SECRET_BYTES } from '../net/auth.js';
 import { checkEmulation } from '../net/emulate.js';
 import { parseLinkSpec } from '../runtime/link-spec.js';
-import { AggConn, dial } from './conn.js';
+import { dial, sendCtrl } from './conn.js';
 import { isRunning, killQuietly, waitGone, type ManagerOptions } from './manager.js';
 import { anCount, checkShape, decodeCtrl, FrameType, MAX_PAYLOAD, MIN_PAYLOAD, type Ctrl } from './wire.js';
 
@@ -311,14 +311,13 @@ export function fabricFromEnv(env: NodeJS.ProcessEnv = process.env): { manager: 
 
 /** One request/answer over an authenticated admin connection to the AM. */
 export async function adminRequest(manager: { host: string; port: number }, secret: Buffer, msg: Ctrl, timeoutMs = 5000): Promise<Ctrl> {
-  const { socket, leftover } = await dial(manager.host, manager.port, secret, 0, timeoutMs);
-  const conn = new AggConn(socket, undefined);
+  const conn = await dial(manager.host, manager.port, secret, 0, timeoutMs);
   return new Promise<Ctrl>((resolve, reject) => {
     const timer = setTimeout(() => {
       conn.close('timed out');
     }, timeoutMs);
     let answered = false;
-    conn.start(leftover, {
+    conn.start({
       onFrame: (type, body) => {
         const m = type === FrameType.Ctrl ? decodeCtrl(body) : null;
         if (m === null) throw new Error('answer is not a control message');
@@ -335,8 +334,8 @@ export async function adminRequest(manager: { host: string; port: number }, secr
         }
       },
     });
-    conn.sendCtrl({ t: 'hello-admin' });
-    conn.sendCtrl(msg);
+    sendCtrl(conn, { t: 'hello-admin' });
+    sendCtrl(conn, msg);
   });
 }
 
