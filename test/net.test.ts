@@ -102,6 +102,43 @@ test('FrameDecoder decodes frames split at every byte boundary', { timeout: 10_0
   assert.deepEqual(decodeAll(oneByteChunks), expected, 'one byte per chunk');
 });
 
+test('FrameDecoder decodes frames cut into three chunks at every pair of byte boundaries', { timeout: 10_000 }, () => {
+  // Every state (length word, type byte, body) is entered and left at every offset in a chunk.
+  const expected: Array<[number, Buffer]> = [0, 1, 2, 3, 4, 5, 17, 0, 1].map((size, i) => {
+    const body = Buffer.alloc(size);
+    for (let j = 0; j < size; j++) body[j] = (i * 7 + j) & 0xff;
+    return [i + 1, body];
+  });
+  const bytes = Buffer.concat(expected.map(([type, body]) => encodeFrame(type, body)));
+  for (let a = 0; a <= bytes.length; a++) {
+    for (let b = a; b <= bytes.length; b++) {
+      const chunks = [bytes.subarray(0, a), bytes.subarray(a, b), bytes.subarray(b)].map((c) => Buffer.from(c));
+      assert.deepEqual(decodeAll(chunks), expected, `cut at ${a} and ${b}`);
+    }
+  }
+});
+
+test('FrameDecoder rejects an oversize length however its length word is cut, before any body byte', { timeout: 10_000 }, () => {
+  const word = encodeFrameHeader(1, MAX_FRAME_BODY + 1).subarray(0, 4);
+  // Every way to cut 4 bytes into chunks: bit i of `cuts` set cuts after byte i.
+  for (let cuts = 0; cuts < 8; cuts++) {
+    const chunks: Buffer[] = [];
+    let start = 0;
+    for (let i = 0; i < 3; i++) {
+      if ((cuts & (1 << i)) === 0) continue;
+      chunks.push(Buffer.from(word.subarray(start, i + 1)));
+      start = i + 1;
+    }
+    chunks.push(Buffer.from(word.subarray(start)));
+    const d = new FrameDecoder(() => assert.fail('no frame expected'));
+    for (const c of chunks.slice(0, -1)) d.push(c);
+    assert.ok(!d.failed, `not failed before the last length byte (cuts ${cuts})`);
+    assert.throws(() => d.push(chunks[chunks.length - 1]!), (e: unknown) =>
+      e instanceof NbcError && e.code === 'NBC_ERR_ARG' && /exceeds the limit/.test(e.message), `cuts ${cuts}`);
+    assert.ok(d.failed);
+  }
+});
+
 test('FrameDecoder hands out bodies that stay valid after the callback', { timeout: 10_000 }, () => {
   const { bytes, expected } = sampleStream();
   const got: Array<[number, Buffer]> = [];

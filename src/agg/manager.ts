@@ -20,14 +20,18 @@
  */
 import { Buffer } from 'node:buffer';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import type { LinkEmulation } from '../net/emulate.js';
 import { AuthListener } from '../net/listener.js';
 import { sendCtrl, type AggConn } from './conn.js';
+import { groupConfig, liveLeaf, trimToMembers } from './placement.js';
+import { killQuietly, waitGone } from './procs.js';
 import {
-  anCount, decodeCtrl, defaultLeaf, FrameType, leafCount, levelOf, levelStart, MAX_BODY, MAX_JOB_INDEX, MAX_NODE_ID,
-  num, parentOf, pathToRoot, str, type Ctrl,
+  anCount, decodeCtrl, defaultLeaf, FrameType, levelOf, MAX_BODY, MAX_JOB_INDEX, MAX_NODE_ID, num, parentOf, str,
+  type Ctrl,
 } from './wire.js';
+
+/** Where the CLI and tests have always found them. */
+export { isRunning, killQuietly, waitGone } from './procs.js';
 
 export interface ManagerOptions {
   radix: number;
@@ -510,35 +514,18 @@ export class Manager {
 
   // ---- placement --------------------------------------------------------------------------
 
-  /** The leaf a node uses: its default leaf when alive, else the next live leaf. */
-  private leafFor(node: number): number | null {
-    const first = levelStart(this.o.radix, this.o.levels - 1);
-    const leaves = leafCount(this.o);
-    const d = defaultLeaf(this.o, node) - first;
-    for (let k = 0; k < leaves; k++) {
-      const id = first + ((d + k) % leaves);
-      if (this.ans[id]!.alive) return id;
-    }
-    return null;
-  }
-
   private place(r: Round, job: Job): void {
     const members: Member[] = [];
     for (let i = 0; i < r.count; i++) {
       const c = r.joined.get(i)!;
-      const leaf = this.leafFor(c.node);
+      const leaf = liveLeaf(this.o, c.node, (id) => this.ans[id]!.alive);
       if (leaf === null) {
         this.decide(r, 'no leaf AN of the fabric is alive');
         return;
       }
       members.push({ index: i, node: c.node, client: c, an: leaf });
     }
-    // Trim: the lowest AN whose subtree holds every member's leaf, and the paths below it.
-    const paths = [...new Set(members.map((x) => x.an))].map((leaf) => pathToRoot(this.o.radix, leaf).reverse());
-    let depth = 0;
-    while (paths.every((p) => p[depth + 1] !== undefined && p[depth + 1] === paths[0]![depth + 1])) depth++;
-    const root = paths[0]![depth]!;
-    const ans = [...new Set(paths.flatMap((p) => p.slice(depth)))].sort((a, b) => a - b);
+    const { root, ans } = trimToMembers(this.o.radix, members.map((x) => x.an));
     for (const id of ans) {
       const an = this.ans[id]!;
       if (!an.alive) {
@@ -597,31 +584,7 @@ export class Manager {
       for (const mb of members) sendCtrl(mb.client.conn, { ...answerFor(mb), key: r.key, round: r.round });
     };
     g.ackTimer = setTimeout(() => g.onReady?.(`AN(s) ${[...g.awaiting].join(', ')} did not confirm the group within ${GROUP_ACK_MS} ms`), GROUP_ACK_MS);
-    for (const a of ans) sendCtrl(this.ans[a]!.conn!, this.configFor(g, a));
-  }
-
-  /** The configuration AN `a` needs for group `g`: its children in fixed order, and where each member lies. */
-  private configFor(g: Group, a: number): Ctrl {
-    const radix = this.o.radix;
-    const children: Ctrl[] = [];
-    const under: number[] = [];
-    const direct = g.members.filter((m) => m.an === a);
-    if (direct.length > 0) {
-      for (const m of direct) children.push({ t: 'member', member: m.index, node: m.node });
-      for (const m of g.members) under.push(direct.indexOf(m));
-    } else {
-      const kids = g.ans.filter((x) => parentOf(radix, x) === a);
-      for (const k of kids) children.push({ t: 'an', an: k });
-      for (const m of g.members) {
-        const path = pathToRoot(radix, m.an);
-        const i = path.indexOf(a);
-        under.push(i <= 0 ? -1 : kids.indexOf(path[i - 1]!));
-      }
-    }
-    return {
-      t: 'group', id: g.id, epoch: g.epoch, job: g.job.index, slots: g.slots, count: g.members.length,
-      hasParent: a !== g.root, children, under,
-    };
+    for (const a of ans) sendCtrl(this.ans[a]!.conn, groupConfig(this.o.radix, g, a));
   }
 
   /**
@@ -710,41 +673,4 @@ function ctrlOf(type: number, body: Buffer): Ctrl {
   const m = decodeCtrl(body);
   if (m === null) throw new Error('control frame is not a JSON object with a "t" field');
   return m;
-}
-
-export function killQuietly(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(pid, signal);
-  } catch {
-    // Already gone.
-  }
-}
-
-/** True while `pid` runs (a zombie counts as gone: it runs no code and holds no socket). */
-export function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  const stat = readStat(pid);
-  return stat === null || !/^\d+ \(.*\) Z/.test(stat);
-}
-
-function readStat(pid: number): string | null {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return null;
-  }
-}
-
-/** Resolves once none of `pids` runs, or after `ms`. */
-export async function waitGone(pids: number[], ms: number): Promise<boolean> {
-  const end = performance.now() + ms;
-  for (;;) {
-    if (pids.every((p) => !isRunning(p))) return true;
-    if (performance.now() >= end) return false;
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
