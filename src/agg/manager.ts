@@ -7,8 +7,10 @@
  * forms groups collectively, places and trims them, reserves slots, and revokes groups on any
  * fault. It is not on the data path.
  *
- * Connections to the AM prove the fabric secret; the first CTRL frame says who speaks:
- * `an-hello` (a daemon), `hello-job` (a member node of a job), `hello-admin` (status, stop).
+ * Connections to the AM prove the fabric secret (they arrive through the one accept path,
+ * net/listener.ts, as net/conn.ts AuthConns); the first CTRL frame says who speaks: `an-hello`
+ * (a daemon), `hello-job` (a member node of a job), `hello-admin` (status, stop). Where a group
+ * goes in the tree is placement.ts's.
  *
  * Group formation is one decision per (job, key, round): every member's n-th join of a key is
  * round n. The decision (a group, or a refusal with its reason) is made once, when the last
