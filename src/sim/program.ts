@@ -19,10 +19,7 @@ import { NbcArgError } from '../errors.js';
 import { select, ALGORITHMS, interNodeSchedule, type Choice, type CollName } from '../coll/select.js';
 import { shape, topologyOf, type CollShape, type Topology } from '../coll/shape.js';
 import { A_COPY, A_RECV, A_REDUCE, A_SEND, grown, type Schedule } from '../sched/schedule.js';
-import {
-  nodePairCounts, TL_AGG, TL_ALLGATHER, TL_ALLREDUCE, TL_ALLTOALL, TL_BARRIER, TL_BCAST, TL_REDUCE,
-  type InterNodeColl, type InterNodeShape,
-} from '../sched/two-level.js';
+import { engineSteps, TL_AGG, TL_ALLREDUCE, TL_REDUCE, type EngineWork } from '../sched/two-level.js';
 import type { SimParams } from './params.js';
 
 /** Who runs the schedules: each rank (host), its node's engine (offload), or the engines among themselves (two-level, agg). */
@@ -230,55 +227,32 @@ export function buildProgram(spec: CallSpec, params: SimParams): Program {
       out.append(r, s, nodeOfRank[r]!, choice.mode === 'offload' ? N + nodeOfRank[r]! : r, spec.inputs !== 'fresh', lend);
     }
   } else {
+    // The engines' plan is the executor's own (sched/two-level.ts engineSteps): the exchange,
+    // and the fold, pack and write-back it prices here.
     const kindWord = choice.composite! & ~TL_AGG;
-    const sizes = topo.members.map((m) => m.length);
-    const counts = new Int32Array(nodes);
-    const displs = new Int32Array(nodes);
-    for (let k = 0, at = 0; k < nodes; k++) {
-      counts[k] = sizes[k]! * B;
-      displs[k] = at;
-      at += counts[k]!;
+    const call = { kind: kindWord, root: 0, op: OP_SUM, dtype: FLOAT64, esize: 8 };
+    const stepOf = engineSteps(call, topo, B);
+    if (stepOf === null) {
+      throw new NbcArgError(`Cannot simulate the composite algorithm '${choice.name}' of ${spec.coll}: kind ${kindWord} is not one of the two-level forms`);
     }
-    const red = params.reduceUsPerByte * B;
-    const copy = params.copyUsPerByte;
+    if (kindWord === TL_ALLREDUCE || kindWord === TL_REDUCE) aggBytes = B;
     for (let k = 0; k < nodes; k++) {
-      const m = sizes[k]!;
-      let coll: InterNodeColl;
-      let s: InterNodeShape = { rank: k, size: nodes, root: 0, bytes: 0, esize: 1, dtype: 0, op: 0 };
-      switch (kindWord) {
-        case TL_BARRIER: coll = 'barrier'; break;
-        case TL_ALLREDUCE: case TL_REDUCE:
-          coll = kindWord === TL_REDUCE ? 'reduce' : 'allreduce';
-          s = { ...s, bytes: B, esize: 8, dtype: FLOAT64, op: OP_SUM };
-          // The fold: acc = last member, then m-1 reductions (sched/two-level.ts fold()).
-          foldUs[k] = copy * B + (m - 1) * red;
-          writebackUs[k] = (kindWord === TL_REDUCE ? (k === 0 ? 1 : 0) : m) * copy * B;
-          aggBytes = B;
-          break;
-        case TL_BCAST: coll = 'bcast'; s = { ...s, bytes: B }; writebackUs[k] = (m - 1) * copy * B; break;
-        case TL_ALLGATHER:
-          coll = 'allgatherv';
-          s = { ...s, bytes: counts[k]!, counts, displs };
-          foldUs[k] = m * copy * B;
-          writebackUs[k] = m * N * copy * B;
-          break;
-        case TL_ALLTOALL: {
-          coll = 'alltoallv';
-          const c = nodePairCounts(sizes, k, B);
-          s = { ...s, counts: c.counts, displs: c.displs, rcounts: c.rcounts, rdispls: c.rdispls };
-          foldUs[k] = c.sendTotal * copy;
-          writebackUs[k] = (m * m * B + c.recvTotal) * copy;
-          break;
-        }
-        default: throw new NbcArgError(`Cannot simulate the composite algorithm '${choice.name}' of ${spec.coll}: kind ${kindWord} is not one of the two-level forms`);
-      }
+      const step = stepOf(k);
+      foldUs[k] = workUs(step.before, params);
+      writebackUs[k] = workUs(step.after, params);
       // On agg the fabric's tree is the exchange (engine.ts models it); the engines' schedule
       // is only its fallback.
       const exchange = nodes > 1 && choice.mode !== 'agg';
-      out.append(k, exchange ? interNodeSchedule(coll, s, spec.config ?? DEFAULT_CONFIG) : EMPTY_SCHEDULE(), k, N + k, false, null);
+      out.append(k, exchange ? interNodeSchedule(step.coll, step.shape, spec.config ?? DEFAULT_CONFIG) : EMPTY_SCHEDULE(), k, N + k, false, null);
     }
   }
   return out.done({ coll: spec.coll, algorithm, mode: choice.mode, ranks: N, nodes, bytes: B, nodeOfRank, nodeStart, foldUs, writebackUs, aggBytes });
+}
+
+/** An engine's work around the exchange (copies, reductions) on the model's CPU, us. */
+function workUs(w: EngineWork, params: SimParams): number {
+  const copy = w.copies * params.copyUsPerByte * w.copyBytes;
+  return w.reductions === 0 ? copy : copy + w.reductions * (params.reduceUsPerByte * w.reduceBytes);
 }
 
 type ProgramHead = Pick<Program, 'coll' | 'algorithm' | 'mode' | 'ranks' | 'nodes' | 'bytes' | 'nodeOfRank' | 'nodeStart' | 'foldUs' | 'writebackUs' | 'aggBytes'>;
