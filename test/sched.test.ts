@@ -14,6 +14,8 @@ import { splitmix32 } from '../src/sim/engine.ts';
 import { buildProgram, callSchedules, SIM_COLLS, type CallSpec, type SimExecutor } from '../src/sim/program.ts';
 import { DEFAULT_SIM_PARAMS } from '../src/sim/params.ts';
 import { Release } from '../src/sim/release.ts';
+import { EXECUTORS, executorStats, executorStatsCopy } from '../src/sched/executors.ts';
+import type { Transport } from '../src/p2p/transport.ts';
 
 test('a round-mode schedule stores actions compactly and dumps them readably', () => {
   const b = new ScheduleBuilder('demo');
@@ -434,4 +436,19 @@ test('the simulator issues every schedule selection can pick in the interpreter\
     for (const name of Object.keys(ALGORITHMS[coll])) assert.ok(tried.has(`${coll}/${name}`), `${coll}/${name} was compared`);
   }
   assert.ok(procs > 10_000, `${procs} schedules compared`);
+});
+
+test('every executor\'s counters come from its registry row: comm.stats().executors has one entry per row, copied, not live', () => {
+  const t = {} as Transport; // the counters are keyed by the transport object alone
+  const live = executorStats(t);
+  assert.deepEqual(Object.keys(live), Object.keys(EXECUTORS));
+  assert.deepEqual(live, { host: { calls: 0 }, offload: { calls: 0 }, agg: { calls: 0, onFabric: 0, amongEngines: 0 } });
+  assert.equal(executorStats(t), live, 'one set of counters per transport');
+  live.agg.calls++;
+  live.agg.onFabric++;
+  const copy = executorStatsCopy(t);
+  assert.deepEqual(copy.agg, { calls: 1, onFabric: 1, amongEngines: 0 });
+  live.host.calls++;
+  assert.equal(copy.host.calls, 0, 'a copy does not go on counting');
+  assert.notEqual(copy.agg, live.agg);
 });
