@@ -17,8 +17,8 @@
  *   costs (LogGOPS.cached), the rest the fresh ones.
  * - recv: matched in posting order per (source, destination, sub-tag), as MPI's non-overtaking
  *   rule (and the library's matching) does (channels.ts says why its structure is its own);
- *   once matched and arrived, the receiver's CPU spends
- *   o (oRecv where the path has one) + (s-1)O and its injector g + (s-1)G.
+ *   once matched and arrived, the receiver's CPU spends o (oRecv where the path has one) +
+ *   (s-1)O and its injector g + (s-1)G.
  * - wake-ups: on a shared host (below), a rank that had nothing left to do when a message, a
  *   rendezvous request or a clear-to-send reached it had given up its core, and pays the
  *   path's W of core time before it handles it; a rank still busy pays none.
