@@ -246,6 +246,7 @@ function runAlg2(k: PcgWork, overlap: boolean): PcgEnd {
   let gammaOld = 0;
   let alpha = 0;
   let beta = 0;
+  let converged = false;
   while (it < o.maxIter) {
     it++;
     scale(w, t, linv, n); // w = L^-T t (DiagInvScale; L = L^T); overlaps the gamma reduction
@@ -296,14 +297,19 @@ function runAlg2(k: PcgWork, overlap: boolean): PcgEnd {
     }
     rel = record(k, it, ip);
     c = performance.now();
-    if (ip / k.biProd < k.tol2) break;
+    if (ip / k.biProd < k.tol2) {
+      converged = true;
+      break;
+    }
     const q = pPrev;
     pPrev = p;
     p = q;
   }
   if (gammaIp.pending) gammaIp.wait(); // the last gamma was started before the test
   c = performance.now();
-  axpyFromGhost(box, x, alpha, p); // the delayed update of the last iteration
+  // The delayed update of the last iteration, along its direction: still `p` where the loop
+  // broke out, already swapped into `pPrev` where it ran out of iterations.
+  axpyFromGhost(box, x, alpha, converged ? p : pPrev);
   phases.charge(P.axpy, c);
   return { it, rel };
 }
