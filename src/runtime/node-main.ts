@@ -18,7 +18,7 @@ import { createNodeShared, DEFAULT_RING_BYTES, DEFAULT_SLICE_BYTES, ringDoorbell
 import { kAbortWord } from '../shm/layout.js';
 import { REPORTED_ELSEWHERE } from '../p2p/constants.js';
 import { isUcxAddon, UcxPath } from '../p2p/ucx.js';
-import { OF_BYTES, OF_FRAGMENT } from '../sched/offload.js';
+import { OF_MAX_BYTES } from '../sched/offload-records.js';
 import { setNativeCopy, type Placement } from '../p2p/transport.js';
 import { AggClient } from '../agg/client.js';
 import { fabricFromEnv } from '../agg/fabric.js';
@@ -330,7 +330,7 @@ export async function runNode(o: NodeOptions): Promise<number> {
   if (useUcx) {
     const addon = nativeAddon().addon!;
     setFdSignal(addon.signalFd!);
-    if (isUcxAddon(addon)) engineUcx = new UcxPath(addon, nodeRank, OF_BYTES + OF_FRAGMENT, 'engine', ucxErrMode);
+    if (isUcxAddon(addon)) engineUcx = new UcxPath(addon, nodeRank, OF_MAX_BYTES, 'engine', ucxErrMode);
   }
 
   // ---- placement --------------------------------------------------------------------
