@@ -9,7 +9,8 @@
  * dropped.
  */
 import { copyBytes } from '../p2p/transport.js';
-import { align8, endpointWord, H_LEN, HEADER_BYTES, kFinished } from '../shm/layout.js';
+import { align8, endpointWord, HEADER_BYTES, kFinished } from '../shm/layout.js';
+import { setRecLen } from '../shm/record.js';
 import { ringOffset, wake, type NodeShared } from '../shm/node-shared.js';
 import { Ring } from '../shm/ring.js';
 
@@ -90,7 +91,7 @@ export class RankDelivery {
     this.waiting();
   }
 
-  /** The header's words, its length set, then the payload; publish, then wake the rank. */
+  /** The header's words (a record encoded by shm/record.ts), its ring length, then the payload; publish, then wake the rank. */
   private write(rank: number, header: Int32Array, payload: Uint8Array | null): boolean {
     const ring = this.toRanks[rank]!;
     const n = payload === null ? 0 : payload.byteLength;
@@ -99,7 +100,7 @@ export class RankDelivery {
     if (at < 0) return false;
     const w = at >> 2;
     ring.i32.set(header, w);
-    ring.i32[w + H_LEN] = len;
+    setRecLen(ring.i32, w, len);
     if (payload !== null && n > 0) copyBytes(payload, ring.u8, at + HEADER_BYTES, n);
     ring.publish(len);
     wake(this.control, rank);

@@ -22,10 +22,11 @@ import { forEachFragment } from '../net/fragment.js';
 import type { Placement } from '../p2p/transport.js';
 import { copyAt } from '../p2p/transport.js';
 import { allocationBytes, type SliceAllocator } from '../shm/arena.js';
+import { HEADER_BYTES, HEADER_WORDS } from '../shm/layout.js';
 import {
-  H_AUX, H_BYTES, H_DST, H_KIND, H_LEN, H_OFFSET, H_SLICE, H_TOKEN, HEADER_BYTES, HEADER_WORDS, KIND_ACK, KIND_CREDIT, KIND_DATA, KIND_FRAG,
-  KIND_PULL, KIND_RTS,
-} from '../shm/layout.js';
+  creditBytes, encodeAck, encodeCredit, encodeData, encodeFrag, encodePull, fragMessage, fragOffset, fragPushed, msgBytes, pullMessage,
+  recDst, rtsOffset, rtsSlice, rtsToken, setRtsLocal, setRtsRemote,
+} from '../shm/record.js';
 
 /**
  * Bytes of large messages a sending engine may push to one other node before the receiver has
@@ -44,13 +45,13 @@ export const PUSH_MESSAGE_COST = 256;
 function pushCost(bytes: number): number {
   return allocationBytes(bytes) + PUSH_MESSAGE_COST;
 }
-/** H_AUX of a fragment pushed within the sender's credit (not pulled). */
+/** A fragment pushed within the sender's credit (not pulled): its `pushed` (shm/record.ts encodeFrag). */
 const PUSHED = 1;
 
 /** A payload arriving in the engine's slice: pulled for a matched receive, or pushed. */
 interface Reassembly {
   rank: number;
-  /** The rank's pull id (its DATA record's H_AUX); -1: pushed, handed over as an RTS. */
+  /** The rank's pull id (its DATA record names it); -1: pushed, handed over as an RTS. */
   pull: number;
   header: Int32Array | null;
   bytes: number;
@@ -71,7 +72,7 @@ interface WaitingPull {
 /** An RTS sent to another node whose payload waits in the sending rank's slice until pulled. */
 interface Outgoing {
   rank: number;
-  /** The rank's RTS header (H_DST: the receiver), the template of the fragments. */
+  /** The rank's RTS (its destination: the receiver), the template of the fragments. */
   header: Int32Array;
   node: number;
 }
@@ -120,7 +121,7 @@ export class LargeMessages {
   rts(rank: number, rts: Int32Array, node: number): void {
     const id = this.nextMessageId++;
     const out = { rank, header: rts, node };
-    const room = pushCost(rts[H_BYTES]!);
+    const room = pushCost(msgBytes(rts, 0));
     if (room <= this.pushCredit[node]!) {
       this.pushCredit[node]! -= room;
       this.stream(id, out, PUSHED);
@@ -128,10 +129,7 @@ export class LargeMessages {
     }
     this.outgoing.set(id, out);
     const header = new Int32Array(rts);
-    header[H_TOKEN] = id;
-    header[H_SLICE] = -1;
-    header[H_OFFSET] = this.host.placement.nodeId;
-    header[H_LEN] = HEADER_BYTES;
+    setRtsRemote(header, 0, this.host.placement.nodeId, id);
     this.host.sendMsg(node, [new Uint8Array(header.buffer)]);
   }
 
@@ -169,12 +167,9 @@ export class LargeMessages {
     const off = this.host.allocator.alloc(w.bytes);
     if (off < 0) return false;
     this.reassembly.set(`${w.node}:${w.id}`, { rank: w.rank, pull: w.pull, header: null, bytes: w.bytes, offset: off, received: 0 });
+    // Engine to engine: only the sender, the message id and the size count.
     const header = new Int32Array(HEADER_WORDS);
-    header[H_KIND] = KIND_PULL;
-    header[H_LEN] = HEADER_BYTES;
-    header[H_DST] = w.srcWorld;
-    header[H_TOKEN] = w.id;
-    header[H_BYTES] = w.bytes;
+    encodePull(header, 0, w.bytes, w.srcWorld, w.id, -1, -1, -1);
     this.host.sendMsg(w.node, [new Uint8Array(header.buffer)]);
     return true;
   }
@@ -190,14 +185,14 @@ export class LargeMessages {
 
   /** Node `from` gives back push credit (KIND_CREDIT). */
   onCredit(from: number, header: Int32Array, frameBytes: number): void {
-    const n = header[H_BYTES]!;
+    const n = creditBytes(header, 0);
     if (!(n > 0) || frameBytes !== HEADER_BYTES || !(from >= 0 && from < this.pushCredit.length)) throw new NbcInternalError(`malformed credit frame from node ${from}`);
     this.pushCredit[from] = Math.min(this.pushCreditMax, this.pushCredit[from]! + n);
   }
 
   /** Node `from` pulls message `id` of a rank of this node: stream its payload there. */
   onPull(from: number, header: Int32Array, frameBytes: number): void {
-    const id = header[H_TOKEN]!;
+    const id = pullMessage(header, 0);
     const out = this.outgoing.get(id);
     if (out === undefined || out.node !== from || frameBytes !== HEADER_BYTES) {
       throw new NbcInternalError(`node ${from} pulled message ${id}, which this node did not offer it`);
@@ -208,33 +203,33 @@ export class LargeMessages {
 
   /** A fragment from node `from` for rank `local` of this node: into its reassembly, handed over when whole. */
   onFragment(from: number, local: number, header: Int32Array, body: Buffer): void {
-    const key = `${from}:${header[H_TOKEN]}`;
-    const fragOffset = header[H_OFFSET]!;
-    const bytes = header[H_BYTES]!;
+    const key = `${from}:${fragMessage(header, 0)}`;
+    const at = fragOffset(header, 0);
+    const bytes = msgBytes(header, 0);
     const n = body.byteLength - HEADER_BYTES;
     let r = this.reassembly.get(key);
-    if (r === undefined && header[H_AUX] === PUSHED && fragOffset === 0 && bytes >= 0) {
+    if (r === undefined && fragPushed(header, 0) === PUSHED && at === 0 && bytes >= 0) {
       r = this.pushed(from, local, header, bytes);
       this.reassembly.set(key, r);
     }
-    if (r === undefined) throw new NbcInternalError(`fragment at ${fragOffset} of a message from node ${from} that nobody pulled`);
-    if (fragOffset !== r.received || r.received + n > r.bytes || bytes !== r.bytes || local !== r.rank) {
+    if (r === undefined) throw new NbcInternalError(`fragment at ${at} of a message from node ${from} that nobody pulled`);
+    if (at !== r.received || r.received + n > r.bytes || bytes !== r.bytes || local !== r.rank) {
       throw new NbcInternalError(`out-of-order or mismatched fragment from node ${from}`);
     }
-    copyAt(body, HEADER_BYTES, this.host.slices[this.host.ep]!, r.offset + fragOffset, n);
+    copyAt(body, HEADER_BYTES, this.host.slices[this.host.ep]!, r.offset + at, n);
     r.received += n;
     if (r.received < r.bytes) return;
     // Pushed: handed to the rank as an RTS naming it, whose ACK returns the credit.
     // Pulled: handed over as the DATA the rank's pull waits for.
     this.reassembly.delete(key);
     const token = this.nextToken++;
-    const record = r.header ?? new Int32Array(HEADER_WORDS);
-    record[H_KIND] = r.header !== null ? KIND_RTS : KIND_DATA;
-    record[H_BYTES] = r.bytes;
-    record[H_SLICE] = this.host.ep;
-    record[H_OFFSET] = r.offset;
-    record[H_TOKEN] = token;
-    record[H_AUX] = r.header !== null ? 0 : r.pull;
+    let record = r.header;
+    if (record !== null) {
+      setRtsLocal(record, 0, r.bytes, token, this.host.ep, r.offset);
+    } else {
+      record = new Int32Array(HEADER_WORDS);
+      encodeData(record, 0, r.pull, r.bytes, token, this.host.ep, r.offset);
+    }
     this.held.set(token, { offset: r.offset, bytes: r.bytes, creditTo: r.header !== null ? from : -1 });
     this.host.deliver(r.rank, record, null);
   }
@@ -245,7 +240,7 @@ export class LargeMessages {
     const off = allocator.alloc(bytes);
     if (off < 0) {
       throw new NbcNoMemError(
-        `Cannot receive a ${bytes}-byte message for rank ${header[H_DST]} from node ${from}: the engine's arena slice has ` +
+        `Cannot receive a ${bytes}-byte message for rank ${recDst(header, 0)} from node ${from}: the engine's arena slice has ` +
         `${allocator.available} bytes free; expected a larger NBC_ARENA_MB`);
     }
     return { rank: local, pull: -1, header, bytes, offset: off, received: 0 };
@@ -258,19 +253,15 @@ export class LargeMessages {
    */
   private stream(id: number, out: Outgoing, aux = 0): void {
     const rts = out.header;
-    const bytes = rts[H_BYTES]!;
-    const slice = rts[H_SLICE]!;
-    const offset = rts[H_OFFSET]!;
-    const token = rts[H_TOKEN]!;
+    const bytes = msgBytes(rts, 0);
+    const slice = rtsSlice(rts, 0);
+    const offset = rtsOffset(rts, 0);
+    const token = rtsToken(rts, 0);
     const data = this.host.slices[slice]!;
     const acked = (): void => this.host.guard(() => this.deliverAck(out.rank, token, slice));
     forEachFragment(bytes, (done, n, last) => {
       const header = new Int32Array(rts);
-      header[H_KIND] = KIND_FRAG;
-      header[H_TOKEN] = id;
-      header[H_AUX] = aux;
-      header[H_OFFSET] = done;
-      header[H_LEN] = HEADER_BYTES + n;
+      encodeFrag(header, 0, HEADER_BYTES + n, id, done, aux);
       this.host.sendMsg(out.node, [new Uint8Array(header.buffer), data.subarray(offset + done, offset + done + n)], last ? acked : undefined);
     });
   }
@@ -278,18 +269,13 @@ export class LargeMessages {
   /** Gives `bytes` of push credit back to `node` (a pushed payload's room was freed). */
   private returnCredit(node: number, bytes: number): void {
     const header = new Int32Array(HEADER_WORDS);
-    header[H_KIND] = KIND_CREDIT;
-    header[H_LEN] = HEADER_BYTES;
-    header[H_BYTES] = bytes;
-    header[H_DST] = -1;
+    encodeCredit(header, 0, bytes);
     this.host.sendMsg(node, [new Uint8Array(header.buffer)]);
   }
 
   private deliverAck(rank: number, token: number, slice: number): void {
     const header = new Int32Array(HEADER_WORDS);
-    header[H_KIND] = KIND_ACK;
-    header[H_TOKEN] = token;
-    header[H_SLICE] = slice;
+    encodeAck(header, 0, token, slice);
     this.host.deliver(rank, header, null);
   }
 }

@@ -27,9 +27,12 @@
 import { Buffer } from 'node:buffer';
 import { NbcInternalError } from '../errors.js';
 import {
-  endpointWord, H_BYTES, H_DST, H_KIND, H_LEN, H_OFFSET, H_SLICE, H_SRC_WORLD, H_TOKEN, HEADER_BYTES, HEADER_WORDS, kDoorbell, KIND_ACK,
-  KIND_COMM, KIND_CREDIT, KIND_EAGER, KIND_EAGER_CREDIT, KIND_FIN, KIND_FRAG, KIND_POST, KIND_PULL, KIND_RTS, KIND_SCHED, kSleeping,
+  endpointWord, HEADER_BYTES, HEADER_WORDS, kDoorbell, KIND_ACK, KIND_COMM, KIND_CREDIT, KIND_EAGER, KIND_EAGER_CREDIT, KIND_FIN,
+  KIND_FRAG, KIND_POST, KIND_PULL, KIND_RTS, KIND_SCHED, kSleeping,
 } from '../shm/layout.js';
+import {
+  ackToken, encodeFin, finRank, msgBytes, pullBytes, pullId, pullMessage, pullNode, pullSender, recDst, recKind, recLen, rtsNode, rtsSlice,
+} from '../shm/record.js';
 import { OffloadEngine } from '../sched/offload.js';
 import { finishedHeader, finishedRank, OF_BYTES, readOffloadHeader } from '../sched/offload-records.js';
 import type { UcxPath } from '../p2p/ucx.js';
@@ -252,9 +255,9 @@ export class Engine {
   private linkFull(ring: Ring, at: number): boolean {
     if (this.links === null) return false;
     const w = at >> 2;
-    const kind = ring.i32[w + H_KIND]!;
+    const kind = recKind(ring.i32, w);
     if (kind !== KIND_EAGER && kind !== KIND_RTS) return false;
-    const node = this.placement.nodeOfRank[ring.i32[w + H_DST]!]!;
+    const node = this.placement.nodeOfRank[recDst(ring.i32, w)]!;
     return node !== this.placement.nodeId && this.links.writableBytesPending(node) > HIGH_WATER;
   }
 
@@ -274,7 +277,7 @@ export class Engine {
           break;
         }
         found = true;
-        const len = ring.i32[(at >> 2) + H_LEN]!;
+        const len = recLen(ring.i32, at >> 2);
         this.fromRank(r, ring, at);
         if (ring.release(len)) wake(this.control, r);
       }
@@ -287,7 +290,7 @@ export class Engine {
   private fromRank(rank: number, ring: Ring, at: number): void {
     const i32 = ring.i32;
     const w = at >> 2;
-    const kind = i32[w + H_KIND]!;
+    const kind = recKind(i32, w);
     switch (kind) {
       case KIND_POST:
       case KIND_SCHED:
@@ -297,22 +300,22 @@ export class Engine {
         return;
       }
       case KIND_ACK:
-        this.large.ack(i32[w + H_TOKEN]!);
+        this.large.ack(ackToken(i32, w));
         return;
       case KIND_PULL:
-        this.large.pull(rank, i32[w + H_SLICE]!, i32[w + H_OFFSET]!, i32[w + H_TOKEN]!, i32[w + H_BYTES]!, i32[w + H_DST]!);
+        this.large.pull(rank, pullId(i32, w), pullNode(i32, w), pullMessage(i32, w), pullBytes(i32, w), pullSender(i32, w));
         return;
       case KIND_FIN:
-        this.offload.peerFinished(i32[w + H_SRC_WORLD]!);
+        this.offload.peerFinished(finRank(i32, w));
         this.announceFinished(i32.slice(w, w + HEADER_WORDS));
         return;
     }
-    const dst = i32[w + H_DST]!;
+    const dst = recDst(i32, w);
     const node = this.placement.nodeOfRank[dst]!;
     if (this.links === null || node === this.placement.nodeId) {
       throw new NbcInternalError(`rank ${rank} routed a message for rank ${dst} through the engine`);
     }
-    const bytes = i32[w + H_BYTES]!;
+    const bytes = msgBytes(i32, w);
     if (kind === KIND_EAGER || kind === KIND_EAGER_CREDIT) {
       if (kind === KIND_EAGER_CREDIT && bytes !== 0) throw new NbcInternalError(`rank ${rank} sent an eager credit record with a payload`);
       // One copy out of the ring into a frame buffer: the ring slot is reused as soon as we
@@ -359,7 +362,7 @@ export class Engine {
   private announceFinished(fin: Int32Array): void {
     const links = this.links;
     if (links === null) return;
-    const world = fin[H_SRC_WORLD]!;
+    const world = finRank(fin, 0);
     if (this.ucx !== null) {
       // The ranks heard it over UCX from the rank itself; the other engines, for their
       // offloaded collectives, hear it here, behind this engine's offload frames to them.
@@ -392,12 +395,9 @@ export class Engine {
       throw new NbcInternalError(`rank ${worldRank} was announced finished to node ${p.nodeId}, which does not expect that rank's word`);
     }
     this.offload.peerFinished(worldRank);
-    // As the rank's own FIN (transport.ts announceFinished): no context, source or tag.
-    const header = new Int32Array(HEADER_WORDS).fill(-1);
-    header[H_KIND] = KIND_FIN;
-    header[H_LEN] = HEADER_BYTES;
-    header[H_BYTES] = 0;
-    header[H_SRC_WORLD] = worldRank;
+    // As the rank's own FIN (transport.ts announceFinished), to every rank of the node.
+    const header = new Int32Array(HEADER_WORDS);
+    encodeFin(header, 0, -1, worldRank);
     for (let r = 0; r < this.toRanks.ranks; r++) this.toRanks.deliver(r, header, null);
   }
 
@@ -517,20 +517,20 @@ export class Engine {
     // The frame body may not be 4-byte aligned: copy the header out.
     const header = new Int32Array(HEADER_WORDS);
     new Uint8Array(header.buffer).set(body.subarray(0, HEADER_BYTES));
-    const kind = header[H_KIND]!;
+    const kind = recKind(header, 0);
     if (kind === KIND_CREDIT) {
       this.large.onCredit(from, header, body.byteLength);
       return;
     }
     if (kind === KIND_FIN) {
-      const world = header[H_SRC_WORLD]!;
+      const world = finRank(header, 0);
       if (body.byteLength !== HEADER_BYTES || this.placement.nodeOfRank[world] !== from) {
         throw new NbcInternalError(`malformed FIN frame from node ${from}`);
       }
       this.finishedElsewhere(world);
       return;
     }
-    const dst = header[H_DST]!;
+    const dst = recDst(header, 0);
     if (!(dst >= 0 && dst < this.placement.worldSize) || this.placement.nodeOfRank[dst] !== this.placement.nodeId) {
       throw new NbcInternalError(`node ${from} sent a message for rank ${dst}, which is not on this node`);
     }
@@ -547,8 +547,8 @@ export class Engine {
    * at the sender (the rank pulls it once a receive matches).
    */
   private onForRank(from: number, local: number, header: Int32Array, body: Buffer): void {
-    const kind = header[H_KIND]!;
-    const bytes = header[H_BYTES]!;
+    const kind = recKind(header, 0);
+    const bytes = msgBytes(header, 0);
     if (kind === KIND_EAGER) {
       if (body.byteLength !== HEADER_BYTES + bytes) {
         throw new NbcInternalError(`frame from node ${from} declares ${bytes} payload bytes but carries ${body.byteLength - HEADER_BYTES}`);
@@ -558,7 +558,7 @@ export class Engine {
     }
     if (kind === KIND_EAGER_CREDIT) {
       if (body.byteLength !== HEADER_BYTES || bytes !== 0) throw new NbcInternalError(`malformed eager credit frame from node ${from}`);
-    } else if (body.byteLength !== HEADER_BYTES || header[H_SLICE] !== -1 || header[H_OFFSET] !== from) {
+    } else if (body.byteLength !== HEADER_BYTES || rtsSlice(header, 0) !== -1 || rtsNode(header, 0) !== from) {
       throw new NbcInternalError(`malformed RTS frame from node ${from}`);
     }
     this.toRanks.deliver(local, header, null);

@@ -4,12 +4,13 @@
  * executor decodes them here, sched/offload.ts `onRecord`), and the header of the frames that
  * engines exchange for offloaded schedules (FRAME_OFFLOAD, over TCP links or UCX).
  *
- * Rank -> engine records share the ring record header (shm/layout.ts); per kind:
+ * Rank -> engine records share the ring record header (shm/record.ts encodeOffload writes it,
+ * through the rank's `toEngine`; its readers decode it). Per kind, after the header:
  *
- *   KIND_SCHED  H_CTX ctx, H_SRC rank, H_DST schedule id; words: the schedule (sched/wire.ts)
- *   KIND_COMM   H_CTX ctx, H_SRC rank, H_TAG 0 or COMM_RELEASE; words: the members' world ranks
- *   KIND_POST   H_CTX ctx, H_SRC rank, H_TAG tag, H_DST schedule id (0: a two-level call),
- *               H_SLICE/H_OFFSET the completion word; words: the post's arguments (encodePost)
+ *   KIND_SCHED  schedule `id`: the schedule's words (sched/wire.ts)
+ *   KIND_COMM   communicator `ctx` (tag 0, or COMM_RELEASE): its members' world ranks (none to release)
+ *   KIND_POST   schedule `id` (0: a two-level call) on `ctx`, completing at (slot, slot offset):
+ *               the post's arguments (encodePost)
  *
  * An offload frame: OF_WORDS Int32 words, then at most one fragment (net/fragment.ts) of the
  * message. A header whose OF_DST is -1 carries no payload: world rank OF_SRC has returned
@@ -17,9 +18,8 @@
  *
  * Core code: no node:* imports.
  */
-import {
-  H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_OFFSET, H_SLICE, H_SRC, H_TAG, HEADER_BYTES, HEADER_WORDS, KIND_COMM, KIND_POST, KIND_SCHED,
-} from '../shm/layout.js';
+import { HEADER_BYTES, HEADER_WORDS, KIND_COMM, KIND_POST, KIND_SCHED } from '../shm/layout.js';
+import { offBytes, offCtx, offId, offRank, offTag, postSlot, postSlotOffset, recKind, recLen } from '../shm/record.js';
 import { FRAGMENT_BYTES } from '../net/fragment.js';
 import type { TwoLevelCall } from './two-level.js';
 
@@ -136,8 +136,8 @@ export interface OffloadRecord {
 /** The offload record at word `w` of a ring. */
 export function decodeOffloadRecord(i32: Int32Array, w: number): OffloadRecord {
   return {
-    kind: i32[w + H_KIND]!, ctx: i32[w + H_CTX]!, rank: i32[w + H_SRC]!, tag: i32[w + H_TAG]!, id: i32[w + H_DST]!,
-    slotSlice: i32[w + H_SLICE]!, slotOffset: i32[w + H_OFFSET]!, bytes: i32[w + H_BYTES]!, len: i32[w + H_LEN]!, words: w + HEADER_WORDS,
+    kind: recKind(i32, w), ctx: offCtx(i32, w), rank: offRank(i32, w), tag: offTag(i32, w), id: offId(i32, w),
+    slotSlice: postSlot(i32, w), slotOffset: postSlotOffset(i32, w), bytes: offBytes(i32, w), len: recLen(i32, w), words: w + HEADER_WORDS,
   };
 }
 
