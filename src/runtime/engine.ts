@@ -243,7 +243,6 @@ export class Engine {
     this.arm();
   };
 
-
   private hasWork(): boolean {
     if (this.toRanks.hasPending) return true;
     // A blocked ring's records wait for the link's 'drain', which polls again.

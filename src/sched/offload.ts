@@ -13,7 +13,12 @@
  * host-executed schedules exchange the same messages.
  *
  * Completion: the engine stores 1 (or 2 on error) into the request's completion word in the
- * rank's arena slice and rings the rank's doorbell. Core code: no node:* imports.
+ * rank's arena slice and rings the rank's doorbell.
+ *
+ * Its inputs, dispatched to it by the engine (runtime/engine.ts): the ranks' records
+ * (`onRecord`) and other engines' frames (`onFrame`), both laid out in offload-records.ts; a
+ * message to another node leaves as one frame per fragment (net/fragment.ts). Core code: no
+ * node:* imports.
  */
 import { NbcArgError, NbcError, NbcInternalError, NbcPeerFailedError, NbcTruncateError } from '../errors.js';
 import { DTYPE_COUNT, type DType } from '../ops/dtype.js';
