@@ -93,8 +93,8 @@ export interface LargeHost {
 }
 
 export class LargeMessages {
-  /** Payloads arriving (pulled or pushed) by `${sender node}:${message id}`; pulls waiting for arena room, in order. */
-  private readonly reassembly = new Map<string, Reassembly>();
+  /** Payloads arriving (pulled or pushed), by `arrivalKey` (sender node, message id); pulls waiting for arena room, in order. */
+  private readonly reassembly = new Map<number, Reassembly>();
   private readonly waitingPulls: WaitingPull[] = [];
   /** Sent RTSs whose payload waits for the receiving node's PULL, by message id. */
   private readonly outgoing = new Map<number, Outgoing>();
@@ -166,12 +166,17 @@ export class LargeMessages {
   private startPull(w: WaitingPull): boolean {
     const off = this.host.allocator.alloc(w.bytes);
     if (off < 0) return false;
-    this.reassembly.set(`${w.node}:${w.id}`, { rank: w.rank, pull: w.pull, header: null, bytes: w.bytes, offset: off, received: 0 });
+    this.reassembly.set(this.arrivalKey(w.node, w.id), { rank: w.rank, pull: w.pull, header: null, bytes: w.bytes, offset: off, received: 0 });
     // Engine to engine: only the sender, the message id and the size count.
     const header = new Int32Array(HEADER_WORDS);
     encodePull(header, 0, w.bytes, w.srcWorld, w.id, -1, -1, -1);
     this.host.sendMsg(w.node, [new Uint8Array(header.buffer)]);
     return true;
+  }
+
+  /** A number per (sending node, its message id): ids are Int32 words, so the product stays exact. */
+  private arrivalKey(node: number, id: number): number {
+    return id * this.pushCredit.length + node;
   }
 
   private startWaitingPulls(): void {
@@ -203,7 +208,7 @@ export class LargeMessages {
 
   /** A fragment from node `from` for rank `local` of this node: into its reassembly, handed over when whole. */
   onFragment(from: number, local: number, header: Int32Array, body: Buffer): void {
-    const key = `${from}:${fragMessage(header, 0)}`;
+    const key = this.arrivalKey(from, fragMessage(header, 0));
     const at = fragOffset(header, 0);
     const bytes = msgBytes(header, 0);
     const n = body.byteLength - HEADER_BYTES;

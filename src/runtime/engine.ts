@@ -12,7 +12,8 @@
  * Records for this node's ranks go through engine-deliver.ts (queued while a ring is full,
  * back-pressure on the links). Large messages cross as fragments (net/fragment.ts), pushed
  * within a credit or pulled (engine-large.ts). `agg` calls go to the aggregation fabric
- * (agg-node.ts); with the UCX transport the offload frames travel over the engine's UCP worker.
+ * (agg-node.ts); with the UCX transport the offload frames travel over the engine's UCP worker
+ * (engine-ucx.ts).
  *
  * The engine never blocks: it parks with Atomics.waitAsync on its doorbell, so TCP events keep
  * flowing while it waits for ranks. With a spin budget (EngineWait.spinUs > 0) it first keeps
@@ -34,7 +35,7 @@ import {
   ackToken, encodeFin, finRank, msgBytes, pullBytes, pullId, pullMessage, pullNode, pullSender, recDst, recKind, recLen, rtsNode, rtsSlice,
 } from '../shm/record.js';
 import { OffloadEngine } from '../sched/offload.js';
-import { finishedHeader, finishedRank, OF_BYTES, readOffloadHeader } from '../sched/offload-records.js';
+import { finishedRank, OF_BYTES, readOffloadHeader } from '../sched/offload-records.js';
 import type { UcxPath } from '../p2p/ucx.js';
 import { AggNode } from './agg-node.js';
 import { interNodeSchedule } from '../coll/select.js';
@@ -45,6 +46,7 @@ import { Ring } from '../shm/ring.js';
 import { copyAt, type Placement } from '../p2p/transport.js';
 import { HIGH_WATER, RankDelivery } from './engine-deliver.js';
 import { LargeMessages } from './engine-large.js';
+import { EngineUcx } from './engine-ucx.js';
 
 export { HIGH_WATER, LOW_WATER, PENDING_RECORD_COST } from './engine-deliver.js';
 export { PUSH_CREDIT_BYTES, PUSH_MESSAGE_COST } from './engine-large.js';
@@ -119,9 +121,8 @@ export class Engine {
   readonly offload: OffloadEngine;
   /** The node's side of the aggregation fabric (`agg` calls; node-main sets it with useAgg). */
   private agg = new AggNode(null, 'the node has not joined an aggregation fabric', () => {});
-  /** With the UCX transport: this engine's UCP worker, peers indexed by node id (useUcx). */
-  private ucx: UcxPath | null = null;
-  private ucxPumping = false;
+  /** With the UCX transport: the offload frames' path over this engine's UCP worker (useUcx). */
+  private ucx: EngineUcx | null = null;
   /**
    * Where a finished rank's word goes for nodes without a link to this one (node-main.ts: a
    * rendezvous broadcast, whose receivers call `finishedElsewhere`); null where there is none.
@@ -238,7 +239,7 @@ export class Engine {
     this.yieldCore?.();
     this.guard(() => {
       const ranks = this.poll();
-      if (this.drainUcx() || ranks) this.lastWork = performance.now();
+      if ((this.ucx !== null && this.ucx.drain()) || ranks) this.lastWork = performance.now();
     });
     this.arm();
   };
@@ -343,7 +344,7 @@ export class Engine {
   /** One offload frame to node `node`'s engine: over UCX where the engine has it, else its link. */
   private sendOffload(node: number, header: Int32Array, payload: Uint8Array, onWritten: () => void): void {
     if (this.ucx !== null) {
-      this.sendUcx(node, header, payload, onWritten);
+      this.ucx.send(node, header, payload, onWritten);
       return;
     }
     if (this.links === null) throw new NbcInternalError('an offloaded schedule addressed another node, but this node has no links');
@@ -365,13 +366,7 @@ export class Engine {
     if (this.ucx !== null) {
       // The ranks heard it over UCX from the rank itself; the other engines, for their
       // offloaded collectives, hear it here, behind this engine's offload frames to them.
-      // Sent at the end of the job, maybe as a node exits: a failed send is no news (a lost
-      // node is reported by its links and the rendezvous).
-      const msg = new Uint8Array(finishedHeader(world).buffer);
-      for (let node = 0; node < this.nodes; node++) {
-        if (node !== this.placement.nodeId) this.ucx.sendMessage(node, msg, () => {});
-      }
-      this.schedulePump();
+      this.ucx.announceFinished(world, this.nodes, this.placement.nodeId);
       return;
     }
     const unlinked: number[] = [];
@@ -409,75 +404,21 @@ export class Engine {
   /**
    * Carries the offloaded schedules' frames over UCX instead of the TCP links (the UCX
    * transport): `ucx` is this engine's worker, its peers the other nodes' engines by node id.
-   * Its progress runs on this thread's event loop: woken by the worker's event fd, and kept
-   * turning while sends are in flight.
    */
   useUcx(ucx: UcxPath): void {
-    this.ucx = ucx;
-    this.pumpUcx();
+    this.ucx = new EngineUcx(ucx, {
+      live: () => !this.stopped,
+      guard: (fn) => this.guard(fn),
+      onFrame: (from, body) => this.onOffloadFrame(from, body),
+      count: (bytes) => this.count(bytes),
+      worked: () => { this.lastWork = performance.now(); },
+    });
+    this.ucx.start();
   }
 
   /** Serves `agg` calls through `node` (runtime/agg-node.ts). */
   useAgg(node: AggNode): void {
     this.agg = node;
-  }
-
-  /** One frame: header and payload copied into one message, so the payload's region is free at once. */
-  private sendUcx(node: number, header: Int32Array, payload: Uint8Array, onWritten: () => void): void {
-    const msg = new Uint8Array(OF_BYTES + payload.byteLength);
-    msg.set(new Uint8Array(header.buffer, header.byteOffset, OF_BYTES));
-    msg.set(payload, OF_BYTES);
-    this.ucx!.sendMessage(node, msg, (err) => {
-      if (err !== null) this.guard(() => { throw err; });
-    });
-    this.count(msg.byteLength);
-    queueMicrotask(() => this.guard(onWritten));
-    this.schedulePump();
-  }
-
-  private schedulePump(): void {
-    if (this.ucxPumping) return;
-    this.ucxPumping = true;
-    setImmediate(() => {
-      this.ucxPumping = false;
-      this.pumpUcx();
-    });
-  }
-
-  /** Receives every frame UCX has, then sleeps on the worker's events (or turns again while sends are in flight). */
-  private pumpUcx(): void {
-    const ucx = this.ucx;
-    if (ucx === null || this.stopped) return;
-    this.guard(() => {
-      if (this.drainUcx()) this.lastWork = performance.now();
-    });
-    if (this.stopped) return;
-    if (ucx.busy) {
-      this.schedulePump();
-      return;
-    }
-    ucx.watch(() => this.pumpUcx());
-    // The worker's event fd does not report every UCX event (seen on tcp with three engines
-    // exchanging rendezvous frames), so look again after a pause that starts at 1 ms after
-    // activity and doubles while nothing arrives, up to 100 ms.
-    const delay = ucx.idleDelayMs();
-    setTimeout(() => this.schedulePump(), delay).unref();
-  }
-
-  /** Hands every frame the UCX worker has to onFrame; true when there was one. */
-  private drainUcx(): boolean {
-    const ucx = this.ucx;
-    if (ucx === null) return false;
-    let found = false;
-    // One progress of the worker, then the frames it brought without another (ucx.ts, poll).
-    let len = ucx.poll();
-    while (len >= 0) {
-      found = true;
-      // a copy: the offload engine may keep an unexpected frame's body until its receive
-      this.onFrame(ucx.lastSender, FRAME_OFFLOAD, Buffer.from(ucx.inbox.subarray(0, len)));
-      len = ucx.poll(false);
-    }
-    return found;
   }
 
   private count(bytes: number): void {
