@@ -8,7 +8,7 @@ import { shape, topologyOf, type CollShape } from '../src/coll/shape.ts';
 import { A_RECV, A_REDUCE, A_SEND, RECV, SEND, ScheduleBuilder, TMP, type Schedule } from '../src/sched/schedule.ts';
 import { Interpreter, Run, type Port } from '../src/sched/interpreter.ts';
 import { TL_ALLGATHER, TL_ALLTOALL, nodeLayout, planTwoLevel } from '../src/sched/two-level.ts';
-import { decodePost, encodePost, POST_TWO_LEVEL_WORDS, POST_WORDS } from '../src/sched/offload.ts';
+import { decodePost, encodePost, POST_TWO_LEVEL_WORDS, POST_WORDS } from '../src/sched/offload-records.ts';
 import { ALGORITHMS } from '../src/coll/select.ts';
 import { splitmix32 } from '../src/sim/engine.ts';
 import { buildProgram, callSchedules, SIM_COLLS, type CallSpec, type SimExecutor } from '../src/sim/program.ts';

@@ -70,7 +70,27 @@ export function ringBase(from: number, to: number, endpoints: number, ringBytes:
 // ---- message records -----------------------------------------------------------------
 /**
  * A message record: a 48-byte header of Int32 words, then the payload, padded to 8 bytes.
- * The same header travels inside TCP frames between engines.
+ * The same header travels inside TCP frames between engines and as UCX header messages.
+ * shm/record.ts encodes and decodes every kind (nothing else writes these words). The words
+ * per kind (-: unused, written -1 or 0):
+ *
+ *   word        EAGER  RTS          ACK    PULL     DATA    FRAG     E_CREDIT CREDIT UCX_PULL FIN  POST/SCHED/COMM
+ *   0 KIND      kind ------------------------------------------------------------------------------------------->
+ *   1 LEN       record bytes, header included, padded to 8 ------------------------------------------------------>
+ *   2 CTX       ctx    ctx          -      -        -       ctx      -        -      -        -    ctx
+ *   3 SRC       src    src          -      -        -       src      -        -      -        -    rank
+ *   4 TAG       tag    tag          -      -        -       tag      -        -      -        -    tag (COMM: release)
+ *   5 BYTES     bytes  bytes        -      bytes    bytes   bytes    0        credit 0        0    payload bytes
+ *   6 DST       dst    dst          -      sender   -       dst      to       -      to       dst  schedule id
+ *   7 TOKEN     -      token|msg id token  msg id   token   msg id   credit   -      token    -    -
+ *   8 SLICE     -      slice|-1     slice  pull id  slice   (slice)  -        -      -        -    POST: slot
+ *   9 OFFSET    -      offset|node  -      node     offset  frag off -        -      -        -    POST: slot offset
+ *   10 SRC_WORLD from  from         -      from     -       from     from     -      from     rank from
+ *   11 AUX      -      UCX: held    -      -        pull id pushed   -        -      -        -    -
+ *
+ * RTS: `slice|-1`, `offset|node`, `token|msg id`: a payload in an arena slice of this node, or
+ * (H_SLICE = -1) one that waits on node `node` under its engine's message id (TCP) or at the
+ * sender under `token` (UCX). PULL's `node` and `pull id` only rank -> engine.
  */
 export const H_KIND = 0;
 /** Record length in bytes, header included, padded to 8. */

@@ -1,0 +1,223 @@
+/**
+ * Message records as a union: one encoder and one set of field readers (its decoder) per
+ * record kind, beside the word map (shm/layout.ts draws which word holds what for each kind).
+ * Nothing else writes header words: rings, TCP frames and UCX headers all carry records
+ * written here, and the kinds that reuse a word for another meaning (a remote RTS's node in
+ * H_OFFSET, a PULL's id in H_SLICE) name it here once.
+ *
+ * Every function is a plain function of (i32, w, ...), `w` the record's first Int32 index, so
+ * V8 inlines it into the hot paths and no object is made per record. Encoders write every
+ * header word (those a kind leaves unused get -1 or 0), so no stale word of an earlier record
+ * in the same ring slot survives.
+ */
+import {
+  H_AUX, H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_OFFSET, H_SLICE, H_SRC, H_SRC_WORLD, H_TAG, H_TOKEN, HEADER_BYTES,
+  KIND_ACK, KIND_CREDIT, KIND_DATA, KIND_EAGER, KIND_EAGER_CREDIT, KIND_FIN, KIND_FRAG, KIND_PULL, KIND_RTS,
+  KIND_UCX_PULL,
+} from './layout.js';
+
+/** Writes all twelve header words (the one place that does). */
+function header(i32: Int32Array, w: number, kind: number, len: number, ctx: number, src: number, tag: number,
+  bytes: number, dst: number, token: number, slice: number, offset: number, from: number, aux: number): void {
+  i32[w + H_KIND] = kind;
+  i32[w + H_LEN] = len;
+  i32[w + H_CTX] = ctx;
+  i32[w + H_SRC] = src;
+  i32[w + H_TAG] = tag;
+  i32[w + H_BYTES] = bytes;
+  i32[w + H_DST] = dst;
+  i32[w + H_TOKEN] = token;
+  i32[w + H_SLICE] = slice;
+  i32[w + H_OFFSET] = offset;
+  i32[w + H_SRC_WORLD] = from;
+  i32[w + H_AUX] = aux;
+}
+
+// ---- every kind ------------------------------------------------------------------------
+export function recKind(i32: Int32Array, w: number): number { return i32[w + H_KIND]!; }
+/** Record length in bytes, header included, padded to 8. */
+export function recLen(i32: Int32Array, w: number): number { return i32[w + H_LEN]!; }
+/** Sets the record length (a record copied into a ring with a padded payload). */
+export function setRecLen(i32: Int32Array, w: number, len: number): void { i32[w + H_LEN] = len; }
+/** The world rank that wrote the record (EAGER, RTS, PULL, EAGER_CREDIT, UCX_PULL, FIN, offload records). */
+export function recFrom(i32: Int32Array, w: number): number { return i32[w + H_SRC_WORLD]!; }
+/** The destination world rank, by which engines route (EAGER, RTS, FRAG, EAGER_CREDIT, UCX_PULL; -1 for a FIN to all). */
+export function recDst(i32: Int32Array, w: number): number { return i32[w + H_DST]!; }
+
+// ---- EAGER and RTS: a message's envelope (FRAG keeps it) --------------------------------
+/** Communicator context id. */
+export function msgCtx(i32: Int32Array, w: number): number { return i32[w + H_CTX]!; }
+/** Sender's rank in the communicator. */
+export function msgSrc(i32: Int32Array, w: number): number { return i32[w + H_SRC]!; }
+/** The tag (its sign bit: TAG_INVALID, data a failed collective still sends). */
+export function msgTag(i32: Int32Array, w: number): number { return i32[w + H_TAG]!; }
+/** Payload bytes of the whole message (EAGER: inline after the header). */
+export function msgBytes(i32: Int32Array, w: number): number { return i32[w + H_BYTES]!; }
+
+// ---- EAGER -----------------------------------------------------------------------------
+/** EAGER: `bytes` of payload follow the header; `len` = align8(HEADER_BYTES + bytes) in rings. */
+export function encodeEager(i32: Int32Array, w: number, len: number, ctx: number, src: number, tag: number,
+  bytes: number, dst: number, from: number): void {
+  header(i32, w, KIND_EAGER, len, ctx, src, tag, bytes, dst, 0, -1, 0, from, 0);
+}
+
+// ---- RTS -------------------------------------------------------------------------------
+/**
+ * RTS within a node (or handed over by the engine): the payload lies at `offset` of endpoint
+ * `slice`'s arena slice; the receiver copies it and ACKs `token` to the slice's owner.
+ */
+export function encodeRts(i32: Int32Array, w: number, ctx: number, src: number, tag: number, bytes: number,
+  dst: number, token: number, slice: number, offset: number, from: number): void {
+  header(i32, w, KIND_RTS, HEADER_BYTES, ctx, src, tag, bytes, dst, token, slice, offset, from, 0);
+}
+/**
+ * RTS over UCX: the payload comes as a UCX data message tagged with `token`; `held` (1) when
+ * the sender sends it only once asked (KIND_UCX_PULL), 0 when it sent it at once (p2p/ucx.ts).
+ */
+export function encodeUcxRts(i32: Int32Array, w: number, ctx: number, src: number, tag: number, bytes: number,
+  dst: number, token: number, held: number, from: number): void {
+  header(i32, w, KIND_RTS, HEADER_BYTES, ctx, src, tag, bytes, dst, token, -1, 0, from, held);
+}
+/**
+ * Readdresses a copied RTS for another node (engine, TCP): the payload waits at node `node`
+ * under the sending engine's message id `message`, to be pulled.
+ */
+export function setRtsRemote(i32: Int32Array, w: number, node: number, message: number): void {
+  i32[w + H_LEN] = HEADER_BYTES;
+  i32[w + H_TOKEN] = message;
+  i32[w + H_SLICE] = -1;
+  i32[w + H_OFFSET] = node;
+  i32[w + H_AUX] = 0;
+}
+/** Readdresses an RTS whose payload the engine holds: at `offset` of slice `slice`, ACKed by `token`. */
+export function setRtsLocal(i32: Int32Array, w: number, bytes: number, token: number, slice: number, offset: number): void {
+  i32[w + H_KIND] = KIND_RTS;
+  i32[w + H_BYTES] = bytes;
+  i32[w + H_TOKEN] = token;
+  i32[w + H_SLICE] = slice;
+  i32[w + H_OFFSET] = offset;
+  i32[w + H_AUX] = 0;
+}
+/** What the receiver ACKs (local RTS), or the UCX rendezvous token. */
+export function rtsToken(i32: Int32Array, w: number): number { return i32[w + H_TOKEN]!; }
+/** Endpoint whose arena slice holds the payload; -1 when it waits on another node (remote RTS, UCX). */
+export function rtsSlice(i32: Int32Array, w: number): number { return i32[w + H_SLICE]!; }
+/** Byte offset of the payload in that slice (local RTS). */
+export function rtsOffset(i32: Int32Array, w: number): number { return i32[w + H_OFFSET]!; }
+/** Remote RTS (TCP): the node whose engine holds the payload. */
+export function rtsNode(i32: Int32Array, w: number): number { return i32[w + H_OFFSET]!; }
+/** Remote RTS (TCP): the sending engine's message id, named in the PULL. */
+export function rtsMessage(i32: Int32Array, w: number): number { return i32[w + H_TOKEN]!; }
+/** UCX RTS: 1 when the payload waits for a KIND_UCX_PULL. */
+export function rtsHeld(i32: Int32Array, w: number): number { return i32[w + H_AUX]!; }
+
+// ---- ACK -------------------------------------------------------------------------------
+/** ACK: the RTS payload at slice `slice` named by `token` was copied; its owner may free it. */
+export function encodeAck(i32: Int32Array, w: number, token: number, slice: number): void {
+  header(i32, w, KIND_ACK, HEADER_BYTES, -1, -1, -1, 0, -1, token, slice, 0, -1, 0);
+}
+export function ackToken(i32: Int32Array, w: number): number { return i32[w + H_TOKEN]!; }
+export function ackSlice(i32: Int32Array, w: number): number { return i32[w + H_SLICE]!; }
+
+// ---- PULL ------------------------------------------------------------------------------
+/**
+ * PULL (TCP rendezvous): a receive matched message `message` (`bytes` long) of world rank
+ * `sender` on node `node`. Rank -> engine it names the rank's pull id `pull`, which the DATA
+ * answering it carries; engine -> engine only `sender`, `message` and `bytes` count.
+ */
+export function encodePull(i32: Int32Array, w: number, bytes: number, sender: number, message: number, pull: number,
+  node: number, from: number): void {
+  header(i32, w, KIND_PULL, HEADER_BYTES, -1, -1, -1, bytes, sender, message, pull, node, from, 0);
+}
+export function pullBytes(i32: Int32Array, w: number): number { return i32[w + H_BYTES]!; }
+/** The sending rank (world), on the node that holds the payload. */
+export function pullSender(i32: Int32Array, w: number): number { return i32[w + H_DST]!; }
+export function pullMessage(i32: Int32Array, w: number): number { return i32[w + H_TOKEN]!; }
+/** The pulling rank's id for it (rank -> engine). */
+export function pullId(i32: Int32Array, w: number): number { return i32[w + H_SLICE]!; }
+/** The node holding the payload (rank -> engine). */
+export function pullNode(i32: Int32Array, w: number): number { return i32[w + H_OFFSET]!; }
+
+// ---- DATA ------------------------------------------------------------------------------
+/**
+ * DATA (engine -> rank): pull `pull` arrived: `bytes` at `offset` of slice `slice`, to be
+ * copied out and ACKed with `token`.
+ */
+export function encodeData(i32: Int32Array, w: number, pull: number, bytes: number, token: number, slice: number,
+  offset: number): void {
+  header(i32, w, KIND_DATA, HEADER_BYTES, -1, -1, -1, bytes, -1, token, slice, offset, -1, pull);
+}
+export function dataPull(i32: Int32Array, w: number): number { return i32[w + H_AUX]!; }
+export function dataBytes(i32: Int32Array, w: number): number { return i32[w + H_BYTES]!; }
+export function dataToken(i32: Int32Array, w: number): number { return i32[w + H_TOKEN]!; }
+export function dataSlice(i32: Int32Array, w: number): number { return i32[w + H_SLICE]!; }
+export function dataOffset(i32: Int32Array, w: number): number { return i32[w + H_OFFSET]!; }
+
+// ---- FRAG ------------------------------------------------------------------------------
+/**
+ * FRAG (engine -> engine), written over a copy of the message's RTS (its envelope and H_BYTES,
+ * the whole message, stay): the piece at `fragOffset` of message `message`, `len` bytes with
+ * its header; `pushed` (1) when sent within push credit, unasked.
+ */
+export function encodeFrag(i32: Int32Array, w: number, len: number, message: number, fragOffset: number,
+  pushed: number): void {
+  i32[w + H_KIND] = KIND_FRAG;
+  i32[w + H_LEN] = len;
+  i32[w + H_TOKEN] = message;
+  i32[w + H_OFFSET] = fragOffset;
+  i32[w + H_AUX] = pushed;
+}
+export function fragMessage(i32: Int32Array, w: number): number { return i32[w + H_TOKEN]!; }
+export function fragOffset(i32: Int32Array, w: number): number { return i32[w + H_OFFSET]!; }
+export function fragPushed(i32: Int32Array, w: number): number { return i32[w + H_AUX]!; }
+
+// ---- EAGER_CREDIT ----------------------------------------------------------------------
+/** EAGER_CREDIT: rank `from` gives rank `to` back `n` bytes of eager credit. */
+export function encodeEagerCredit(i32: Int32Array, w: number, to: number, n: number, from: number): void {
+  header(i32, w, KIND_EAGER_CREDIT, HEADER_BYTES, -1, -1, -1, 0, to, n, -1, 0, from, 0);
+}
+export function eagerCreditBytes(i32: Int32Array, w: number): number { return i32[w + H_TOKEN]!; }
+
+// ---- CREDIT ----------------------------------------------------------------------------
+/** CREDIT (engine -> engine): `bytes` of push credit returned. */
+export function encodeCredit(i32: Int32Array, w: number, bytes: number): void {
+  header(i32, w, KIND_CREDIT, HEADER_BYTES, -1, -1, -1, bytes, -1, 0, -1, 0, -1, 0);
+}
+export function creditBytes(i32: Int32Array, w: number): number { return i32[w + H_BYTES]!; }
+
+// ---- UCX_PULL --------------------------------------------------------------------------
+/** UCX_PULL: rank `from` asks rank `to` for the held payload of rendezvous `token`. */
+export function encodeUcxPull(i32: Int32Array, w: number, to: number, token: number, from: number): void {
+  header(i32, w, KIND_UCX_PULL, HEADER_BYTES, -1, -1, -1, 0, to, token, -1, 0, from, 0);
+}
+export function ucxPullToken(i32: Int32Array, w: number): number { return i32[w + H_TOKEN]!; }
+
+// ---- FIN -------------------------------------------------------------------------------
+/** FIN: world rank `rank` has returned from its job; `dst` the reader, or -1 (every rank of a node). */
+export function encodeFin(i32: Int32Array, w: number, dst: number, rank: number): void {
+  header(i32, w, KIND_FIN, HEADER_BYTES, -1, -1, -1, 0, dst, 0, -1, 0, rank, 0);
+}
+export function finRank(i32: Int32Array, w: number): number { return i32[w + H_SRC_WORLD]!; }
+
+// ---- POST, SCHED, COMM (rank -> engine, the offload executor) ---------------------------
+/**
+ * An offload record (KIND_POST, KIND_SCHED, KIND_COMM; sched/offload-client.ts), `bytes` of
+ * words after the header: `ctx` the collective context, `rank` the poster's rank in it, `tag`
+ * (POST: the collective's tag; COMM: COMM_RELEASE or 0), `id` (POST, SCHED: the schedule id;
+ * POST: 0 for a two-level post), `slot`/`slotOffset` (POST: the completion word's slice and
+ * byte offset).
+ */
+export function encodeOffload(i32: Int32Array, w: number, kind: number, len: number, ctx: number, rank: number,
+  tag: number, id: number, slot: number, slotOffset: number, bytes: number, from: number): void {
+  header(i32, w, kind, len, ctx, rank, tag, bytes, id, 0, slot, slotOffset, from, 0);
+}
+export function offCtx(i32: Int32Array, w: number): number { return i32[w + H_CTX]!; }
+export function offRank(i32: Int32Array, w: number): number { return i32[w + H_SRC]!; }
+export function offTag(i32: Int32Array, w: number): number { return i32[w + H_TAG]!; }
+export function offBytes(i32: Int32Array, w: number): number { return i32[w + H_BYTES]!; }
+/** POST, SCHED: the schedule id (POST: 0 for a two-level post). */
+export function offId(i32: Int32Array, w: number): number { return i32[w + H_DST]!; }
+/** POST: the slice of the completion word. */
+export function postSlot(i32: Int32Array, w: number): number { return i32[w + H_SLICE]!; }
+/** POST: the byte offset of the completion word in it. */
+export function postSlotOffset(i32: Int32Array, w: number): number { return i32[w + H_OFFSET]!; }
