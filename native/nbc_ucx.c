@@ -256,7 +256,7 @@ static bool optional_bool(napi_env env, size_t argc, napi_value *argv, size_t i,
  * hanging, and ucxFailed(ep) says why. Without (UCP_ERR_HANDLING_MODE_NONE, as MPI libraries
  * run UCX by default), UCX 1.13 may move rendezvous payloads over tcp with put_zcopy straight
  * into the receive buffer instead of as active messages copied on arrival, at the price that
- * a failed link is fatal to the process or goes unnoticed (docs/architecture.md, "Between
+ * a failed link is fatal to the process or goes unnoticed (docs/p2p.md, "Between
  * nodes over UCX").
  */
 static napi_value Connect(napi_env env, napi_callback_info info) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Interleaved A/B of two builds on crowded hosts (more ranks than cores), where a waiting rank
-# yields its core (BENCHMARKS.md, "Yield from the first empty poll"): 8 B allreduce over UCX on
+# yields its core (bench/HISTORY.md, "Yield from the first empty poll"): 8 B allreduce over UCX on
 # 2 nodes x 4, 4 x 1 and 3 x 1 ranks, and on one node of 4 (allreduce 8 B and barrier), with
 # Open MPI's mpibench (../shared/peers) oversubscribed in the same round: btl tcp for the
 # inter-node layouts (every process over TCP), btl vader for the one-node one.

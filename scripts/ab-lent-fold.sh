@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Interleaved A/B of two builds on the one-node allreduce of comm.alloc buffers (what nbc bench
-# measures), the case the private fold of the host executor is for (BENCHMARKS.md, "Folding
+# measures), the case the private fold of the host executor is for (bench/HISTORY.md, "Folding
 # into lent memory"), with Open MPI's shared-memory allreduce (btl vader) at the same sizes in
 # the same run as the peer.
 # Usage: [OUT=dir] scripts/ab-lent-fold.sh OLD_DIST NEW_DIST [RUNS]   (RUNS pairs, default 3)

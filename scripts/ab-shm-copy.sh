@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Interleaved A/B of two builds on one node, where payloads of 2 KiB and more move between a
-# rank's buffers and the node's shared arena (BENCHMARKS.md, "Shared-memory copies"): allreduce,
+# rank's buffers and the node's shared arena (bench/HISTORY.md, "Shared-memory copies"): allreduce,
 # bcast and alltoall (the library's own selection) of 8 KiB .. 512 KiB on one node of 2 and of
 # 4 ranks, with Open MPI's mpibench (../shared/peers) over btl vader in the same round (its
 # sizes are 8 B times powers of 4, so these are too).

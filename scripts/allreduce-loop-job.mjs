@@ -2,7 +2,7 @@
 // C us of busy compute then an 8 B allreduce, with no barrier between. The first WARMUP
 // iterations are not timed: on the 2-core VM such a loop settles only after about 1500 of
 // them (medians per quarter of 3000 at C = 500: 420-506, 365-413, 174-307, 158-260 us), so
-// timing the first few hundred measured the ramp (BENCHMARKS.md, "The pure-JS path"). Then
+// timing the first few hundred measured the ramp (bench/HISTORY.md, "The pure-JS path"). Then
 // ITERS timed iterations; rank 0 writes the allreduce's median, 10th and 90th percentile (us)
 // as JSON to OUT.
 // Usage: nbc run -n 2 --ppn 1 --link gige scripts/allreduce-loop-job.mjs C OUT [ITERS [WARMUP]]

@@ -7,7 +7,7 @@
 #  3. seed 000 noise study: Algorithm 2 vs Overlap-PCG under noise 50..200 us at 20 Hz..1 kHz.
 # Every configuration runs $ROUNDS times (the summary takes medians), each timing a solve after
 # $WARMUP untimed ones (--warmup: a fresh job's first few thousand calls are slow while V8 tiers
-# up, BENCHMARKS.md "The first thousands of calls"). JSON in $OUT (bench/results/apps/), charts
+# up, BENCHMARKS.md "First calls and warm-up"). JSON in $OUT (bench/results/apps/), charts
 # in $CHARTS (docs/img/) (scripts/apps-summary.mjs). PCG_PPN ranks per node (default 2);
 # CG_RANKS="" skips the CG, NOISES="" the noise study.
 # Tiny check: ROUNDS=1 WARMUP=0 CG_N=8 PCG_N=8 CG_RANKS="2" PCG_RANKS=2 NOISES="100us@1kHz" bash scripts/bench-apps.sh

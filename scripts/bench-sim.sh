@@ -2,7 +2,7 @@
 # npm run bench:sim: the simulator's evidence (docs/sim.md).
 #  1. calibrate LogGOPS on this machine (nbc calibrate --loggp);
 #  2. validation: every collective's algorithms at 2..16 ranks over 1..4 emulated nodes,
-#     simulated with those parameters vs nbc bench measured in the same session, twice (before
+#     simulated with those parameters vs nbc bench measured in the same run, twice (before
 #     and after the simulation); median absolute error per algorithm and overall, beside the
 #     median difference between the two measurements (validation.json, validation.md);
 #  3. at scale: latency vs ranks (16 .. 100000) for every allreduce algorithm, and the
@@ -97,7 +97,7 @@ simulate() { # coll ranks ppn alg sizes tag: the simulated twin of a validation 
 
 . scripts/host-algorithms.sh
 
-echo "== 2. validation: nbc bench vs nbc sim (same session, parameters from step 1)"
+echo "== 2. validation: nbc bench vs nbc sim (same run, parameters from step 1)"
 if [[ "${RESIM:-0}" == 1 ]]; then
   for f in "$OUT"/val/bench-*.json; do
     tag=$(basename "$f" .json); tag=${tag#bench-}

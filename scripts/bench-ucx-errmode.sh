@@ -3,7 +3,7 @@
 # 2 emulated nodes over UCX with NBC_UCX_ERR_MODE=peer (default) and none, bandwidth of single
 # messages (window 1) and of streams (window 16) from 128 KiB to 4 MiB. With peer error
 # handling UCX 1.13 sends rendezvous payloads over tcp as active messages copied on arrival;
-# without it by put_zcopy (docs/architecture.md, "Between nodes over UCX"). JSON in
+# without it by put_zcopy (docs/p2p.md, "Between nodes over UCX"). JSON in
 # bench/results/ucx/err-mode/; summary (GB/s per round, none / peer) on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."

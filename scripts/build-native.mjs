@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // Builds the optional native addon (native/, N-API) with node-gyp against the installed Node
-// headers; nothing is downloaded. npm does not run install scripts of dependencies unasked, so
-// `npm run build` (and so `npm install && npm start`, `npm test`) calls this. Where the
+// headers; nothing is downloaded. It builds the package it sits in: in a checkout, `npm run
+// build` calls it; where nbcoll is installed as a dependency, `npx nbc build-native` does
+// (npm does not run install scripts of dependencies unasked, and nbcoll has none). Where the
 // toolchain or the headers are missing it prints one line saying what was skipped and why,
-// and exits 0: nbcoll then runs on its pure-JS paths (`nbc info` tells).
+// and exits 0: nbcoll then runs on its pure-JS paths (`nbc info` tells). With --strict (what
+// `nbc build-native` passes: the user asked for the addon) it exits 1 instead.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -11,16 +13,25 @@ import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const dir = join(root, 'native');
+const strict = process.argv.includes('--strict');
 
 function skip(why) {
-  console.log(`nbcoll: native addon skipped (${why}); the pure-JS paths are used`);
-  process.exit(0);
+  console.log(`nbcoll: native addon ${strict ? 'not built' : 'skipped'} (${why}); the pure-JS paths are used`);
+  process.exit(strict ? 1 : 0);
+}
+
+/** The line of node-gyp's output that says what went wrong: the compiler's or make's, else gyp's, else the last. */
+function firstError(text) {
+  const lines = text.split('\n').map((l) => l.trim()).filter(Boolean);
+  return lines.find((l) => /: (fatal )?error:|\*\*\*/.test(l)) ?? lines.find((l) => /ERR!/.test(l)) ?? lines.pop();
 }
 
 if (process.env.NBC_NO_NATIVE === '1') skip('NBC_NO_NATIVE=1');
+if (!existsSync(join(dir, 'binding.gyp'))) skip(`no ${join(dir, 'binding.gyp')}`);
 
-// node-gyp: npm ships one; else one on PATH.
+// node-gyp: the one npm names (npm_config_node_gyp, under npm run and npx), else the one npm ships, else one on PATH.
 const candidates = [];
+if (process.env.npm_config_node_gyp) candidates.push(process.env.npm_config_node_gyp);
 if (process.env.npm_execpath) candidates.push(join(dirname(process.env.npm_execpath), '..', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'));
 candidates.push(join(dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'));
 const gyp = candidates.find((c) => existsSync(c));
@@ -38,8 +49,6 @@ const r = gyp !== undefined
   ? spawnSync(process.execPath, [gyp, ...args], { cwd: dir, encoding: 'utf8' })
   : spawnSync('node-gyp', args, { cwd: dir, encoding: 'utf8' });
 if (r.error !== undefined) skip(`node-gyp not found: ${r.error.message}`);
-if (r.status !== 0) {
-  const last = `${r.stderr}${r.stdout}`.trim().split('\n').filter(Boolean).pop() ?? `exit ${r.status}`;
-  skip(`node-gyp failed: ${last}`);
-}
-console.log(`nbcoll: native addon built (native/build/Release/nbc_native.node: sched_yield${ucx ? ', UCX' : '; no UCX: libucx-dev is not installed'})`);
+if (r.status !== 0) skip(`node-gyp failed: ${firstError(`${r.stdout}\n${r.stderr}`) ?? `exit ${r.status}`}`);
+const why = process.env.NBC_NO_UCX === '1' ? 'NBC_NO_UCX=1' : 'libucx-dev is not installed';
+console.log(`nbcoll: native addon built (${join(dir, 'build', 'Release', 'nbc_native.node')}: sched_yield${ucx ? ', UCX' : `; no UCX: ${why}`})`);

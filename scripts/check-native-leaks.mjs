@@ -1,5 +1,5 @@
 // Exercises every function of the native addon in one process, for a leak and memory-error
-// check under valgrind (docs/architecture.md, "Checking the addon"):
+// check under valgrind (docs/p2p.md, "Checking the addon"):
 //   valgrind --leak-check=full --show-leak-kinds=definite node scripts/check-native-leaks.mjs
 // and look for "definitely lost" records whose stack names nbc_native.node (Node's own
 // allocations at exit are not ours). Prints "ok" when every exchange arrived intact.

@@ -1,6 +1,6 @@
 // node scripts/copy-speed.mjs: what a copy between shared memory (a SharedArrayBuffer, as the
 // node's arena and rings are) and a plain buffer costs by TypedArray.set and by the native
-// addon's copy (memmove), best of 100 x 20 copies per size, hot in cache. BENCHMARKS.md,
+// addon's copy (memmove), best of 100 x 20 copies per size, hot in cache. bench/HISTORY.md,
 // "Shared-memory copies"; the transport's NATIVE_COPY_MIN comes from it.
 import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';

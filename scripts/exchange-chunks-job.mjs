@@ -3,7 +3,7 @@
 // once, then waited for), after a barrier; rank 0 prints the median of ITERS exchanges per
 // split, us, twice over in rotation: {"1": [a, b], "2": [...], ...}. It asks whether pipelining
 // a large message in pieces would beat UCX's own rendezvous between emulated nodes
-// (BENCHMARKS.md, "Pieces do not help").
+// (bench/HISTORY.md, "Pieces do not help").
 import { waitAll } from '../dist/p2p/request.js';
 
 export default function exchangeChunks(world, argv) {

@@ -5,7 +5,7 @@
 // (TypedArray.set, which on shared memory copies element by element), by the library's own copy
 // (copyBytes: the addon's memmove when it is built), or by the library's route for a fold into
 // lent memory (copy X out to private memory, fold there, copy it back: HostExecutor.reduce).
-// BENCHMARKS.md, "Folding into lent memory" and "What lent memory costs the library".
+// bench/HISTORY.md, "Folding into lent memory" and "Writes into lent memory, priced".
 // Usage: node scripts/lent-lines.mjs [rounds]
 import { Worker, isMainThread, workerData } from 'node:worker_threads';
 import { builtinKernel } from '../dist/ops/loops.js';

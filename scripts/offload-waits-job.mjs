@@ -1,6 +1,6 @@
 // N back-to-back offloaded 8 B allreduces, each timed from start to the end of its wait; prints
 // per rank the median, the 99th percentile, the slowest and how many took over 40 ms (a wait
-// that slept through its completion until the park's 100 ms timeout). BENCHMARKS.md, "A
+// that slept through its completion until the park's 100 ms timeout). bench/HISTORY.md, "A
 // completion between the last poll and the park".
 //   node dist/cli/nbc.js run -n 4 --ppn 2 scripts/offload-waits-job.mjs 3000
 export default function main(world, argv) {

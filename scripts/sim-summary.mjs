@@ -2,7 +2,7 @@
 // node scripts/sim-summary.mjs across OUT_A OUT_B: how far two runs' measurements of the same points differ;
 // node scripts/sim-summary.mjs floor RUN...: how far the host's own measurements move between calibrations and runs;
 // node scripts/sim-summary.mjs combine OUT RUN... : the validation points of several runs (each point measured and
-// simulated in its own session), a later run's point replacing an earlier run's, summed up in OUT/validation.md.
+// simulated in its own run), a later run's point replacing an earlier run's, summed up in OUT/validation.md.
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { renderSpec } from '../dist/bench/chart.js';
@@ -58,7 +58,7 @@ if (mode === 'validation') {
     ...groups.map((g) => `| ${g.op} | ${g.ranks} | ${g.ppn} | ${g.algorithm} | ${pct(g.medianErr)} | ${pct(g.worstErr)} | ${g.medianSpread === null ? '-' : pct(g.medianSpread)} |`)];
   writeFileSync(join(out, 'validation.md'), md.join('\n') + '\n');
   await renderSpec({
-    $schema: 'https://vega.github.io/schema/vega-lite/v6.json', width: 480, height: 480, title: 'nbc sim vs nbc bench (same session)',
+    $schema: 'https://vega.github.io/schema/vega-lite/v6.json', width: 480, height: 480, title: 'nbc sim vs nbc bench (same run)',
     data: { values: points },
     layer: [
       { mark: { type: 'point', filled: true }, encoding: {

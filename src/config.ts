@@ -35,7 +35,7 @@ export const DEFAULT_CONFIG: CoreConfig = Object.freeze({
   algorithms: Object.freeze({}),
   schedDump: null,
   // The engine that completes an offloaded collective needs a core; on a busy machine the
-  // waiting rank's spin would be taking it (BENCHMARKS.md, "Offload executor").
+  // waiting rank's spin would be taking it (bench/HISTORY.md, "Offload executor").
   offloadSpinUs: 5,
   cost: DEFAULT_PARAMS,
   oversubscribed: false,

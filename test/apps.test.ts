@@ -82,6 +82,22 @@ describe('the proof applications (nbc cg, nbc pcg)', () => {
     assert.ok((r.finalRelResidual as number) < 1e-8);
   });
 
+  test('every PCG variant stopped by --max-iter holds the iterate of its last iteration: the reference stopped at the same limit matches it', T, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nbc-apps-'));
+    try {
+      for (const variant of ['alg1', 'alg2', 'overlap']) {
+        const json = join(dir, `pcg-${variant}.json`);
+        await promisify(execFile)(process.execPath, [NBC, 'pcg', '--ranks', '2', '--n', '6', '--variant', variant, '--max-iter', '5',
+          '--verify', 'on', '--quiet', '--json', json], { timeout: 60_000 });
+        const r = JSON.parse(readFileSync(json, 'utf8')) as { iterations: number; verification: { ok: boolean; value: number } };
+        assert.equal(r.iterations, 5, `${variant}: stopped by the limit`);
+        assert.ok(r.verification.ok && r.verification.value <= 1e-6, `${variant}: ||x - x_ref|| / ||x_ref|| = ${r.verification.value}`);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test('nbc run runs the CG job file over 2 nodes with an emulated link and prints its verification', T, async () => {
     const job = fileURLToPath(new URL('../dist/apps/cg.js', import.meta.url));
     const { stdout } = await promisify(execFile)(process.execPath, [NBC, 'run', '-n', '4', '--ppn', '2', '--link', 'latency=50us,bandwidth=1gbit', job, '--n', '6', '--mode', 'nonblocking'], { timeout: 60_000 });

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { copyAt, copyBytes, NATIVE_COPY_MIN, setNativeCopy } from '../src/shm/copy.ts';
@@ -18,6 +18,12 @@ test('the native addon build skips with one line and exit 0 when told to (or whe
   assert.match(out, /native addon skipped \(NBC_NO_NATIVE=1\); the pure-JS paths are used/);
 });
 
+test('nbc build-native, asked for the addon, exits 1 with the same one line where it is not built', () => {
+  const r = spawnSync(process.execPath, ['dist/cli/nbc.js', 'build-native'], { cwd: root, encoding: 'utf8', env: { ...process.env, NBC_NO_NATIVE: '1' }, timeout: 60_000 });
+  assert.equal(r.status, 1, `${r.stdout}${r.stderr}`);
+  assert.equal(r.stdout, 'nbcoll: native addon not built (NBC_NO_NATIVE=1); the pure-JS paths are used\n');
+});
+
 test('nbc info says whether sched_yield is available and why not, and lists the transports and executors', () => {
   const withAddon = JSON.parse(nbc(['info', '--json'])) as Info;
   const yieldLine = withAddon.find((l) => l.what === 'wait: sched_yield')!;
@@ -27,6 +33,8 @@ test('nbc info says whether sched_yield is available and why not, and lists the 
   const without = JSON.parse(nbc(['info', '--json'], { NBC_NO_NATIVE: '1' })) as Info;
   assert.deepEqual(without.find((l) => l.what === 'wait: sched_yield'), { what: 'wait: sched_yield', available: false, detail: 'native addon disabled by NBC_NO_NATIVE=1' });
   if (cc) assert.equal(withAddon.find((l) => l.what === 'copy: memmove')!.available, true);
+  if (cc) assert.match(withAddon.find((l) => l.what === 'native addon')!.detail, /nbc_native\.node: sched_yield, memmove/);
+  assert.deepEqual(without.find((l) => l.what === 'native addon'), { what: 'native addon', available: false, detail: 'disabled by NBC_NO_NATIVE=1' });
   assert.deepEqual(without.find((l) => l.what === 'copy: memmove'), {
     what: 'copy: memmove', available: false, detail: 'native addon disabled by NBC_NO_NATIVE=1; payloads to and from shared memory are copied by TypedArray.set',
   });

@@ -9,6 +9,8 @@ import {
   encodeFrame, encodeFrameHeader, FrameDecoder, MAX_FRAME_BODY,
 } from '../src/net/frame.js';
 import { LinkManager, type LinkManagerOptions } from '../src/net/link.js';
+import { dialAuthenticated, type AuthConn } from '../src/net/conn.js';
+import { AuthListener } from '../src/net/listener.js';
 import { EmulatedWire } from '../src/net/emulate.js';
 import { LINK_PRESETS, parseLinkSpec } from '../src/runtime/link-spec.js';
 
@@ -100,6 +102,43 @@ test('FrameDecoder decodes frames split at every byte boundary', { timeout: 10_0
   const oneByteChunks: Buffer[] = [];
   for (let i = 0; i < bytes.length; i++) oneByteChunks.push(Buffer.from(bytes.subarray(i, i + 1)));
   assert.deepEqual(decodeAll(oneByteChunks), expected, 'one byte per chunk');
+});
+
+test('FrameDecoder decodes frames cut into three chunks at every pair of byte boundaries', { timeout: 10_000 }, () => {
+  // Every state (length word, type byte, body) is entered and left at every offset in a chunk.
+  const expected: Array<[number, Buffer]> = [0, 1, 2, 3, 4, 5, 17, 0, 1].map((size, i) => {
+    const body = Buffer.alloc(size);
+    for (let j = 0; j < size; j++) body[j] = (i * 7 + j) & 0xff;
+    return [i + 1, body];
+  });
+  const bytes = Buffer.concat(expected.map(([type, body]) => encodeFrame(type, body)));
+  for (let a = 0; a <= bytes.length; a++) {
+    for (let b = a; b <= bytes.length; b++) {
+      const chunks = [bytes.subarray(0, a), bytes.subarray(a, b), bytes.subarray(b)].map((c) => Buffer.from(c));
+      assert.deepEqual(decodeAll(chunks), expected, `cut at ${a} and ${b}`);
+    }
+  }
+});
+
+test('FrameDecoder rejects an oversize length however its length word is cut, before any body byte', { timeout: 10_000 }, () => {
+  const word = encodeFrameHeader(1, MAX_FRAME_BODY + 1).subarray(0, 4);
+  // Every way to cut 4 bytes into chunks: bit i of `cuts` set cuts after byte i.
+  for (let cuts = 0; cuts < 8; cuts++) {
+    const chunks: Buffer[] = [];
+    let start = 0;
+    for (let i = 0; i < 3; i++) {
+      if ((cuts & (1 << i)) === 0) continue;
+      chunks.push(Buffer.from(word.subarray(start, i + 1)));
+      start = i + 1;
+    }
+    chunks.push(Buffer.from(word.subarray(start)));
+    const d = new FrameDecoder(() => assert.fail('no frame expected'));
+    for (const c of chunks.slice(0, -1)) d.push(c);
+    assert.ok(!d.failed, `not failed before the last length byte (cuts ${cuts})`);
+    assert.throws(() => d.push(chunks[chunks.length - 1]!), (e: unknown) =>
+      e instanceof NbcError && e.code === 'NBC_ERR_ARG' && /exceeds the limit/.test(e.message), `cuts ${cuts}`);
+    assert.ok(d.failed);
+  }
 });
 
 test('FrameDecoder hands out bodies that stay valid after the callback', { timeout: 10_000 }, () => {
@@ -406,6 +445,67 @@ test('the handshake helpers authenticate both ways and hand over the bytes that 
     server.close();
   }
 });
+
+test('an AuthListener hands out proven connections; a bad frame ends one once, and a wrong key is rejected and logged once',
+  { timeout: 10_000 }, async () => {
+    const secret = randomBytes(32);
+    const lines: string[] = [];
+    let accepted!: (v: [AuthConn, number]) => void;
+    const gotConn = new Promise<[AuthConn, number]>((resolve) => {
+      accepted = resolve;
+    });
+    let rejected!: (reason: string) => void;
+    const gotRejection = new Promise<string>((resolve) => {
+      rejected = resolve;
+    });
+    const listener = new AuthListener({
+      secret, log: (l) => lines.push(l), rejectPrefix: 'test: ', errorPrefix: 'test listener: ',
+      onConnection: (conn, id) => accepted([conn, id]),
+      onRejected: (_remote, reason) => rejected(reason),
+    });
+    const { host, port } = await listener.listen();
+    assert.equal(host, '127.0.0.1');
+    const client = await dialAuthenticated(host, port, secret, 7);
+    // Sent at once: it may arrive in the chunk that ends the handshake, before the owner starts.
+    client.send(3, [Buffer.from('hello'), Buffer.from(' there')]);
+    const [server, id] = await gotConn;
+    assert.equal(id, 7);
+    const frames: string[] = [];
+    const reasons: string[] = [];
+    let gotFrame!: () => void;
+    const frameIn = new Promise<void>((resolve) => {
+      gotFrame = resolve;
+    });
+    let serverClosed!: () => void;
+    const closedIn = new Promise<void>((resolve) => {
+      serverClosed = resolve;
+    });
+    server.start({
+      onFrame: (type, body) => {
+        frames.push(`${type}:${body.toString()}`);
+        gotFrame();
+      },
+      onClose: (reason) => {
+        reasons.push(reason);
+        serverClosed();
+      },
+    });
+    await frameIn;
+    assert.deepEqual(frames, ['3:hello there']);
+    client.socket.write(Buffer.from([0, 0, 0, 0, 9]));
+    await closedIn;
+    assert.equal(reasons.length, 1);
+    assert.match(reasons[0]!, /^bad frame: .*length is 0/);
+    assert.ok(server.closed);
+    assert.equal(server.send(3, [Buffer.from('late')]), false, 'an ended connection sends nothing');
+    client.close();
+
+    await assert.rejects(dialAuthenticated(host, port, randomBytes(32), 8), (e: unknown) =>
+      e instanceof NbcError && (e.code === 'NBC_ERR_PEER_FAILED' || e.code === 'NBC_ERR_AUTH'));
+    assert.equal(await gotRejection, 'bad HMAC');
+    await listener.close();
+    assert.equal(lines.filter((l) => /^test: rejected connection from 127\.0\.0\.1:\d+: bad HMAC$/.test(l)).length, 1);
+  });
 
 test('peer-lost fires when the other side is destroyed, peer-closed when it closes in order', { timeout: 20_000 }, async () => {
   {

@@ -8,7 +8,14 @@ import { shape, topologyOf, type CollShape } from '../src/coll/shape.ts';
 import { A_RECV, A_REDUCE, A_SEND, RECV, SEND, ScheduleBuilder, TMP, type Schedule } from '../src/sched/schedule.ts';
 import { Interpreter, Run, type Port } from '../src/sched/interpreter.ts';
 import { TL_ALLGATHER, TL_ALLTOALL, nodeLayout, planTwoLevel } from '../src/sched/two-level.ts';
-import { decodePost, encodePost, POST_TWO_LEVEL_WORDS, POST_WORDS } from '../src/sched/offload.ts';
+import { decodePost, encodePost, POST_TWO_LEVEL_WORDS, POST_WORDS } from '../src/sched/offload-records.ts';
+import { ALGORITHMS } from '../src/coll/select.ts';
+import { splitmix32 } from '../src/sim/engine.ts';
+import { buildProgram, callSchedules, SIM_COLLS, type CallSpec, type SimExecutor } from '../src/sim/program.ts';
+import { DEFAULT_SIM_PARAMS } from '../src/sim/params.ts';
+import { Release } from '../src/sim/release.ts';
+import { EXECUTORS, executorStats, executorStatsCopy } from '../src/sched/executors.ts';
+import type { Transport } from '../src/p2p/transport.ts';
 
 test('a round-mode schedule stores actions compactly and dumps them readably', () => {
   const b = new ScheduleBuilder('demo');
@@ -322,4 +329,126 @@ test('an offload post record decodes to the regions and call it was encoded from
   const two = encodePost(send, recv, null, call);
   assert.equal(two.length, POST_TWO_LEVEL_WORDS);
   assert.deepEqual(decodePost(two, 0, true), { send, recv, tmp: { slice: 0, offset: 0, bytes: 0 }, call });
+});
+
+/** The simulator's release rule (sim/release.ts) on a program, recording what it issues for one proc at a time. */
+class SimRelease extends Release {
+  issued: number[] = [];
+  pending: number[] = [];
+  private locals: number[] = [];
+  finished = false;
+  private base = 0;
+  /** Proc p starts; its reductions and copies complete at once, after what was issued with them. */
+  startProc(p: number): void {
+    this.issued = [];
+    this.pending = [];
+    this.finished = false;
+    this.base = this.prog.procAct[p]!;
+    this.begin(p);
+    this.settleLocals();
+  }
+  /** Message action `local` (an index in proc p's schedule) completed. */
+  settle(local: number): void {
+    this.complete(this.base + local);
+    this.settleLocals();
+  }
+  protected issue(i: number): void {
+    const k = this.prog.kind[i]!;
+    this.issued.push(i - this.base);
+    if (k === A_SEND || k === A_RECV) this.pending.push(i - this.base);
+    else this.locals.push(i);
+  }
+  protected finishProc(): void {
+    this.finished = true;
+  }
+  private settleLocals(): void {
+    for (let j = 0; j < this.locals.length; j++) this.complete(this.locals[j]!);
+    this.locals.length = 0;
+  }
+}
+
+/**
+ * Which pending message completes next: the oldest, the newest, or a seeded draw. Both sides
+ * draw from their own generator with one seed, so while their pending lists agree, so do
+ * their choices.
+ */
+type Policy = 'oldest' | 'newest' | number;
+const chooser = (policy: Policy): ((n: number) => number) => {
+  if (policy === 'oldest') return () => 0;
+  if (policy === 'newest') return (n) => n - 1;
+  const next = splitmix32(policy);
+  return (n) => Math.floor(next() * n);
+};
+
+test('the simulator issues every schedule selection can pick in the interpreter\'s order, whatever order its messages complete in', { timeout: 60_000 }, () => {
+  const tried = new Set<string>();
+  let procs = 0;
+  const layouts = [[1, 1], [2, 1], [4, 2], [5, 1], [7, 3], [8, 4], [12, 4]] as const;
+  for (const coll of SIM_COLLS) {
+    const algs = ALGORITHMS[coll];
+    const cases: { algorithm?: string; executor: SimExecutor }[] = [{ executor: 'host' }, { executor: 'offload' }, { executor: 'agg' }];
+    for (const [name, a] of Object.entries(algs)) cases.push({ algorithm: name, executor: (a.executors?.[0] as SimExecutor | undefined) ?? 'host' });
+    for (const { algorithm, executor } of cases) {
+      for (const [ranks, ppn] of layouts) {
+        for (const bytes of [8, 1000, 65536]) {
+          const spec: CallSpec = { coll, ranks, ppn, bytes, algorithm, executor };
+          let cs: ReturnType<typeof callSchedules>;
+          try {
+            cs = callSchedules(spec);
+          } catch (e) {
+            if ((e as { code?: string }).code === 'NBC_ERR_ARG') continue; // a call the library refuses
+            throw e;
+          }
+          tried.add(`${coll}/${algorithm ?? 'auto'}`);
+          const prog = buildProgram(spec, DEFAULT_SIM_PARAMS);
+          for (const policy of ['oldest', 'newest', 7] as const) {
+            const sim = new SimRelease(prog);
+            for (let p = 0; p < cs.procs; p++) {
+              const what = `${coll}/${cs.choice.name} on ${executor}, ${ranks} ranks x ${ppn}, ${bytes} B, proc ${p}, ${policy}`;
+              const s = cs.schedule(p);
+              const port = new RecordingPort();
+              const run = new Run(s);
+              const interp = new Interpreter(port);
+              const pickI = chooser(policy);
+              const pickS = chooser(policy);
+              interp.start(run);
+              sim.startProc(p);
+              assert.deepEqual(sim.issued, port.issued, `${what}: at the start`);
+              while (port.pending.length > 0) {
+                const i = port.pending.splice(pickI(port.pending.length), 1)[0]!;
+                const j = sim.pending.splice(pickS(sim.pending.length), 1)[0]!;
+                assert.equal(j, i, `${what}: the same message completes`);
+                interp.settle(run, i, null);
+                sim.settle(j);
+                assert.deepEqual(sim.issued, port.issued, `${what}: after #${i} completed`);
+              }
+              assert.equal(port.issued.length, s.nActions, what);
+              assert.equal(port.finishedWith, null, what);
+              assert.equal(sim.finished, true, what);
+              procs++;
+            }
+          }
+        }
+      }
+    }
+  }
+  for (const coll of SIM_COLLS) {
+    for (const name of Object.keys(ALGORITHMS[coll])) assert.ok(tried.has(`${coll}/${name}`), `${coll}/${name} was compared`);
+  }
+  assert.ok(procs > 10_000, `${procs} schedules compared`);
+});
+
+test('every executor\'s counters come from its registry row: comm.stats().executors has one entry per row, copied, not live', () => {
+  const t = {} as Transport; // the counters are keyed by the transport object alone
+  const live = executorStats(t);
+  assert.deepEqual(Object.keys(live), Object.keys(EXECUTORS));
+  assert.deepEqual(live, { host: { calls: 0 }, offload: { calls: 0 }, agg: { calls: 0, onFabric: 0, amongEngines: 0 } });
+  assert.equal(executorStats(t), live, 'one set of counters per transport');
+  live.agg.calls++;
+  live.agg.onFabric++;
+  const copy = executorStatsCopy(t);
+  assert.deepEqual(copy.agg, { calls: 1, onFabric: 1, amongEngines: 0 });
+  live.host.calls++;
+  assert.equal(copy.host.calls, 0, 'a copy does not go on counting');
+  assert.notEqual(copy.agg, live.agg);
 });

@@ -1,5 +1,5 @@
 /**
- * How a blocking wait spends its empty polls (docs/architecture.md, "Waiting"): with a spin
+ * How a blocking wait spends its empty polls (docs/shm.md, "Waiting"): with a spin
  * budget it polls, looking at the clock every 16th poll; on a crowded host (spin budget 0) it
  * yields its core after every empty poll from the first. Two ranks of one node, in one thread:
  * the peer's send runs inside the waiting rank's yield, as the peer would run on the core the

@@ -16,7 +16,7 @@ import { Buffer } from 'node:buffer';
 import { NbcArgError, NbcAuthError, NbcCommError, NbcPeerFailedError, type NbcError } from '../errors.js';
 import { SECRET_BYTES } from '../net/auth.js';
 import type { LinkEmulation } from '../net/emulate.js';
-import { AggConn, dial } from './conn.js';
+import { dial, sendCtrl, type AggConn } from './conn.js';
 import {
   aggSupports, decodeCtrl, FRAG_HEADER_BYTES, fragmentBytes, fragmentCount, fragmentUnit, FrameType,
   GERROR_HEADER_BYTES, MAX_FRAGMENTS, MAX_NODE_ID, memberConnectorId, num, RESULT_HAS_DATA, RESULT_HEADER_BYTES,
@@ -103,7 +103,7 @@ class AnLink {
 
   send(parts: Uint8Array[], type: number): void {
     if (this.closed) return;
-    if (this.conn !== null) this.conn.send(type, ...parts);
+    if (this.conn !== null) this.conn.send(type, parts);
     else this.queue.push({ type, parts });
   }
 }
@@ -289,21 +289,19 @@ export class AggClient {
   private async connectManager(): Promise<void> {
     const { host, port } = this.o.manager;
     const timeoutMs = this.o.connectTimeoutMs ?? 5000;
-    let socket;
-    let leftover;
+    let conn: AggConn;
     try {
-      ({ socket, leftover } = await dial(host, port, Buffer.from(this.o.fabricSecret), this.o.nodeId, timeoutMs));
+      conn = await dial(host, port, Buffer.from(this.o.fabricSecret), this.o.nodeId, timeoutMs);
     } catch (err) {
       const e = err as NbcError;
       const hint = /short handshake/.test(e.message) ? ' (the manager closed the handshake: a wrong fabric secret looks like this)' : '';
       throw new (e instanceof NbcAuthError ? NbcAuthError : NbcPeerFailedError)(
         `Cannot register job '${this.o.jobId}' with the aggregation manager at ${host}:${port}: ${e.message}${hint}`, { cause: err });
     }
-    const conn = new AggConn(socket, undefined);
     await new Promise<void>((resolve, reject) => {
       let welcomed = false;
       const timer = setTimeout(() => conn.close(`no welcome within ${timeoutMs} ms`), timeoutMs);
-      conn.start(leftover, {
+      conn.start({
         onFrame: (type, body) => {
           if (type !== FrameType.Ctrl) throw new Error(`frame type ${type} from the manager; expected CTRL`);
           const m = decodeCtrl(body);
@@ -334,7 +332,7 @@ export class AggClient {
           this.onManagerLost(conn, reason);
         },
       });
-      conn.sendCtrl({ t: 'hello-job', job: this.o.jobId, key: Buffer.from(this.o.jobKey).toString('hex'), node: this.o.nodeId });
+      sendCtrl(conn, { t: 'hello-job', job: this.o.jobId, key: Buffer.from(this.o.jobKey).toString('hex'), node: this.o.nodeId });
     });
   }
 
@@ -437,7 +435,7 @@ export class AggClient {
         }
       };
       this.joins.set(k, finish);
-      am.sendCtrl({ t: 'join', key, round, index, count, slots, timeoutMs });
+      sendCtrl(am, { t: 'join', key, round, index, count, slots, timeoutMs });
     });
   }
 
@@ -460,19 +458,19 @@ export class AggClient {
     if (existing !== undefined) return existing;
     const link = new AnLink(an);
     this.anLinks.set(an, link);
-    dial(host, port, Buffer.from(this.o.jobKey), memberConnectorId(this.jobIndex, this.o.nodeId), this.o.connectTimeoutMs ?? 5000)
-      .then(({ socket, leftover }) => {
+    dial(host, port, Buffer.from(this.o.jobKey), memberConnectorId(this.jobIndex, this.o.nodeId),
+      this.o.connectTimeoutMs ?? 5000, this.o.link)
+      .then((conn) => {
         if (link.closed) {
-          socket.destroy();
+          conn.close('link closed');
           return;
         }
-        const conn = new AggConn(socket, this.o.link);
         link.conn = conn;
-        conn.start(leftover, {
+        conn.start({
           onFrame: (type, body) => this.onAnFrame(link, type, body),
           onClose: (reason) => this.dropLink(link, reason),
         });
-        for (const q of link.queue) conn.send(q.type, ...q.parts);
+        for (const q of link.queue) conn.send(q.type, q.parts);
         link.queue.length = 0;
       }, (err: Error) => this.dropLink(link, err.message));
     return link;
@@ -514,12 +512,12 @@ export class AggClient {
 
   /** @internal */
   sendLeave(g: Group): void {
-    this.am?.sendCtrl({ t: 'leave', id: g.id });
+    sendCtrl(this.am, { t: 'leave', id: g.id });
   }
 
   /** @internal */
   abortGroup(g: Group, reason: string): void {
-    this.am?.sendCtrl({ t: 'abort', id: g.id, reason });
+    sendCtrl(this.am, { t: 'abort', id: g.id, reason });
   }
 
   /** Closes every connection; pending operations fail, later joins are refused. */
@@ -539,7 +537,7 @@ export class AggClient {
     // A clean goodbye: each AN hears 'bye' before the connection ends, so it lets this node go
     // without failing the groups the other members are still finishing with.
     for (const l of [...this.anLinks.values()]) {
-      l.conn?.sendCtrl({ t: 'bye' });
+      sendCtrl(l.conn, { t: 'bye' });
       l.conn?.finish();
       l.conn = null;
       this.dropLink(l, 'client closed');

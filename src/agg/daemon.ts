@@ -22,16 +22,13 @@
  * the AM every 500 ms, and exits after `orphanSeconds`.
  */
 import { Buffer } from 'node:buffer';
-import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
-import { authenticateAsAcceptor, NbcHandshakeError, remoteAddressOf } from '../net/auth.js';
 import type { LinkEmulation } from '../net/emulate.js';
-import { listenOn } from '../net/listen.js';
-import { RejectLog } from '../net/reject-log.js';
+import { AuthListener } from '../net/listener.js';
 import { reduceRegions } from '../ops/regions.js';
-import { AggConn, dial } from './conn.js';
+import { dial, sendCtrl, type AggConn } from './conn.js';
 import {
   aggSupports, decodeCtrl, encodeGroupError, FRAG_HEADER_BYTES, fragmentUnit, FrameType, FROM_AN,
-  GERROR_HEADER_BYTES, MAX_FRAGMENTS, MAX_JOB_INDEX, num, parentOf, readFragHeader, RESULT_HAS_DATA,
+  GERROR_HEADER_BYTES, MAX_BODY, MAX_FRAGMENTS, MAX_JOB_INDEX, num, parentOf, readFragHeader, RESULT_HAS_DATA,
   RESULT_HEADER_BYTES, splitConnectorId, str, writeFragHeader, writeResultHeader, type Ctrl, type FragHeader,
 } from './wire.js';
 
@@ -91,7 +88,6 @@ interface Group {
 type Peer = { kind: 'an'; an: number } | { kind: 'member'; job: number; node: number; bye?: boolean };
 
 export class Daemon {
-  private server: Server | null = null;
   private port = 0;
   private am: AggConn | null = null;
   private amLostAt = performance.now();
@@ -112,19 +108,26 @@ export class Daemon {
     fragments: 0, bytes: 0, reduced: 0, authRejections: 0, badFrames: 0, stale: 0, groupErrors: 0,
   };
 
-  /** One line per rejected connection, floods summarised (net/reject-log.ts). */
-  private readonly rejections: RejectLog;
+  /**
+   * The accept path: child ANs prove the fabric secret, members their job's key, chosen by the
+   * connector id (wire.ts MEMBER_ID_BASE). Rejections are logged here only (the AM sees the
+   * count in every heartbeat answer): one line per connection.
+   */
+  private readonly listener: AuthListener;
 
   constructor(private readonly o: DaemonOptions) {
-    this.rejections = new RejectLog(o.log, '');
+    this.listener = new AuthListener({
+      secret: (claimed) => this.keyFor(claimed), host: o.listenHost, maxBody: MAX_BODY, log: o.log,
+      rejectPrefix: '', errorPrefix: 'listener error: ',
+      onConnection: (conn, peerId) => this.accept(conn, peerId),
+      onRejected: () => {
+        this.counters.authRejections++;
+      },
+    });
   }
 
   async start(): Promise<void> {
-    this.server = createServer({ pauseOnConnect: true }, (s) => this.accept(s));
-    this.server.on('error', (err) => this.o.log(`listener error: ${err.message}`));
-    await listenOn(this.server, 0, this.o.listenHost);
-    this.port = (this.server.address() as AddressInfo).port;
-    this.rejections.listener = `${this.o.listenHost}:${this.port}`;
+    this.port = (await this.listener.listen()).port;
     this.o.log(`listening on ${this.o.listenHost}:${this.port}`);
     void this.dialManager();
     this.timer = setInterval(() => this.tick(), REDIAL_MS);
@@ -133,9 +136,8 @@ export class Daemon {
   stop(code = 0): void {
     if (this.stopped) return;
     this.stopped = true;
-    this.rejections.close();
     if (this.timer !== null) clearInterval(this.timer);
-    this.server?.close();
+    void this.listener.close();
     this.am?.close('daemon stopping');
     this.parent?.close('daemon stopping');
     for (const c of this.children.values()) c.close('daemon stopping');
@@ -167,18 +169,17 @@ export class Daemon {
     if (this.dialingManager || this.am !== null || this.stopped) return;
     this.dialingManager = true;
     try {
-      const { socket, leftover } = await dial(this.o.manager.host, this.o.manager.port, this.o.secret, this.o.id, 2000);
+      const conn = await dial(this.o.manager.host, this.o.manager.port, this.o.secret, this.o.id, 2000);
       if (this.stopped) {
-        socket.destroy();
+        conn.close('daemon stopping');
         return;
       }
-      const conn = new AggConn(socket, undefined);
       this.am = conn;
-      conn.start(leftover, {
+      conn.start({
         onFrame: (type, body) => this.onManagerFrame(type, body),
         onClose: (reason) => this.onManagerLost(conn, reason),
       });
-      conn.sendCtrl({
+      sendCtrl(conn, {
         t: 'an-hello', id: this.o.id, radix: this.o.radix, levels: this.o.levels, payload: this.o.payloadPerSlot,
         host: this.o.listenHost, port: this.port, pid: process.pid, parentLinked: this.parent !== null,
       });
@@ -225,7 +226,7 @@ export class Daemon {
       }
       case 'group':
         this.addGroup(m);
-        this.am?.sendCtrl({ t: 'group-ok', id: num(m, 'id') });
+        sendCtrl(this.am, { t: 'group-ok', id: num(m, 'id') });
         return;
       case 'group-end': {
         const g = this.groups.get(num(m, 'id'));
@@ -236,7 +237,7 @@ export class Daemon {
         return;
       }
       case 'ping':
-        this.am?.sendCtrl({
+        sendCtrl(this.am, {
           t: 'pong', n: num(m, 'n', 0, Number.MAX_SAFE_INTEGER), counters: this.counters,
           rootFragments: Object.fromEntries([...this.groups.values()].filter((g) => !g.hasParent).map((g) => [g.id, g.reduced])),
         });
@@ -310,28 +311,27 @@ export class Daemon {
     if (addr === null || this.dialingParent || this.parent !== null || this.stopped) return;
     this.dialingParent = true;
     try {
-      const { socket, leftover } = await dial(addr.host, addr.port, this.o.secret, this.o.id, 2000);
+      const conn = await dial(addr.host, addr.port, this.o.secret, this.o.id, 2000, this.o.link);
       if (this.stopped) {
-        socket.destroy();
+        conn.close('daemon stopping');
         return;
       }
-      const conn = new AggConn(socket, this.o.link);
       this.parent = conn;
       const parentId = parentOf(this.o.radix, this.o.id);
-      conn.start(leftover, {
+      conn.start({
         onFrame: (type, body) => this.onParentFrame(type, body),
         onClose: (reason) => {
           if (this.parent !== conn) return;
           this.parent = null;
           if (this.stopped) return;
           this.o.log(`lost the link to parent AN ${parentId} (${reason})`);
-          this.am?.sendCtrl({ t: 'parent-down' });
+          sendCtrl(this.am, { t: 'parent-down' });
           for (const g of [...this.groups.values()]) {
             if (g.hasParent) this.failGroup(g, `AN ${this.o.id} lost its link to parent AN ${parentId}: ${reason}`, conn, true);
           }
         },
       });
-      this.am?.sendCtrl({ t: 'parent-up' });
+      sendCtrl(this.am, { t: 'parent-up' });
     } catch (err) {
       this.o.log(`cannot link to the parent AN: ${(err as Error).message}; retrying`);
     } finally {
@@ -351,34 +351,29 @@ export class Daemon {
 
   // ---- accepted connections: child ANs and members -----------------------------------------
 
-  private accept(socket: Socket): void {
-    const remote = remoteAddressOf(socket);
-    socket.on('error', () => {});
-    const lookup = (claimed: number): Buffer | null => {
-      const m = splitConnectorId(claimed);
-      if (m === null) return parentOf(this.o.radix, claimed) === this.o.id && claimed !== 0 ? this.o.secret : null;
-      return this.jobKeys.get(m.jobIndex) ?? null;
-    };
-    authenticateAsAcceptor(socket, lookup, { remote }).then(({ peerNodeId, leftover }) => {
-      if (this.stopped) {
-        socket.destroy();
-        return;
-      }
-      const m = splitConnectorId(peerNodeId);
-      const peer: Peer = m === null ? { kind: 'an', an: peerNodeId } : { kind: 'member', job: m.jobIndex, node: m.nodeId };
-      const conn = new AggConn(socket, this.o.link, remote);
-      const table = peer.kind === 'an' ? this.children : this.members;
-      const key = peer.kind === 'an' ? peer.an : `${peer.job}:${peer.node}`;
-      (table as Map<unknown, AggConn>).get(key)?.close('replaced by a new connection');
-      (table as Map<unknown, AggConn>).set(key, conn);
-      conn.start(leftover, {
-        onFrame: (type, body) => this.onChildFrame(peer, conn, type, body),
-        onClose: (reason) => this.onChildLost(peer, conn, reason),
-      });
-    }, (err: unknown) => {
-      this.counters.authRejections++;
-      // Logged here only (the AM sees the count in every heartbeat answer): one line per connection.
-      this.rejections.reject(remote, err instanceof NbcHandshakeError ? err.reason : (err as Error).message);
+  /** The key a connector claiming `claimed` must prove: child ANs the fabric's, members their job's. */
+  private keyFor(claimed: number): Buffer | null {
+    const m = splitConnectorId(claimed);
+    if (m === null) return parentOf(this.o.radix, claimed) === this.o.id && claimed !== 0 ? this.o.secret : null;
+    return this.jobKeys.get(m.jobIndex) ?? null;
+  }
+
+  /** An authenticated child AN or member (the id it proved says which). */
+  private accept(conn: AggConn, peerId: number): void {
+    if (this.stopped) {
+      conn.close('daemon stopping');
+      return;
+    }
+    const m = splitConnectorId(peerId);
+    const peer: Peer = m === null ? { kind: 'an', an: peerId } : { kind: 'member', job: m.jobIndex, node: m.nodeId };
+    conn.emulate(this.o.link);
+    const table = peer.kind === 'an' ? this.children : this.members;
+    const key = peer.kind === 'an' ? peer.an : `${peer.job}:${peer.node}`;
+    (table as Map<unknown, AggConn>).get(key)?.close('replaced by a new connection');
+    (table as Map<unknown, AggConn>).set(key, conn);
+    conn.start({
+      onFrame: (type, body) => this.onChildFrame(peer, conn, type, body),
+      onClose: (reason) => this.onChildLost(peer, conn, reason),
     });
   }
 
@@ -529,7 +524,7 @@ export class Daemon {
         this.failGroup(g, `AN ${this.o.id} has no link to its parent`, null, true);
         return;
       }
-      this.parent.send(FrameType.Frag, header, acc);
+      this.parent.send(FrameType.Frag, [header, acc]);
     } else {
       this.down(g, h.seq, h.frag, p.root, acc);
     }
@@ -550,13 +545,13 @@ export class Daemon {
         return;
       }
       if (root < 0 || ci === rootChild) {
-        conn.send(FrameType.Result, withData, data);
+        conn.send(FrameType.Result, [withData, data]);
       } else {
         if (without === null) {
           without = Buffer.allocUnsafe(RESULT_HEADER_BYTES);
           writeResultHeader(without, g.id, g.epoch, seq, frag, 0, root);
         }
-        conn.send(FrameType.Result, without);
+        conn.send(FrameType.Result, [without]);
       }
     }
   }
@@ -599,8 +594,8 @@ export class Daemon {
     const frame = encodeGroupError(g.id, g.epoch, reason);
     const targets: (AggConn | null | undefined)[] = [g.hasParent ? this.parent : null];
     for (const c of g.children) targets.push(c.kind === 'an' ? this.children.get(c.an) : this.members.get(`${g.job}:${c.node}`));
-    for (const t of targets) if (t != null && t !== from) t.send(FrameType.GroupError, frame);
-    if (report) this.am?.sendCtrl({ t: 'group-fault', id: g.id, epoch: g.epoch, reason });
+    for (const t of targets) if (t != null && t !== from) t.send(FrameType.GroupError, [frame]);
+    if (report) sendCtrl(this.am, { t: 'group-fault', id: g.id, epoch: g.epoch, reason });
   }
 }
 

@@ -3,7 +3,7 @@
  * the daemons (ANs) it spawns. See docs/agg.md.
  */
 import { Buffer } from 'node:buffer';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -13,8 +13,9 @@ import { NbcArgError, NbcError, NbcLaunchError, NbcPeerFailedError, NbcTimeoutEr
 import { SECRET_BYTES } from '../net/auth.js';
 import { checkEmulation } from '../net/emulate.js';
 import { parseLinkSpec } from '../runtime/link-spec.js';
-import { AggConn, dial } from './conn.js';
-import { isRunning, killQuietly, waitGone, type ManagerOptions } from './manager.js';
+import { dial, sendCtrl } from './conn.js';
+import type { ManagerOptions } from './manager.js';
+import { isRunning, killQuietly, waitGone } from './procs.js';
 import { anCount, checkShape, decodeCtrl, FrameType, MAX_PAYLOAD, MIN_PAYLOAD, type Ctrl } from './wire.js';
 
 export interface FabricOptions {
@@ -87,8 +88,8 @@ function checkPositiveInt(v: number | undefined, name: string, min: number, max:
   }
 }
 
-/** Starts an AM and its ANs; resolves once every AN has registered and linked to its parent. */
-export async function startFabric(o: FabricOptions): Promise<FabricHandle> {
+/** The manager's configuration from the caller's options, each checked; throws NbcArgError. */
+function managerConfig(o: FabricOptions): ManagerOptions {
   checkShape(o, 'start an aggregation fabric');
   checkPositiveInt(o.payloadPerSlot, 'payloadPerSlot', MIN_PAYLOAD, MAX_PAYLOAD);
   const payloadPerSlot = o.payloadPerSlot ?? DEFAULT_PAYLOAD;
@@ -105,17 +106,22 @@ export async function startFabric(o: FabricOptions): Promise<FabricHandle> {
     throw new NbcArgError(`Cannot start an aggregation fabric: testDelayUs ${o.testDelayUs} is not a finite number >= 0`);
   }
   if (o.link !== undefined) checkEmulation(o.link);
-  const secret = o.secret ?? randomBytes(SECRET_BYTES);
-  if (!(secret instanceof Uint8Array) || secret.length !== SECRET_BYTES) {
-    throw new NbcArgError(`Cannot start an aggregation fabric: the secret must be ${SECRET_BYTES} bytes`);
-  }
-  const config: ManagerOptions = {
+  return {
     radix: o.radix, levels: o.levels, payloadPerSlot, slotsPerAn,
     jobQuotaSlots: o.jobQuotaSlots ?? Math.max(1, Math.floor(slotsPerAn / 2)),
     listenHost: o.listenHost ?? '127.0.0.1', port: o.port ?? 0, link: o.link, testDelayUs: o.testDelayUs, spinUs: o.spinUs,
     orphanSeconds: o.orphanSeconds ?? 30, private: o.private === true, adopt: o.adopt === true,
     daemonMain: aggScript('daemon-main'),
   };
+}
+
+/** Starts an AM and its ANs; resolves once every AN has registered and linked to its parent. */
+export async function startFabric(o: FabricOptions): Promise<FabricHandle> {
+  const config = managerConfig(o);
+  const secret = o.secret ?? randomBytes(SECRET_BYTES);
+  if (!(secret instanceof Uint8Array) || secret.length !== SECRET_BYTES) {
+    throw new NbcArgError(`Cannot start an aggregation fabric: the secret must be ${SECRET_BYTES} bytes`);
+  }
   const log = o.log ?? ((line: string) => process.stderr.write(line + '\n'));
   const detached = o.detached === true;
   const child = spawn(process.execPath, [aggScript('manager-main'), JSON.stringify(config)], {
@@ -123,20 +129,38 @@ export async function startFabric(o: FabricOptions): Promise<FabricHandle> {
     env: { ...process.env, NBC_AGG_SECRET: Buffer.from(secret).toString('hex') },
     detached,
   });
-  if (!detached) {
-    let partial = '';
-    child.stderr?.setEncoding('utf8');
-    child.stderr?.on('data', (chunk: string) => {
-      partial += chunk;
-      let nl: number;
-      while ((nl = partial.indexOf('\n')) >= 0) {
-        log(partial.slice(0, nl));
-        partial = partial.slice(nl + 1);
-      }
-    });
+  if (!detached) forwardLines(child, log);
+  const ready = await managerReady(child, o, o.startTimeoutMs ?? 10_000 + 300 * anCount(o));
+  if (detached) {
+    child.stdout!.destroy();
+    child.unref();
   }
-  const timeoutMs = o.startTimeoutMs ?? 10_000 + 300 * anCount(o);
-  const ready = await new Promise<{ host: string; port: number; pids: number[] }>((resolve, reject) => {
+  return fabricHandle(child, ready, Buffer.from(secret));
+}
+
+/** Hands the manager's stderr to `log`, one line at a time. */
+function forwardLines(child: ChildProcess, log: (line: string) => void): void {
+  let partial = '';
+  child.stderr?.setEncoding('utf8');
+  child.stderr?.on('data', (chunk: string) => {
+    partial += chunk;
+    let nl: number;
+    while ((nl = partial.indexOf('\n')) >= 0) {
+      log(partial.slice(0, nl));
+      partial = partial.slice(nl + 1);
+    }
+  });
+}
+
+interface ReadyLine {
+  host: string;
+  port: number;
+  pids: number[];
+}
+
+/** The manager's first stdout line: READY with its address and pids, or FAILED with why. */
+function managerReady(child: ChildProcess, o: FabricOptions, timeoutMs: number): Promise<ReadyLine> {
+  return new Promise<ReadyLine>((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => {
       killQuietly(child.pid ?? 0, 'SIGTERM');
@@ -150,7 +174,7 @@ export async function startFabric(o: FabricOptions): Promise<FabricHandle> {
       if (nl < 0) return;
       clearTimeout(timer);
       const line = out.slice(0, nl);
-      if (line.startsWith('READY ')) resolve(JSON.parse(line.slice(6)) as { host: string; port: number; pids: number[] });
+      if (line.startsWith('READY ')) resolve(JSON.parse(line.slice(6)) as ReadyLine);
       else reject(new NbcLaunchError(`Cannot start an aggregation fabric: ${line.replace(/^FAILED /, '')}`));
     });
     child.on('exit', (code, signal) => {
@@ -162,15 +186,14 @@ export async function startFabric(o: FabricOptions): Promise<FabricHandle> {
       reject(new NbcLaunchError(`Cannot start an aggregation fabric: ${err.message}`, { cause: err }));
     });
   });
-  if (detached) {
-    child.stdout!.destroy();
-    child.unref();
-  }
+}
+
+function fabricHandle(child: ChildProcess, ready: ReadyLine, secret: Buffer): FabricHandle {
   const pids = ready.pids;
   let stopping: Promise<void> | null = null;
   return {
     manager: { host: ready.host, port: ready.port },
-    secret: Buffer.from(secret),
+    secret,
     pids,
     stop(): Promise<void> {
       stopping ??= (async () => {
@@ -311,14 +334,13 @@ export function fabricFromEnv(env: NodeJS.ProcessEnv = process.env): { manager: 
 
 /** One request/answer over an authenticated admin connection to the AM. */
 export async function adminRequest(manager: { host: string; port: number }, secret: Buffer, msg: Ctrl, timeoutMs = 5000): Promise<Ctrl> {
-  const { socket, leftover } = await dial(manager.host, manager.port, secret, 0, timeoutMs);
-  const conn = new AggConn(socket, undefined);
+  const conn = await dial(manager.host, manager.port, secret, 0, timeoutMs);
   return new Promise<Ctrl>((resolve, reject) => {
     const timer = setTimeout(() => {
       conn.close('timed out');
     }, timeoutMs);
     let answered = false;
-    conn.start(leftover, {
+    conn.start({
       onFrame: (type, body) => {
         const m = type === FrameType.Ctrl ? decodeCtrl(body) : null;
         if (m === null) throw new Error('answer is not a control message');
@@ -335,8 +357,8 @@ export async function adminRequest(manager: { host: string; port: number }, secr
         }
       },
     });
-    conn.sendCtrl({ t: 'hello-admin' });
-    conn.sendCtrl(msg);
+    sendCtrl(conn, { t: 'hello-admin' });
+    sendCtrl(conn, msg);
   });
 }
 

@@ -7,8 +7,10 @@
  * forms groups collectively, places and trims them, reserves slots, and revokes groups on any
  * fault. It is not on the data path.
  *
- * Connections to the AM prove the fabric secret; the first CTRL frame says who speaks:
- * `an-hello` (a daemon), `hello-job` (a member node of a job), `hello-admin` (status, stop).
+ * Connections to the AM prove the fabric secret (they arrive through the one accept path,
+ * net/listener.ts, as net/conn.ts AuthConns); the first CTRL frame says who speaks: `an-hello`
+ * (a daemon), `hello-job` (a member node of a job), `hello-admin` (status, stop). Where a group
+ * goes in the tree is placement.ts's.
  *
  * Group formation is one decision per (job, key, round): every member's n-th join of a key is
  * round n. The decision (a group, or a refusal with its reason) is made once, when the last
@@ -20,17 +22,18 @@
  */
 import { Buffer } from 'node:buffer';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
-import { authenticateAsAcceptor, NbcHandshakeError, remoteAddressOf } from '../net/auth.js';
 import type { LinkEmulation } from '../net/emulate.js';
-import { listenOn } from '../net/listen.js';
-import { RejectLog } from '../net/reject-log.js';
-import { AggConn } from './conn.js';
+import { AuthListener } from '../net/listener.js';
+import { sendCtrl, type AggConn } from './conn.js';
+import { groupConfig, liveLeaf, trimToMembers } from './placement.js';
+import { killQuietly, waitGone } from './procs.js';
 import {
-  anCount, decodeCtrl, defaultLeaf, FrameType, leafCount, levelOf, levelStart, MAX_JOB_INDEX, MAX_NODE_ID, num,
-  parentOf, pathToRoot, str, type Ctrl,
+  anCount, decodeCtrl, defaultLeaf, FrameType, levelOf, MAX_BODY, MAX_JOB_INDEX, MAX_NODE_ID, num, parentOf, str,
+  type Ctrl,
 } from './wire.js';
+
+/** Where the CLI and tests have always found them. */
+export { isRunning, killQuietly, waitGone } from './procs.js';
 
 export interface ManagerOptions {
   radix: number;
@@ -131,7 +134,6 @@ interface Round {
 }
 
 export class Manager {
-  private server: Server | null = null;
   readonly ans: An[] = [];
   private readonly jobs = new Map<string, Job>();
   private readonly jobsByIndex = new Map<number, Job>();
@@ -144,11 +146,17 @@ export class Manager {
   private readyResolve: (() => void) | null = null;
   private readonly counters = { authRejections: 0, badFrames: 0, groupsCreated: 0, refusals: 0, revocations: 0 };
   port = 0;
-  /** One line per rejected connection, floods summarised (net/reject-log.ts). */
-  private readonly rejections: RejectLog;
+  /** The accept path: handshakes with the fabric secret, and the rejection log. */
+  private readonly listener: AuthListener;
 
   constructor(private readonly o: ManagerOptions, private readonly secret: Buffer, private readonly log: (line: string) => void) {
-    this.rejections = new RejectLog(log, '');
+    this.listener = new AuthListener({
+      secret, host: o.listenHost, port: o.port, maxBody: MAX_BODY, log, rejectPrefix: '', errorPrefix: 'listener error: ',
+      onConnection: (conn) => this.accept(conn),
+      onRejected: () => {
+        this.counters.authRejections++;
+      },
+    });
     // Group ids start at a random point, so that an id of a previous AM's group (a fragment
     // still in flight when it died) does not match a group of this one.
     this.nextGroupId = 1 + Math.floor(Math.random() * 0x3fff_ffff);
@@ -163,11 +171,7 @@ export class Manager {
 
   /** Listens, starts (or awaits) the daemons; resolves once all registered and linked. */
   async start(): Promise<void> {
-    this.server = createServer({ pauseOnConnect: true }, (s) => this.accept(s));
-    this.server.on('error', (err) => this.log(`listener error: ${err.message}`));
-    await listenOn(this.server, this.o.port, this.o.listenHost);
-    this.port = (this.server.address() as AddressInfo).port;
-    this.rejections.listener = `${this.o.listenHost}:${this.port}`;
+    this.port = (await this.listener.listen()).port;
     this.heartbeat = setInterval(() => this.beat(), HEARTBEAT_MS);
     const ready = new Promise<void>((resolve) => {
       this.readyResolve = resolve;
@@ -214,51 +218,45 @@ export class Manager {
 
   // ---- connections ------------------------------------------------------------------------
 
-  private accept(socket: Socket): void {
-    const remote = remoteAddressOf(socket);
-    socket.on('error', () => {});
-    authenticateAsAcceptor(socket, this.secret, { remote }).then(({ leftover }) => {
-      if (this.stopping) {
-        socket.destroy();
-        return;
-      }
-      const conn = new AggConn(socket, undefined, remote);
-      // Until the hello, the connection is nobody's.
-      let role: ((type: number, body: Buffer) => void) | null = null;
-      let onClose: (reason: string) => void = () => {};
-      conn.start(leftover, {
-        onFrame: (type, body) => {
-          if (role !== null) {
-            role(type, body);
-            return;
-          }
-          const m = ctrlOf(type, body);
-          if (m.t === 'an-hello') {
-            const an = this.onAnHello(conn, m);
-            role = (t, b) => this.onAnFrame(an, conn, t, b);
-            onClose = (reason) => this.onAnLost(an, conn, reason);
-          } else if (m.t === 'hello-job') {
-            const client = this.onJobHello(conn, m);
-            if (client === null) return;
-            role = (t, b) => this.onClientFrame(client, t, b);
-            onClose = (reason) => this.onClientLost(client, reason);
-          } else if (m.t === 'hello-admin') {
-            role = (t, b) => this.onAdminFrame(conn, t, b);
-          } else {
-            throw new Error(`first control message is '${m.t}'; expected an-hello, hello-job or hello-admin`);
-          }
-        },
-        onClose: (reason) => {
-          if (reason.startsWith('bad frame')) {
-            this.counters.badFrames++;
-            this.log(`dropped connection from ${remote}: ${reason}`);
-          }
-          onClose(reason);
-        },
-      });
-    }, (err: unknown) => {
-      this.counters.authRejections++;
-      this.rejections.reject(remote, err instanceof NbcHandshakeError ? err.reason : (err as Error).message);
+  /** An authenticated connection: whose it is, the first CTRL frame says. */
+  private accept(conn: AggConn): void {
+    if (this.stopping) {
+      conn.close('manager stopping');
+      return;
+    }
+    const remote = conn.remote;
+    // Until the hello, the connection is nobody's.
+    let role: ((type: number, body: Buffer) => void) | null = null;
+    let onClose: (reason: string) => void = () => {};
+    conn.start({
+      onFrame: (type, body) => {
+        if (role !== null) {
+          role(type, body);
+          return;
+        }
+        const m = ctrlOf(type, body);
+        if (m.t === 'an-hello') {
+          const an = this.onAnHello(conn, m);
+          role = (t, b) => this.onAnFrame(an, conn, t, b);
+          onClose = (reason) => this.onAnLost(an, conn, reason);
+        } else if (m.t === 'hello-job') {
+          const client = this.onJobHello(conn, m);
+          if (client === null) return;
+          role = (t, b) => this.onClientFrame(client, t, b);
+          onClose = (reason) => this.onClientLost(client, reason);
+        } else if (m.t === 'hello-admin') {
+          role = (t, b) => this.onAdminFrame(conn, t, b);
+        } else {
+          throw new Error(`first control message is '${m.t}'; expected an-hello, hello-job or hello-admin`);
+        }
+      },
+      onClose: (reason) => {
+        if (reason.startsWith('bad frame')) {
+          this.counters.badFrames++;
+          this.log(`dropped connection from ${remote}: ${reason}`);
+        }
+        onClose(reason);
+      },
     });
   }
 
@@ -282,14 +280,14 @@ export class Manager {
     an.parentLinked = id === 0 || m.parentLinked === true;
     const parent = parentOf(this.o.radix, id);
     const p = parent === null ? null : this.ans[parent]!;
-    conn.sendCtrl({
+    sendCtrl(conn, {
       t: 'welcome',
       parent: p !== null && p.alive ? { host: p.host, port: p.port } : null,
       jobs: [...this.jobs.values()].map((j) => ({ index: j.index, key: j.key })),
     });
     // Children that registered before this AN learn where it is now.
     for (let c = id * this.o.radix + 1; c <= id * this.o.radix + this.o.radix && c < this.ans.length; c++) {
-      this.ans[c]!.conn?.sendCtrl({ t: 'parent', host: an.host, port: an.port });
+      sendCtrl(this.ans[c]!.conn, { t: 'parent', host: an.host, port: an.port });
     }
     this.log(`AN ${id} (level ${an.level}, pid ${an.pid}) registered at ${an.host}:${an.port}`);
     this.checkReady();
@@ -365,7 +363,7 @@ export class Manager {
         this.markDead(an, `no heartbeat answer for ${Math.round(now - an.lastPong)} ms`);
         continue;
       }
-      an.conn.sendCtrl({ t: 'ping', n: ++an.pingN });
+      sendCtrl(an.conn, { t: 'ping', n: ++an.pingN });
     }
     for (const [k, r] of this.rounds) if (r.answer !== null && now - r.decidedAt > DECISION_KEEP_MS) this.rounds.delete(k);
   }
@@ -379,7 +377,7 @@ export class Manager {
     if (!/^[0-9a-f]{64}$/.test(key)) throw new Error('job key is not 64 lowercase hex digits');
     let job = this.jobs.get(jobId);
     if (job !== undefined && job.key !== key) {
-      conn.sendCtrl({ t: 'refused', reason: `job '${jobId}' is registered with a different key` });
+      sendCtrl(conn, { t: 'refused', reason: `job '${jobId}' is registered with a different key` });
       conn.finish();
       return null;
     }
@@ -387,19 +385,19 @@ export class Manager {
       let index = 1;
       while (this.jobsByIndex.has(index) && index <= MAX_JOB_INDEX) index++;
       if (index > MAX_JOB_INDEX) {
-        conn.sendCtrl({ t: 'refused', reason: `the fabric serves ${MAX_JOB_INDEX} jobs already` });
+        sendCtrl(conn, { t: 'refused', reason: `the fabric serves ${MAX_JOB_INDEX} jobs already` });
         conn.finish();
         return null;
       }
       job = { index, id: jobId, key, conns: new Set(), held: new Map() };
       this.jobs.set(jobId, job);
       this.jobsByIndex.set(index, job);
-      for (const an of this.ans) an.conn?.sendCtrl({ t: 'job', index, key });
+      for (const an of this.ans) sendCtrl(an.conn, { t: 'job', index, key });
       this.log(`job '${jobId}' registered as job ${index}`);
     }
     const client: ClientConn = { conn, job, node };
     job.conns.add(client);
-    conn.sendCtrl({
+    sendCtrl(conn, {
       t: 'welcome', jobIndex: job.index, radix: this.o.radix, levels: this.o.levels, payload: this.o.payloadPerSlot,
       leaf: defaultLeaf(this.o, node),
     });
@@ -452,7 +450,7 @@ export class Manager {
       this.jobs.delete(job.id);
       this.jobsByIndex.delete(job.index);
       for (const [k, r] of this.rounds) if (k.startsWith(`${job.index}\0`)) { if (r.timer) clearTimeout(r.timer); this.rounds.delete(k); }
-      for (const an of this.ans) an.conn?.sendCtrl({ t: 'job-gone', index: job.index });
+      for (const an of this.ans) sendCtrl(an.conn, { t: 'job-gone', index: job.index });
       this.log(`job '${job.id}' (job ${job.index}) has no connection left; released`);
     }
   }
@@ -476,7 +474,7 @@ export class Manager {
         this.decide(rr, `member${missing.length > 1 ? 's' : ''} ${missing.join(', ')} of ${rr.count} did not join '${key}' within ${timeoutMs} ms`);
       }, timeoutMs);
     }
-    const reply = (answer: Ctrl): void => client.conn.sendCtrl({ ...answer, key, round });
+    const reply = (answer: Ctrl): void => sendCtrl(client.conn, { ...answer, key, round });
     if (r.answer !== null) {
       reply(r.answer);
       return;
@@ -511,42 +509,25 @@ export class Manager {
     r.decidedAt = performance.now();
     const targets = new Set(r.joined.values());
     if (extra !== undefined) targets.add(extra);
-    for (const c of targets) c.conn.sendCtrl({ ...r.answer, key: r.key, round: r.round });
+    for (const c of targets) sendCtrl(c.conn, { ...r.answer, key: r.key, round: r.round });
     this.counters.refusals++;
     this.log(`refused group '${r.key}': ${refused}`);
   }
 
   // ---- placement --------------------------------------------------------------------------
 
-  /** The leaf a node uses: its default leaf when alive, else the next live leaf. */
-  private leafFor(node: number): number | null {
-    const first = levelStart(this.o.radix, this.o.levels - 1);
-    const leaves = leafCount(this.o);
-    const d = defaultLeaf(this.o, node) - first;
-    for (let k = 0; k < leaves; k++) {
-      const id = first + ((d + k) % leaves);
-      if (this.ans[id]!.alive) return id;
-    }
-    return null;
-  }
-
   private place(r: Round, job: Job): void {
     const members: Member[] = [];
     for (let i = 0; i < r.count; i++) {
       const c = r.joined.get(i)!;
-      const leaf = this.leafFor(c.node);
+      const leaf = liveLeaf(this.o, c.node, (id) => this.ans[id]!.alive);
       if (leaf === null) {
         this.decide(r, 'no leaf AN of the fabric is alive');
         return;
       }
       members.push({ index: i, node: c.node, client: c, an: leaf });
     }
-    // Trim: the lowest AN whose subtree holds every member's leaf, and the paths below it.
-    const paths = [...new Set(members.map((x) => x.an))].map((leaf) => pathToRoot(this.o.radix, leaf).reverse());
-    let depth = 0;
-    while (paths.every((p) => p[depth + 1] !== undefined && p[depth + 1] === paths[0]![depth + 1])) depth++;
-    const root = paths[0]![depth]!;
-    const ans = [...new Set(paths.flatMap((p) => p.slice(depth)))].sort((a, b) => a - b);
+    const { root, ans } = trimToMembers(this.o.radix, members.map((x) => x.an));
     for (const id of ans) {
       const an = this.ans[id]!;
       if (!an.alive) {
@@ -602,34 +583,10 @@ export class Manager {
       r.answer = { t: 'join-result', refused: `group '${r.key}' was already formed; this member is late` };
       r.decidedAt = performance.now();
       if (r.timer !== null) clearTimeout(r.timer);
-      for (const mb of members) mb.client.conn.sendCtrl({ ...answerFor(mb), key: r.key, round: r.round });
+      for (const mb of members) sendCtrl(mb.client.conn, { ...answerFor(mb), key: r.key, round: r.round });
     };
     g.ackTimer = setTimeout(() => g.onReady?.(`AN(s) ${[...g.awaiting].join(', ')} did not confirm the group within ${GROUP_ACK_MS} ms`), GROUP_ACK_MS);
-    for (const a of ans) this.ans[a]!.conn!.sendCtrl(this.configFor(g, a));
-  }
-
-  /** The configuration AN `a` needs for group `g`: its children in fixed order, and where each member lies. */
-  private configFor(g: Group, a: number): Ctrl {
-    const radix = this.o.radix;
-    const children: Ctrl[] = [];
-    const under: number[] = [];
-    const direct = g.members.filter((m) => m.an === a);
-    if (direct.length > 0) {
-      for (const m of direct) children.push({ t: 'member', member: m.index, node: m.node });
-      for (const m of g.members) under.push(direct.indexOf(m));
-    } else {
-      const kids = g.ans.filter((x) => parentOf(radix, x) === a);
-      for (const k of kids) children.push({ t: 'an', an: k });
-      for (const m of g.members) {
-        const path = pathToRoot(radix, m.an);
-        const i = path.indexOf(a);
-        under.push(i <= 0 ? -1 : kids.indexOf(path[i - 1]!));
-      }
-    }
-    return {
-      t: 'group', id: g.id, epoch: g.epoch, job: g.job.index, slots: g.slots, count: g.members.length,
-      hasParent: a !== g.root, children, under,
-    };
+    for (const a of ans) sendCtrl(this.ans[a]!.conn, groupConfig(this.o.radix, g, a));
   }
 
   /**
@@ -647,7 +604,7 @@ export class Manager {
       const held = (g.job.held.get(a) ?? 0) - g.slots;
       if (held > 0) g.job.held.set(a, held);
       else g.job.held.delete(a);
-      this.ans[a]!.conn?.sendCtrl({ t: 'group-end', id: g.id });
+      sendCtrl(this.ans[a]!.conn, { t: 'group-end', id: g.id });
     }
     if (wasCreating) {
       g.onReady?.(reason);
@@ -657,7 +614,7 @@ export class Manager {
       this.counters.revocations++;
       g.epoch++;
       this.log(`revoked group ${g.id} (now epoch ${g.epoch}) of job '${g.job.id}': ${reason}`);
-      for (const m of g.members) if (!m.client.conn.closed) m.client.conn.sendCtrl({ t: 'revoke', id: g.id, epoch: g.epoch, reason });
+      for (const m of g.members) if (!m.client.conn.closed) sendCtrl(m.client.conn, { t: 'revoke', id: g.id, epoch: g.epoch, reason });
     }
   }
 
@@ -666,9 +623,9 @@ export class Manager {
   private onAdminFrame(conn: AggConn, type: number, body: Buffer): void {
     const m = ctrlOf(type, body);
     if (m.t === 'status') {
-      conn.sendCtrl({ t: 'status', ...this.status() });
+      sendCtrl(conn, { t: 'status', ...this.status() });
     } else if (m.t === 'stop') {
-      conn.sendCtrl({ t: 'stopping' });
+      sendCtrl(conn, { t: 'stopping' });
       void this.stop().then(() => process.exit(0));
     } else {
       throw new Error(`unknown admin message '${m.t}'`);
@@ -699,9 +656,9 @@ export class Manager {
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    this.rejections.close();
+    this.listener.rejections.flush();
     if (this.heartbeat !== null) clearInterval(this.heartbeat);
-    for (const an of this.ans) an.conn?.sendCtrl({ t: 'shutdown' });
+    for (const an of this.ans) sendCtrl(an.conn, { t: 'shutdown' });
     const pids = this.ans.map((a) => a.pid).filter((p) => p > 0);
     await waitGone(pids, 1500);
     for (const p of pids) killQuietly(p, 'SIGTERM');
@@ -709,7 +666,7 @@ export class Manager {
     for (const p of pids) killQuietly(p, 'SIGKILL');
     await waitGone(pids, 1000);
     for (const an of this.ans) an.conn?.close('manager stopping');
-    this.server?.close();
+    void this.listener.close();
   }
 }
 
@@ -718,41 +675,4 @@ function ctrlOf(type: number, body: Buffer): Ctrl {
   const m = decodeCtrl(body);
   if (m === null) throw new Error('control frame is not a JSON object with a "t" field');
   return m;
-}
-
-export function killQuietly(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(pid, signal);
-  } catch {
-    // Already gone.
-  }
-}
-
-/** True while `pid` runs (a zombie counts as gone: it runs no code and holds no socket). */
-export function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  const stat = readStat(pid);
-  return stat === null || !/^\d+ \(.*\) Z/.test(stat);
-}
-
-function readStat(pid: number): string | null {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return null;
-  }
-}
-
-/** Resolves once none of `pids` runs, or after `ms`. */
-export async function waitGone(pids: number[], ms: number): Promise<boolean> {
-  const end = performance.now() + ms;
-  for (;;) {
-    if (pids.every((p) => !isRunning(p))) return true;
-    if (performance.now() >= end) return false;
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }

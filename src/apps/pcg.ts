@@ -119,144 +119,212 @@ class InnerProduct {
   }
 }
 
+/** What one solve works with: the operator, the vectors, the three inner products, and its log. */
+interface PcgWork {
+  readonly o: AppOptions;
+  readonly box: Box;
+  readonly phases: Phases;
+  readonly A: Operator;
+  readonly n: number;
+  readonly x: Float64Array;
+  readonly r: Float64Array;
+  readonly s: Float64Array;
+  readonly t: Float64Array;
+  readonly w: Float64Array;
+  readonly diag: Float64Array;
+  readonly linv: Float64Array;
+  /** The search direction and the previous one (alg2 and overlap swap them each iteration), ghosted. */
+  readonly p: Float64Array;
+  readonly pPrev: Float64Array;
+  readonly sdotp: InnerProduct;
+  readonly gammaIp: InnerProduct;
+  readonly iprodIp: InnerProduct;
+  /** (b, b), and tol^2: the test is (r, r) / (b, b) < tol^2. */
+  readonly biProd: number;
+  readonly tol2: number;
+  readonly history: number[];
+  readonly log: (it: number, rel: number) => void;
+}
+
+/** The iterations a variant ran and the relative residual it stopped at. */
+interface PcgEnd {
+  it: number;
+  rel: number;
+}
+
+/** Builds a solve's operator, vectors and inner products; r = b = ones (x0 = 0). Collective (one allreduce for (b, b)). */
+function pcgWork(world: Communicator, o: AppOptions, box: Box, phases: Phases, pacer: Pacer,
+  log: (it: number, rel: number) => void): PcgWork {
+  const opts = collOptions(o);
+  const { halo } = Halo.graph(world, box, opts);
+  const n = box.rows;
+  const b = new Float64Array(n).fill(1);
+  const bb = new Float64Array(1);
+  world.allreduce(Float64Array.of(dot(b, b, n)), bb, 'sum', opts);
+  const r = new Float64Array(n);
+  r.set(b); // r = b - A x0 with x0 = 0
+  return {
+    o, box, phases, log, n, r,
+    A: new Operator(box, halo, pacer, phases),
+    x: new Float64Array(n),
+    s: new Float64Array(n),
+    t: new Float64Array(n),
+    w: new Float64Array(n),
+    diag: new Float64Array(n).fill(26),
+    linv: new Float64Array(n).fill(1 / Math.sqrt(26)),
+    p: new Float64Array(box.ghosted),
+    pPrev: new Float64Array(box.ghosted),
+    sdotp: new InnerProduct(world, P.sdotp, phases, opts),
+    gammaIp: new InnerProduct(world, P.gamma, phases, opts),
+    iprodIp: new InnerProduct(world, P.iprod, phases, opts),
+    biProd: bb[0]!,
+    tol2: o.tol * o.tol,
+    history: [],
+  };
+}
+
+/** Iteration `it`'s relative residual from ip = (r, r), recorded in the history and logged. */
+function record(k: PcgWork, it: number, ip: number): number {
+  const rel = Math.sqrt(ip / k.biProd);
+  k.history.push(rel);
+  k.log(it, rel);
+  return rel;
+}
+
+/** `alg1` (seed 000, Figure 3): hypre's PCG, three blocking inner products each used at once. */
+function runAlg1(k: PcgWork): PcgEnd {
+  const { o, box, phases, A, n, x, r, s, w, diag, p, sdotp, gammaIp, iprodIp } = k;
+  let rel = 1;
+  let it = 0;
+  let c = performance.now();
+  divide(w, r, diag, n); // p = C^-1 r (DiagScale)
+  xpbyIntoGhost(box, p, w, 0, p);
+  c = phases.charge(P.precond, c);
+  let gamma = gammaIp.now(dotGhost(box, r, p), c);
+  c = performance.now();
+  while (it < o.maxIter) {
+    it++;
+    c = A.apply(s, p, c);
+    const sp = sdotp.now(dotGhost(box, s, p), c);
+    c = performance.now();
+    const alpha = gamma / sp;
+    const gammaOld = gamma;
+    axpyFromGhost(box, x, alpha, p);
+    axpy(r, -alpha, s, n);
+    c = phases.charge(P.axpy, c);
+    divide(s, r, diag, n); // s = C^-1 r (DiagScale)
+    c = phases.charge(P.precond, c);
+    gamma = gammaIp.now(dot(r, s, n), c);
+    c = performance.now();
+    const ip = iprodIp.now(dot(r, r, n), c);
+    rel = record(k, it, ip);
+    c = performance.now();
+    if (ip / k.biProd < k.tol2) break;
+    xpbyIntoGhost(box, p, s, gamma / gammaOld, p);
+    c = phases.charge(P.axpy, c);
+  }
+  return { it, rel };
+}
+
+/**
+ * `alg2` (Figure 6) and, with `overlap`, Figure 7: the split-preconditioned form with the x
+ * update delayed by one iteration; with `overlap` every inner product is an iallreduce waited
+ * for after the independent DiagInvScale or X_Axpy.
+ */
+function runAlg2(k: PcgWork, overlap: boolean): PcgEnd {
+  const { o, box, phases, A, n, x, r, s, t, w, linv, sdotp, gammaIp, iprodIp } = k;
+  let rel = 1;
+  let { p, pPrev } = k;
+  let it = 0;
+  let c = performance.now();
+  scale(t, r, linv, n); // t = L^-1 r (DiagInvScale)
+  c = phases.charge(P.precond, c);
+  let gamma = 0;
+  if (overlap) gammaIp.start(dot(t, t, n), c);
+  else gamma = gammaIp.now(dot(t, t, n), c);
+  c = performance.now();
+  let gammaOld = 0;
+  let alpha = 0;
+  let beta = 0;
+  let converged = false;
+  while (it < o.maxIter) {
+    it++;
+    scale(w, t, linv, n); // w = L^-T t (DiagInvScale; L = L^T); overlaps the gamma reduction
+    c = phases.charge(P.precond, c);
+    if (overlap) {
+      gamma = gammaIp.wait();
+      beta = it === 1 ? 0 : gamma / gammaOld;
+      c = performance.now();
+    }
+    xpbyIntoGhost(box, p, w, beta, pPrev); // P_Axpy
+    c = phases.charge(P.axpy, c);
+    c = A.apply(s, p, c);
+    let sp: number;
+    if (overlap) {
+      sdotp.start(dotGhost(box, s, p), c);
+      c = performance.now();
+      axpyFromGhost(box, x, alpha, pPrev); // X_Axpy (delayed), overlaps sdotp
+      c = phases.charge(P.axpy, c);
+      sp = sdotp.wait();
+    } else {
+      sp = sdotp.now(dotGhost(box, s, p), c);
+      c = performance.now();
+      axpyFromGhost(box, x, alpha, pPrev); // X_Axpy (delayed)
+      c = phases.charge(P.axpy, c);
+    }
+    c = performance.now();
+    alpha = gamma / sp;
+    axpy(r, -alpha, s, n); // R_Axpy
+    c = phases.charge(P.axpy, c);
+    let ip: number;
+    if (overlap) {
+      iprodIp.start(dot(r, r, n), c);
+      c = performance.now();
+      scale(t, r, linv, n); // t = L^-1 r, overlaps iprod
+      c = phases.charge(P.precond, c);
+      ip = iprodIp.wait();
+      gammaOld = gamma;
+      c = performance.now();
+      gammaIp.start(dot(t, t, n), c);
+    } else {
+      ip = iprodIp.now(dot(r, r, n), c);
+      c = performance.now();
+      scale(t, r, linv, n);
+      c = phases.charge(P.precond, c);
+      gammaOld = gamma;
+      gamma = gammaIp.now(dot(t, t, n), c);
+      beta = gamma / gammaOld;
+    }
+    rel = record(k, it, ip);
+    c = performance.now();
+    if (ip / k.biProd < k.tol2) {
+      converged = true;
+      break;
+    }
+    const q = pPrev;
+    pPrev = p;
+    p = q;
+  }
+  if (gammaIp.pending) gammaIp.wait(); // the last gamma was started before the test
+  c = performance.now();
+  // The delayed update of the last iteration, along its direction: still `p` where the loop
+  // broke out, already swapped into `pPrev` where it ran out of iterations.
+  axpyFromGhost(box, x, alpha, converged ? p : pPrev);
+  phases.charge(P.axpy, c);
+  return { it, rel };
+}
+
 /** Runs one variant; x0 = 0, b = ones. Collective over `world`. */
 export function solvePcg(world: Communicator, o: AppOptions, box: Box, phases: Phases, pacer: Pacer,
   log: (it: number, rel: number) => void): PcgSolve {
-  const opts = collOptions(o);
-  const { halo } = Halo.graph(world, box, opts);
-  const A = new Operator(box, halo, pacer, phases);
-  const n = box.rows;
-  const b = new Float64Array(n).fill(1);
-  const x = new Float64Array(n);
-  const r = new Float64Array(n);
-  const s = new Float64Array(n);
-  const t = new Float64Array(n);
-  const w = new Float64Array(n);
-  const diag = new Float64Array(n).fill(26);
-  const linv = new Float64Array(n).fill(1 / Math.sqrt(26));
-  let p = new Float64Array(box.ghosted);
-  let pPrev = new Float64Array(box.ghosted);
-  const sdotp = new InnerProduct(world, P.sdotp, phases, opts);
-  const gammaIp = new InnerProduct(world, P.gamma, phases, opts);
-  const iprodIp = new InnerProduct(world, P.iprod, phases, opts);
-  const bb = new Float64Array(1);
-  world.allreduce(Float64Array.of(dot(b, b, n)), bb, 'sum', opts);
-  const biProd = bb[0]!;
-  const tol2 = o.tol * o.tol;
-  const history: number[] = [];
-  r.set(b); // r = b - A x0 with x0 = 0
-
+  const k = pcgWork(world, o, box, phases, pacer, log);
   world.barrier();
   phases.ms.fill(0);
   phases.commMs.fill(0);
   const start = performance.now();
-  let it = 0;
-  let rel = 1;
-  let c = performance.now();
-  if (o.variant === 'alg1') {
-    divide(w, r, diag, n); // p = C^-1 r (DiagScale)
-    xpbyIntoGhost(box, p, w, 0, p);
-    c = phases.charge(P.precond, c);
-    let gamma = gammaIp.now(dotGhost(box, r, p), c);
-    c = performance.now();
-    while (it < o.maxIter) {
-      it++;
-      c = A.apply(s, p, c);
-      const sp = sdotp.now(dotGhost(box, s, p), c);
-      c = performance.now();
-      const alpha = gamma / sp;
-      const gammaOld = gamma;
-      axpyFromGhost(box, x, alpha, p);
-      axpy(r, -alpha, s, n);
-      c = phases.charge(P.axpy, c);
-      divide(s, r, diag, n); // s = C^-1 r (DiagScale)
-      c = phases.charge(P.precond, c);
-      gamma = gammaIp.now(dot(r, s, n), c);
-      c = performance.now();
-      const ip = iprodIp.now(dot(r, r, n), c);
-      rel = Math.sqrt(ip / biProd);
-      history.push(rel);
-      log(it, rel);
-      c = performance.now();
-      if (ip / biProd < tol2) break;
-      xpbyIntoGhost(box, p, s, gamma / gammaOld, p);
-      c = phases.charge(P.axpy, c);
-    }
-  } else {
-    const overlap = o.variant === 'overlap';
-    scale(t, r, linv, n); // t = L^-1 r (DiagInvScale)
-    c = phases.charge(P.precond, c);
-    let gamma = 0;
-    if (overlap) gammaIp.start(dot(t, t, n), c);
-    else gamma = gammaIp.now(dot(t, t, n), c);
-    c = performance.now();
-    let gammaOld = 0;
-    let alpha = 0;
-    let beta = 0;
-    while (it < o.maxIter) {
-      it++;
-      scale(w, t, linv, n); // w = L^-T t (DiagInvScale; L = L^T); overlaps the gamma reduction
-      c = phases.charge(P.precond, c);
-      if (overlap) {
-        gamma = gammaIp.wait();
-        beta = it === 1 ? 0 : gamma / gammaOld;
-        c = performance.now();
-      }
-      xpbyIntoGhost(box, p, w, beta, pPrev); // P_Axpy
-      c = phases.charge(P.axpy, c);
-      c = A.apply(s, p, c);
-      let sp: number;
-      if (overlap) {
-        sdotp.start(dotGhost(box, s, p), c);
-        c = performance.now();
-        axpyFromGhost(box, x, alpha, pPrev); // X_Axpy (delayed), overlaps sdotp
-        c = phases.charge(P.axpy, c);
-        sp = sdotp.wait();
-      } else {
-        sp = sdotp.now(dotGhost(box, s, p), c);
-        c = performance.now();
-        axpyFromGhost(box, x, alpha, pPrev); // X_Axpy (delayed)
-        c = phases.charge(P.axpy, c);
-      }
-      c = performance.now();
-      alpha = gamma / sp;
-      axpy(r, -alpha, s, n); // R_Axpy
-      c = phases.charge(P.axpy, c);
-      let ip: number;
-      if (overlap) {
-        iprodIp.start(dot(r, r, n), c);
-        c = performance.now();
-        scale(t, r, linv, n); // t = L^-1 r, overlaps iprod
-        c = phases.charge(P.precond, c);
-        ip = iprodIp.wait();
-        gammaOld = gamma;
-        c = performance.now();
-        gammaIp.start(dot(t, t, n), c);
-      } else {
-        ip = iprodIp.now(dot(r, r, n), c);
-        c = performance.now();
-        scale(t, r, linv, n);
-        c = phases.charge(P.precond, c);
-        gammaOld = gamma;
-        gamma = gammaIp.now(dot(t, t, n), c);
-        beta = gamma / gammaOld;
-      }
-      rel = Math.sqrt(ip / biProd);
-      history.push(rel);
-      log(it, rel);
-      c = performance.now();
-      if (ip / biProd < tol2) break;
-      const q = pPrev;
-      pPrev = p;
-      p = q;
-    }
-    if (gammaIp.pending) gammaIp.wait(); // the last gamma was started before the test
-    c = performance.now();
-    axpyFromGhost(box, x, alpha, p); // the delayed update of the last iteration
-    phases.charge(P.axpy, c);
-  }
+  const { it, rel } = o.variant === 'alg1' ? runAlg1(k) : runAlg2(k, o.variant === 'overlap');
   const seconds = (performance.now() - start) / 1000;
-  return { iterations: it, relResidual: rel, history, x, seconds };
+  return { iterations: it, relResidual: rel, history: k.history, x: k.x, seconds };
 }
 
 /** The 27-point operator on the whole grid with bounds checks: the reference's own matvec. */

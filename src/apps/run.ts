@@ -26,7 +26,7 @@ export interface AppOptions {
   maxIter: number;
   /**
    * Untimed solves before the timed one: a fresh job's first few thousand calls are slower while
-   * V8 tiers its hot paths up (BENCHMARKS.md, "The first thousands of calls"), so comparisons
+   * V8 tiers its hot paths up (BENCHMARKS.md, "First calls and warm-up"), so comparisons
    * of steady-state solvers time a solve after some.
    */
   warmup: number;

@@ -9,7 +9,8 @@ import type { Command } from 'commander';
 import { fabricFromEnv } from '../agg/fabric.js';
 import { EXECUTORS } from '../sched/executors.js';
 import { NATIVE_COPY_MIN } from '../shm/copy.js';
-import { nativeAddon } from '../runtime/native.js';
+import { isUcxAddon } from '../p2p/ucx.js';
+import { nativeAddon, type NativeAddon } from '../runtime/native.js';
 import { paramsFilePath, readParamsFile } from '../runtime/params-file.js';
 import { DEFAULT_YIELD_US, ucxUnavailable } from '../runtime/node-main.js';
 import { ucxErrModeFromEnv } from '../runtime/config.js';
@@ -23,6 +24,24 @@ function ucxVersion(): string {
   } catch {
     return '';
   }
+}
+
+/** What a loaded addon provides, in `nbc info`'s words: 'sched_yield, memmove, shared maps, UCX'. */
+export function addonFeatures(addon: NativeAddon): string {
+  const has = ['sched_yield'];
+  if (addon.copy !== undefined) has.push('memmove');
+  if (addon.mapShared !== undefined) has.push('shared maps');
+  has.push(isUcxAddon(addon) ? 'UCX' : 'no UCX');
+  return has.join(', ');
+}
+
+/** The `native addon` line: where the loaded addon is and what it has, or why there is none. */
+function addonLine(native: { addon: NativeAddon | null; why: string }, ucxHeaders: boolean): InfoLine {
+  if (native.addon !== null) {
+    const noUcx = isUcxAddon(native.addon) ? '' : ucxHeaders ? ' (npx nbc build-native rebuilds it with UCX)' : ' (libucx-dev is not installed)';
+    return { what: 'native addon', available: true, detail: `${native.why}: ${addonFeatures(native.addon)}${noUcx}` };
+  }
+  return { what: 'native addon', available: false, detail: native.why };
 }
 
 export interface InfoLine {
@@ -67,6 +86,7 @@ export function collectInfo(): InfoLine[] {
     fabric = (err as Error).message;
   }
   return [
+    addonLine(native, ucxHeaders),
     { what: 'transport tcp', available: true, detail: 'engine-to-engine TCP links, authenticated (pure JS)' },
     {
       what: 'transport ucx', available: noUcx === null,
@@ -87,7 +107,7 @@ export function collectInfo(): InfoLine[] {
       detail: native.addon === null
         ? `native addon ${native.why}; payloads to and from shared memory are copied by TypedArray.set`
         : native.addon.copy === undefined
-          ? 'the native addon predates it (npm run build rebuilds it); payloads to and from shared memory are copied by TypedArray.set'
+          ? 'the native addon predates it (npx nbc build-native rebuilds it); payloads to and from shared memory are copied by TypedArray.set'
           : `payloads of ${NATIVE_COPY_MIN} B and more to and from shared memory (the node's arena and rings)`,
     },
     ...Object.entries(EXECUTORS).map(([name, row]) => ({ what: `executor ${name}`, available: true, detail: row.description })),

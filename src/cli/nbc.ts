@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /**
- * The `nbc` command: run jobs, join jobs started by other launchers, benchmark, calibrate.
+ * The `nbc` command: run jobs, join jobs started by other launchers, benchmark, calibrate,
+ * build the native addon of an installed package.
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -14,6 +15,7 @@ import { parseTransport, runNode, type TransportChoice } from '../runtime/node-m
 import { registerAgg } from './agg.js';
 import { registerApps } from './apps.js';
 import { registerBench } from './bench.js';
+import { registerBuildNative } from './build-native.js';
 import { registerInfo } from './info.js';
 import { registerCalibrate } from './calibrate.js';
 import { registerSim } from './sim.js';
@@ -128,6 +130,7 @@ registerAgg(program);
 registerBench(program);
 registerApps(program);
 registerCalibrate(program);
+registerBuildNative(program);
 registerInfo(program);
 registerSim(program);
 

@@ -13,6 +13,7 @@ import { fnv1a32 } from '../fnv.js';
 import { dtypeName, type DType } from '../ops/dtype.js';
 import { USER_OP_ID_BASE } from '../ops/op.js';
 import { opById } from '../ops/regions.js';
+import { EXECUTORS } from '../sched/executors.js';
 import type { CollName } from './select.js';
 import type { CollShape } from './shape.js';
 
@@ -26,7 +27,8 @@ const KINDS: readonly CollName[] = [
 /** Collectives whose bytes per rank differ between ranks by design (their counts are per rank). */
 const PER_RANK_BYTES: ReadonlySet<CollName> = new Set(['gatherv', 'scatterv', 'allgatherv', 'alltoallv', 'reduceScatter', 'neighborAlltoallv']);
 
-const EXECUTORS = ['host', 'offload', 'agg'];
+/** The executors in the registry's order: the signature names one by its index. */
+const EXECUTOR_NAMES: readonly string[] = Object.keys(EXECUTORS);
 
 const S_KIND = 0;
 const S_ROOT = 1;
@@ -47,7 +49,7 @@ export function callSignature(coll: CollName, s: CollShape, executor: string, al
   sig[S_OP] = s.op;
   sig[S_DTYPE] = s.dtype;
   sig[S_BYTES] = PER_RANK_BYTES.has(coll) ? -1 : s.bytes;
-  sig[S_EXECUTOR] = EXECUTORS.indexOf(executor);
+  sig[S_EXECUTOR] = EXECUTOR_NAMES.indexOf(executor);
   sig[S_ALGORITHM] = fnv1a32(`${algorithm}:${radix}`) | 0;
   return sig;
 }
@@ -74,7 +76,7 @@ export function disagreement(all: Int32Array, size: number): NbcArgError | null 
       if (differs(S_OP)) diffs.push(`passes op ${opName(at(S_OP, r))} where rank 0 passes ${opName(at(S_OP, 0))}`);
       if (differs(S_DTYPE)) diffs.push(`passes ${typeName(at(S_DTYPE, r))} elements where rank 0 passes ${typeName(at(S_DTYPE, 0))}`);
       if (differs(S_BYTES)) diffs.push(`passes ${at(S_BYTES, r)} bytes per rank where rank 0 passes ${at(S_BYTES, 0)}`);
-      if (differs(S_EXECUTOR)) diffs.push(`runs it on executor ${EXECUTORS[at(S_EXECUTOR, r)] ?? '?'} where rank 0 runs it on ${EXECUTORS[at(S_EXECUTOR, 0)] ?? '?'}`);
+      if (differs(S_EXECUTOR)) diffs.push(`runs it on executor ${EXECUTOR_NAMES[at(S_EXECUTOR, r)] ?? '?'} where rank 0 runs it on ${EXECUTOR_NAMES[at(S_EXECUTOR, 0)] ?? '?'}`);
       // The rest decides the algorithm, so a difference there is named only where nothing else differs.
       if (diffs.length === 0 && differs(S_ALGORITHM)) diffs.push('runs a different algorithm (an algorithm option or NBC_<COLLECTIVE>_ALGORITHM that differs)');
     }

@@ -22,7 +22,7 @@ import { IN_PLACE } from '../p2p/constants.js';
 import type { Request } from '../p2p/request.js';
 import type { CollTarget, Executor, ExecutorsStats, Plan } from '../sched/executor.js';
 import { fabricReduces, fabricTakes } from '../sched/agg-executor.js';
-import { executorFor, executorStats, releaseCommunicator } from '../sched/executors.js';
+import { executorFor, executorStats, executorStatsCopy, releaseCommunicator } from '../sched/executors.js';
 import { ScheduleBuilder, type Schedule } from '../sched/schedule.js';
 import type { Buf, BufOrInPlace, Counts, Planner } from './args.js';
 import {
@@ -212,8 +212,7 @@ export class Communicator extends Comm {
    * many the engines exchanged among themselves). Counters since the rank started.
    */
   override stats(): CommStats & { executors: ExecutorsStats } {
-    const e = executorStats(this.transport);
-    return { ...super.stats(), executors: { host: { ...e.host }, offload: { ...e.offload }, agg: { ...e.agg } } };
+    return { ...super.stats(), executors: executorStatsCopy(this.transport) };
   }
 
   /** Frees the communicator; the executors drop what they keep for it (the offload engine its members). */

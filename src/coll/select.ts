@@ -11,7 +11,7 @@
  * by the same rules for a communicator of one rank per node; the offload engines' two-level
  * forms get theirs from `interNodeSchedule`. So every inter-node phase is chosen here.
  *
- * Every threshold names the measurement that chose it (BENCHMARKS.md, "Switch points").
+ * Every threshold names the measurement that chose it (bench/HISTORY.md, "Switch points").
  */
 import type { CoreConfig } from '../config.js';
 import { NbcArgError, NbcOpError } from '../errors.js';

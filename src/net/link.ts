@@ -2,7 +2,9 @@
  * Node-to-node links: one authenticated TCP connection per node pair, opened lazily by whichever
  * side sends first, carrying length-prefixed frames (frame.ts) in order.
  *
- * Life of a connection (see docs/protocol.md):
+ * Every connection is an AuthConn (conn.ts) and incoming ones come through an AuthListener
+ * (listener.ts): the handshake, framing, writing and rejection log are theirs; this module adds
+ * the pairing of nodes. Life of a connection (see docs/protocol.md):
  *   1. TCP connect; the mutual HMAC handshake (auth.ts). Failures on the accepting side are
  *      'rejected' events and log lines; they never touch established links.
  *   2. The acceptor sends one link-control frame (type 0): ACCEPT or DECLINE. The connector
@@ -27,20 +29,18 @@
  * buffered for a peer (queued before the link opened, in the emulated wire, in the socket), and
  * 'drain' (node) says it has fallen back below the socket's high-water mark.
  */
-import { Buffer } from 'node:buffer';
+import type { Buffer } from 'node:buffer';
 import { EventEmitter } from 'node:events';
-import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import {
   NbcArgError, NbcInternalError, NbcLaunchError, NbcPeerFailedError, NbcTimeoutError,
 } from '../errors.js';
-import {
-  authenticateAsAcceptor, authenticateAsConnector, DEFAULT_HANDSHAKE_TIMEOUT_MS, NbcHandshakeError,
-  remoteAddressOf, SECRET_BYTES,
-} from './auth.js';
-import { checkEmulation, EmulatedWire, type LinkEmulation } from './emulate.js';
-import { encodeFrame, encodeFrameHeader, FRAME_HEADER_BYTES, FrameDecoder, MAX_FRAME_BODY } from './frame.js';
-import { listenOn } from './listen.js';
-import { RejectLog } from './reject-log.js';
+import { DEFAULT_HANDSHAKE_TIMEOUT_MS, SECRET_BYTES } from './auth.js';
+import { AuthConn, reasonOf, type WriteCallback } from './conn.js';
+import { checkEmulation, type LinkEmulation } from './emulate.js';
+import { encodeFrame, FRAME_HEADER_BYTES, MAX_FRAME_BODY } from './frame.js';
+import { AuthListener } from './listener.js';
+
+export type { WriteCallback } from './conn.js';
 
 /** Frame type reserved for link control (ACCEPT, DECLINE, BYE); user frames use 1..255. */
 export const LINK_CONTROL_TYPE = 0;
@@ -51,16 +51,9 @@ const CLOSE_GRACE_MS = 2000;
 
 /** Body byte of a link-control frame. */
 const Control = { Accept: 1, Decline: 2, Bye: 3 } as const;
-const ACCEPT_FRAME = encodeFrame(LINK_CONTROL_TYPE, Uint8Array.of(Control.Accept));
+const ACCEPT_BODY: readonly Uint8Array[] = [Uint8Array.of(Control.Accept)];
 const DECLINE_FRAME = encodeFrame(LINK_CONTROL_TYPE, Uint8Array.of(Control.Decline));
 const BYE_FRAME = encodeFrame(LINK_CONTROL_TYPE, Uint8Array.of(Control.Bye));
-
-/**
- * Called once the manager no longer references a frame's parts: with no error (null or undefined)
- * when the socket has taken the bytes, with an error when the frame was dropped (link failed,
- * manager closed). Either way the parts may be reused afterwards.
- */
-export type WriteCallback = (err?: Error | null) => void;
 
 export interface PeerAddress {
   nodeId: number;
@@ -137,23 +130,18 @@ interface QueuedFrame {
   onWritten: WriteCallback | undefined;
 }
 
-interface WireFrame {
-  header: Buffer;
-  parts: readonly Uint8Array[];
-  onWritten: WriteCallback | undefined;
-}
-
+/** One connection of the pair's: the authenticated connection and where the pairing stands. */
 class Conn {
   state: ConnState = ConnState.Handshake;
-  /** The other node's id: known up front for dials, from the handshake for accepted ones. */
-  peer = -1;
-  decoder: FrameDecoder | null = null;
-  wire: EmulatedWire<WireFrame> | null = null;
-  /** A nextTick uncork is scheduled (writes of one tick leave in one writev). */
-  corked = false;
   byeReceived = false;
-  error: Error | null = null;
-  constructor(readonly socket: Socket, readonly outgoing: boolean, readonly remote: string) {}
+  /**
+   * `peer`: the other node's id, known up front for dials, from the handshake for accepted ones.
+   */
+  constructor(readonly auth: AuthConn, readonly outgoing: boolean, readonly peer: number) {}
+
+  get remote(): string {
+    return this.auth.remote;
+  }
 }
 
 class Peer {
@@ -175,18 +163,8 @@ class Peer {
   constructor(readonly nodeId: number) {}
 }
 
-function uncork(conn: Conn): void {
-  conn.corked = false;
-  conn.socket.uncork();
-}
-
 function defaultLog(msg: string): void {
   process.stderr.write(`${msg}\n`);
-}
-
-function reasonOf(err: unknown): string {
-  if (err instanceof NbcHandshakeError) return err.reason;
-  return err instanceof Error ? err.message : String(err);
 }
 
 export class LinkManager extends EventEmitter<LinkEvents> {
@@ -199,15 +177,15 @@ export class LinkManager extends EventEmitter<LinkEvents> {
   private readonly yieldCore: (() => void) | null;
   private readonly handshakeTimeoutMs: number;
   private readonly connectTimeoutMs: number;
-  private server: Server | null = null;
+  private listening = false;
   private readonly peers = new Map<number, Peer>();
   private readingPaused = false;
-  /** Every socket not yet closed, in any state. */
+  /** Every socket not yet closed, past the listener's handshake (dials from their start). */
   private readonly conns = new Set<Conn>();
   private closed = false;
   private closing: Promise<void> | null = null;
-  /** One line per rejected connection, floods summarised (reject-log.ts). */
-  private readonly rejections: RejectLog;
+  /** The accept path: handshakes, and the rejection log (one line each, floods summarised). */
+  private readonly listener: AuthListener;
 
   constructor(opts: LinkManagerOptions) {
     super();
@@ -228,26 +206,26 @@ export class LinkManager extends EventEmitter<LinkEvents> {
     this.yieldCore = opts.yieldCore ?? null;
     this.handshakeTimeoutMs = opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
     this.connectTimeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
-    this.rejections = new RejectLog(this.log, `nbc: node ${this.nodeId}: `);
+    this.listener = new AuthListener({
+      secret: this.secret, host: this.host, port: this.port, handshakeTimeoutMs: this.handshakeTimeoutMs, log: this.log,
+      rejectPrefix: `nbc: node ${this.nodeId}: `, errorPrefix: `nbc: link listener of node ${this.nodeId}: `,
+      onConnection: (auth, peerId) => this.onAccepted(auth, peerId),
+      onRejected: (remote, reason) => this.emit('rejected', remote, reason),
+    });
   }
 
   /** Starts accepting links. Resolves with the bound address (the actual port when port is 0). */
   async listen(): Promise<{ host: string; port: number }> {
     if (this.closed) throw new NbcInternalError(`Cannot listen on node ${this.nodeId}: the link manager is closed`);
-    if (this.server !== null) throw new NbcInternalError(`Cannot listen on node ${this.nodeId}: already listening`);
-    const server = createServer((socket) => this.onIncoming(socket));
-    this.server = server;
+    if (this.listening) throw new NbcInternalError(`Cannot listen on node ${this.nodeId}: already listening`);
+    this.listening = true;
     try {
-      await listenOn(server, this.port, this.host);
+      return await this.listener.listen();
     } catch (err) {
-      this.server = null;
+      this.listening = false;
       throw new NbcLaunchError(
         `Cannot listen for links on ${this.host}:${this.port}: ${reasonOf(err)}`, { cause: err });
     }
-    server.on('error', (err) => this.log(`nbc: link listener of node ${this.nodeId}: ${err.message}`));
-    const port = (server.address() as AddressInfo).port;
-    this.rejections.listener = `${this.host}:${port}`;
-    return { host: this.host, port };
   }
 
   /** Where to dial each node. Entries may be updated; this node's own entry is ignored. */
@@ -296,7 +274,7 @@ export class LinkManager extends EventEmitter<LinkEvents> {
       throw new NbcPeerFailedError(`Cannot send to node ${nodeId}: ${peer.gone.message}`, { cause: peer.gone });
     }
     if (peer?.link) {
-      this.writeFrame(peer.link, type, parts, bytes, onWritten, true);
+      peer.link.auth.send(type, parts, onWritten, bytes);
       return;
     }
     if (peer === undefined || (peer.dial === null && !peer.awaitingPeer && peer.host === null)) {
@@ -308,7 +286,6 @@ export class LinkManager extends EventEmitter<LinkEvents> {
     if (peer.dial === null && !peer.awaitingPeer) this.startDial(peer);
   }
 
-  /** Bytes buffered for `nodeId` and not yet taken by the kernel (0 for unknown nodes). */
   /**
    * Stops reading from every link (and from links opened later) until resumeReading(): the
    * receiver's half of back-pressure. TCP flow control then holds the senders back, and their
@@ -317,24 +294,22 @@ export class LinkManager extends EventEmitter<LinkEvents> {
   pauseReading(): void {
     if (this.readingPaused) return;
     this.readingPaused = true;
-    for (const peer of this.peers.values()) peer.link?.socket.pause();
+    for (const peer of this.peers.values()) peer.link?.auth.pauseReading();
   }
 
   resumeReading(): void {
     if (!this.readingPaused) return;
     this.readingPaused = false;
-    for (const peer of this.peers.values()) peer.link?.socket.resume();
+    for (const peer of this.peers.values()) peer.link?.auth.resumeReading();
   }
 
+  /** Bytes buffered for `nodeId` and not yet taken by the kernel (0 for unknown nodes). */
   writableBytesPending(nodeId: number): number {
     const peer = this.peers.get(nodeId);
     if (peer === undefined) return 0;
     let n = peer.queuedBytes;
     const link = peer.link;
-    if (link !== null) {
-      n += link.socket.writableLength;
-      if (link.wire !== null) n += link.wire.pendingBytes;
-    }
+    if (link !== null) n += link.auth.pendingBytes;
     return n;
   }
 
@@ -342,7 +317,7 @@ export class LinkManager extends EventEmitter<LinkEvents> {
   linkInfo(nodeId: number): LinkInfo | null {
     const link = this.peers.get(nodeId)?.link;
     if (!link) return null;
-    const s = link.socket;
+    const s = link.auth.socket;
     return {
       nodeId,
       initiator: link.outgoing ? this.nodeId : nodeId,
@@ -376,7 +351,6 @@ export class LinkManager extends EventEmitter<LinkEvents> {
   close(): Promise<void> {
     if (this.closing !== null) return this.closing;
     this.closed = true;
-    this.rejections.close();
     const dropped = new NbcPeerFailedError(`Link manager of node ${this.nodeId} closed`);
     const waits: Promise<void>[] = [];
     for (const peer of this.peers.values()) {
@@ -384,20 +358,14 @@ export class LinkManager extends EventEmitter<LinkEvents> {
       this.dropQueue(peer, dropped);
     }
     for (const conn of this.conns) {
-      const socket = conn.socket;
+      const socket = conn.auth.socket;
       waits.push(new Promise<void>((resolve) => socket.once('close', () => resolve())));
-      if (conn.state === ConnState.Open) {
-        conn.wire?.flushNow();
-        socket.write(BYE_FRAME);
-        socket.end();
-      } else {
-        socket.destroy();
-      }
+      if (conn.state === ConnState.Open) conn.auth.finish(BYE_FRAME);
+      else conn.auth.close();
     }
-    const server = this.server;
-    if (server !== null) waits.push(new Promise<void>((resolve) => server.close(() => resolve())));
+    waits.push(this.listener.close());
     const grace = setTimeout(() => {
-      for (const conn of this.conns) conn.socket.destroy();
+      for (const conn of this.conns) conn.auth.close();
     }, CLOSE_GRACE_MS);
     this.closing = Promise.all(waits).then(() => clearTimeout(grace));
     return this.closing;
@@ -409,10 +377,9 @@ export class LinkManager extends EventEmitter<LinkEvents> {
    */
   destroy(): void {
     this.closed = true;
-    this.rejections.close();
     for (const peer of this.peers.values()) this.clearTimer(peer);
-    for (const conn of this.conns) conn.socket.destroy();
-    this.server?.close();
+    for (const conn of this.conns) conn.auth.close();
+    void this.listener.close();
     this.closing ??= Promise.resolve();
   }
 
@@ -428,56 +395,38 @@ export class LinkManager extends EventEmitter<LinkEvents> {
     return peer;
   }
 
-  /** Registers a socket: every connection gets its error and close listeners before anything else. */
+  /** Registers a connection until its socket closes (close() waits for each). */
   private track(conn: Conn): void {
     this.conns.add(conn);
-    conn.socket.setNoDelay(true);
-    conn.socket.on('error', (err) => {
-      conn.error ??= err;
+    conn.auth.socket.once('close', () => this.conns.delete(conn));
+  }
+
+  /** Delivers the connection's frames and its end here. */
+  private startConn(conn: Conn): void {
+    conn.auth.start({
+      onFrame: (type, body) => this.onFrame(conn, type, body),
+      onClose: (reason) => this.onConnClosed(conn, reason),
     });
-    conn.socket.on('close', () => this.onConnClosed(conn));
-  }
-
-  private onIncoming(socket: Socket): void {
-    if (this.closed) {
-      socket.destroy();
-      return;
-    }
-    const conn = new Conn(socket, false, remoteAddressOf(socket));
-    this.track(conn);
-    authenticateAsAcceptor(socket, this.secret, { timeoutMs: this.handshakeTimeoutMs, remote: conn.remote }).then(
-      ({ peerNodeId, leftover }) => this.onAccepted(conn, peerNodeId, leftover),
-      (err: unknown) => {
-        conn.state = ConnState.Discarded;
-        this.reject(conn.remote, reasonOf(err));
-      });
-  }
-
-  private reject(remote: string, reason: string): void {
-    if (this.closed) return;
-    this.rejections.reject(remote, reason);
-    this.emit('rejected', remote, reason);
   }
 
   /** An authenticated connection from `peerId`: decide ACCEPT or DECLINE (see the tie-break above). */
-  private onAccepted(conn: Conn, peerId: number, leftover: Buffer): void {
-    const socket = conn.socket;
-    if (this.closed || socket.destroyed) {
-      conn.state = ConnState.Discarded;
-      socket.destroy();
+  private onAccepted(auth: AuthConn, peerId: number): void {
+    if (this.closed) {
+      auth.close();
       return;
     }
-    conn.peer = peerId;
+    const conn = new Conn(auth, false, peerId);
+    this.track(conn);
     if (peerId === this.nodeId) {
       conn.state = ConnState.Discarded;
-      socket.destroy();
-      this.reject(conn.remote, `peer claims this node's own id ${peerId}`);
+      auth.close();
+      this.listener.reject(conn.remote, `peer claims this node's own id ${peerId}`);
       return;
     }
     const peer = this.peerFor(peerId);
     if (peer.gone !== null) {
       this.decline(conn);
-      this.reject(conn.remote, `node ${peerId} connected again but its link is already lost or closed`);
+      this.listener.reject(conn.remote, `node ${peerId} connected again but its link is already lost or closed`);
       return;
     }
     if (this.nodeId < peerId && (peer.dial !== null || peer.link !== null)) {
@@ -490,45 +439,37 @@ export class LinkManager extends EventEmitter<LinkEvents> {
       // A lower node dials only while it has neither link nor dial: a second connection is a bug
       // or an impostor holding the secret; never let it disturb the open link.
       this.decline(conn);
-      this.reject(conn.remote, `node ${peerId} connected again but its link is already open`);
+      this.listener.reject(conn.remote, `node ${peerId} connected again but its link is already open`);
       return;
     }
     conn.state = ConnState.Open;
-    this.attachDecoder(conn);
-    socket.write(ACCEPT_FRAME);
+    auth.send(LINK_CONTROL_TYPE, ACCEPT_BODY);
     this.establish(peer, conn);
-    if (!this.feed(conn, leftover)) return;
-    socket.resume();
+    this.startConn(conn);
   }
 
   private decline(conn: Conn): void {
     conn.state = ConnState.Discarded;
-    conn.socket.resume(); // discard whatever still arrives
-    conn.socket.end(DECLINE_FRAME);
+    conn.auth.refuse(DECLINE_FRAME);
   }
 
   private startDial(peer: Peer): void {
     const target = `${peer.host}:${peer.port}`;
-    const socket = connect({ host: peer.host!, port: peer.port });
-    const conn = new Conn(socket, true, target);
-    conn.peer = peer.nodeId;
+    const conn = new Conn(AuthConn.dial(peer.host!, peer.port, { remote: target }), true, peer.nodeId);
     this.track(conn);
     peer.dial = conn;
     this.armTimer(peer, `Cannot open link to node ${peer.nodeId} at ${target}: not open within ${
       this.connectTimeoutMs} ms`);
-    authenticateAsConnector(socket, this.secret, this.nodeId, { timeoutMs: this.handshakeTimeoutMs, remote: target })
-      .then(
-        ({ leftover }) => {
-          if (conn.state !== ConnState.Handshake || this.closed) {
-            socket.destroy();
-            return;
-          }
-          conn.state = ConnState.AwaitVerdict;
-          this.attachDecoder(conn);
-          if (!this.feed(conn, leftover)) return;
-          socket.resume();
-        },
-        (err: unknown) => this.onDialFailed(conn, err));
+    conn.auth.authenticateAsConnector(this.secret, this.nodeId, this.handshakeTimeoutMs).then(
+      () => {
+        if (conn.state !== ConnState.Handshake || this.closed) {
+          conn.auth.close();
+          return;
+        }
+        conn.state = ConnState.AwaitVerdict;
+        this.startConn(conn);
+      },
+      (err: unknown) => this.onDialFailed(conn, err));
   }
 
   private onDialFailed(conn: Conn, err: unknown): void {
@@ -546,7 +487,7 @@ export class LinkManager extends EventEmitter<LinkEvents> {
     if (peer.dial === conn) peer.dial = null;
     if (!accepted) {
       conn.state = ConnState.Discarded;
-      conn.socket.end();
+      conn.auth.finish();
       if (this.closed || peer.link !== null || peer.gone !== null) return;
       if (this.nodeId < peer.nodeId) {
         // The higher node refused a connection initiated by the lower id: it must consider the
@@ -563,7 +504,7 @@ export class LinkManager extends EventEmitter<LinkEvents> {
     if (peer.link !== null || peer.gone !== null) {
       // Unreachable by the tie-break rule; refuse to run two links rather than reorder frames.
       conn.state = ConnState.Discarded;
-      conn.socket.destroy();
+      conn.auth.close();
       if (peer.link !== null) {
         this.log(`nbc: internal: node ${peer.nodeId} accepted a second link; dropping it`);
       }
@@ -576,48 +517,21 @@ export class LinkManager extends EventEmitter<LinkEvents> {
   /** `conn` is now the pair's link: flush the queue onto it. */
   private establish(peer: Peer, conn: Conn): void {
     peer.link = conn;
-    if (this.readingPaused) conn.socket.pause();
+    if (this.readingPaused) conn.auth.pauseReading();
     peer.awaitingPeer = false;
     this.clearTimer(peer);
-    if (this.emulation !== null) {
-      conn.wire = new EmulatedWire<WireFrame>(
-        this.emulation,
-        (f) => this.rawWrite(conn, f.header, f.parts, f.onWritten),
-        () => this.onWireEmpty(conn),
-        this.yieldCore);
-    }
-    conn.socket.on('drain', () => this.onSocketDrain(conn));
+    conn.auth.emulate(this.emulation, this.yieldCore, () => this.onWireEmpty(conn));
+    conn.auth.socket.on('drain', () => this.onSocketDrain(conn));
     const queue = peer.queue;
     if (queue.length === 0) return;
     peer.queue = [];
     peer.queuedBytes = 0;
-    for (const f of queue) this.writeFrame(conn, f.type, f.parts, f.bytes, f.onWritten, false);
-    if (conn.wire === null && !conn.socket.writableNeedDrain) this.emit('drain', peer.nodeId);
-  }
-
-  private attachDecoder(conn: Conn): void {
-    conn.decoder = new FrameDecoder((type, body) => this.onFrame(conn, type, body));
-    conn.socket.on('data', (chunk: Buffer) => this.feed(conn, chunk));
-  }
-
-  /** Feeds bytes to the decoder; on a bad frame, drops the connection. Returns false if dropped. */
-  private feed(conn: Conn, chunk: Buffer): boolean {
-    if (chunk.length === 0 || conn.state === ConnState.Discarded) return conn.state !== ConnState.Discarded;
-    try {
-      conn.decoder!.push(chunk);
-      return true;
-    } catch (err) {
-      conn.error ??= err instanceof Error ? err : new Error(String(err));
-      if (!this.closed) {
-        this.log(`nbc: dropping connection ${conn.outgoing ? 'to' : 'from'} node ${conn.peer} (${conn.remote}): ${
-          reasonOf(err)}`);
-      }
-      conn.socket.destroy();
-      return false;
-    }
+    for (const f of queue) conn.auth.send(f.type, f.parts, f.onWritten, f.bytes);
+    if (conn.auth.wireFrames === 0 && !conn.auth.socket.writableNeedDrain) this.emit('drain', peer.nodeId);
   }
 
   private onFrame(conn: Conn, type: number, body: Buffer): void {
+    if (conn.state === ConnState.Discarded) return; // declined or dropped: whatever still arrives
     if (type === LINK_CONTROL_TYPE) {
       const code = body.length === 1 ? body[0] : -1;
       if (code === Control.Bye) {
@@ -639,33 +553,36 @@ export class LinkManager extends EventEmitter<LinkEvents> {
     this.emit('frame', conn.peer, type, body);
   }
 
-  private onConnClosed(conn: Conn): void {
-    this.conns.delete(conn);
+  /** The connection ended (AuthConn's onClose): why decides between peer-closed and peer-lost. */
+  private onConnClosed(conn: Conn, reason: string): void {
     const state = conn.state;
     conn.state = ConnState.Discarded;
     if (this.closed) return;
+    const error = conn.auth.error;
+    if (reason.startsWith('bad frame') && state !== ConnState.Discarded) {
+      this.log(`nbc: dropping connection ${conn.outgoing ? 'to' : 'from'} node ${conn.peer} (${conn.remote}): ${
+        reasonOf(error)}`);
+    }
     if (state === ConnState.AwaitVerdict) {
-      this.onDialFailed(conn, conn.error ?? new Error('connection closed before the link was accepted'));
+      this.onDialFailed(conn, error ?? new Error('connection closed before the link was accepted'));
       return;
     }
     if (state !== ConnState.Open) return;
     const peer = this.peerFor(conn.peer);
     if (peer.link !== conn) return;
     peer.link = null;
-    const dropped = conn.wire?.clear() ?? [];
-    if (conn.byeReceived && conn.error === null) {
+    if (conn.byeReceived && error === null) {
       const err = new NbcPeerFailedError(`Node ${peer.nodeId} has closed its links`);
       peer.gone = err;
-      for (const f of dropped) f.onWritten?.(err);
+      conn.auth.dropQueued(err);
       this.dropQueue(peer, err);
       this.emit('peer-closed', peer.nodeId);
       return;
     }
-    const cause = conn.error;
     const err = new NbcPeerFailedError(
-      `Link to node ${peer.nodeId} (${conn.remote}) closed unexpectedly${cause ? `: ${cause.message}` : ''}`,
-      cause ? { cause } : undefined);
-    for (const f of dropped) f.onWritten?.(err);
+      `Link to node ${peer.nodeId} (${conn.remote}) closed unexpectedly${error ? `: ${error.message}` : ''}`,
+      error ? { cause: error } : undefined);
+    conn.auth.dropQueued(err);
     this.fail(peer, err);
   }
 
@@ -678,7 +595,7 @@ export class LinkManager extends EventEmitter<LinkEvents> {
     for (const conn of [peer.dial, peer.link]) {
       if (conn === null) continue;
       conn.state = ConnState.Discarded;
-      conn.socket.destroy();
+      conn.auth.close();
     }
     peer.dial = null;
     peer.link = null;
@@ -709,53 +626,16 @@ export class LinkManager extends EventEmitter<LinkEvents> {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Writing
-
-  private writeFrame(
-    conn: Conn, type: number, parts: readonly Uint8Array[], bytes: number, onWritten: WriteCallback | undefined,
-    copyParts: boolean,
-  ): void {
-    const header = encodeFrameHeader(type, bytes);
-    if (conn.wire === null) {
-      this.rawWrite(conn, header, parts, onWritten);
-    } else {
-      conn.wire.push({ header, parts: copyParts ? parts.slice() : parts, onWritten }, FRAME_HEADER_BYTES + bytes);
-    }
-  }
-
-  /**
-   * Writes header and parts as separate buffers. The socket is corked until the next tick, so
-   * all frames written in one tick leave in one writev.
-   */
-  private rawWrite(conn: Conn, header: Buffer, parts: readonly Uint8Array[], onWritten: WriteCallback | undefined): void {
-    const socket = conn.socket;
-    if (!conn.corked) {
-      conn.corked = true;
-      socket.cork();
-      process.nextTick(uncork, conn);
-    }
-    let last = -1;
-    for (let i = 0; i < parts.length; i++) if (parts[i]!.byteLength > 0) last = i;
-    if (last < 0) {
-      socket.write(header, onWritten);
-      return;
-    }
-    socket.write(header);
-    for (let i = 0; i < last; i++) {
-      const part = parts[i]!;
-      if (part.byteLength > 0) socket.write(part);
-    }
-    socket.write(parts[last]!, onWritten);
-  }
+  // Drain
 
   private onSocketDrain(conn: Conn): void {
     if (this.closed || conn.state !== ConnState.Open) return;
-    if (conn.wire !== null && conn.wire.length > 0) return;
+    if (conn.auth.wireFrames > 0) return;
     this.emit('drain', conn.peer);
   }
 
   private onWireEmpty(conn: Conn): void {
-    if (this.closed || conn.state !== ConnState.Open || conn.socket.writableNeedDrain) return;
+    if (this.closed || conn.state !== ConnState.Open || conn.auth.socket.writableNeedDrain) return;
     this.emit('drain', conn.peer);
   }
 }

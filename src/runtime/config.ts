@@ -1,6 +1,6 @@
 /**
  * The core's configuration from the process environment, read once per process: the one
- * place the environment reaches the collectives (docs/architecture.md, "Configuration"),
+ * place the environment reaches the collectives (docs/runtime.md, "Configuration"),
  * including the cost-model parameters `nbc calibrate` stored (NBC_PARAMS or the cache folder).
  */
 import { DEFAULT_CONFIG, type CoreConfig } from '../config.js';

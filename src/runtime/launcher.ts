@@ -182,165 +182,204 @@ function hostBoardPath(jobId: string, ranks: number): string | null {
 }
 
 function launchNodes(entry: string, opts: LaunchOptions, fabricEnv: Record<string, string>): Promise<LaunchResult> {
-  const n = opts.ranks;
-  const ppn = opts.ppn ?? n;
-  const nodes = Math.ceil(n / ppn);
-  const job = resolvePath(entry);
-  const secret = randomBytes(32).toString('hex');
-  const jobId = `${process.pid}-${Date.now().toString(36)}`;
-  const pipe = opts.output === 'pipe';
-  const link = linkText(opts.link);
-  // Node and V8 flags for the node processes (--cpu-prof, --trace-opt, ...): NODE_OPTIONS
-  // takes only some, and the launcher's own flags (--import tsx, --test) must not follow.
-  const nodeArgs = (opts.env?.NBC_NODE_ARGS ?? process.env.NBC_NODE_ARGS ?? '').split(/\s+/).filter((a) => a !== '');
-  // The host board (shm/host-board.ts): every node of this job runs on this host, and their
-  // idle threads yield their cores only while no rank of any node computes.
-  const board = hostBoardPath(jobId, n);
+  return new Promise<LaunchResult>((resolve) => new NodeJob(entry, opts, fabricEnv, resolve).run());
+}
 
-  return new Promise<LaunchResult>((resolve) => {
-    const children: Array<ChildProcess | null> = new Array(nodes).fill(null);
-    const alive = new Set<ChildProcess>();
-    const ranks: RankResult[] = [];
-    let stdout = '';
-    let stderr = '';
-    let failure: string | null = null;
-    let exitCode = 0;
-    /** The failure so far is a node's report, possibly only a consequence (a lost link). */
-    let failureReported = false;
-    let stopping = false;
-    /** Nodes this launcher signalled itself: their signal deaths are not news. */
-    const signalled = new Set<ChildProcess>();
-    let timer: NodeJS.Timeout | undefined;
-    const timers: NodeJS.Timeout[] = [];
+/**
+ * One job's node processes and their supervision: node 0 starts first and reports its master
+ * port, then the others; the first failure is recorded and stops every node (the master relays
+ * it; signals are the backstop); the result is resolved once every node has exited.
+ */
+class NodeJob {
+  private readonly n: number;
+  private readonly ppn: number;
+  private readonly nodes: number;
+  private readonly job: string;
+  private readonly secret = randomBytes(32).toString('hex');
+  private readonly jobId = `${process.pid}-${Date.now().toString(36)}`;
+  private readonly pipe: boolean;
+  private readonly link: string | undefined;
+  /** Node and V8 flags for the node processes (NBC_NODE_ARGS). */
+  private readonly nodeArgs: string[];
+  /** The host board (shm/host-board.ts), or null where none could be made. */
+  private readonly board: string | null;
 
-    const firstRankOf = (node: number): number => node * ppn;
-    const ranksOf = (node: number): number => Math.min(ppn, n - node * ppn);
+  private readonly children: Array<ChildProcess | null>;
+  private readonly alive = new Set<ChildProcess>();
+  private readonly ranks: RankResult[] = [];
+  private stdout = '';
+  private stderr = '';
+  private failure: string | null = null;
+  private exitCode = 0;
+  /** The failure so far is a node's report, possibly only a consequence (a lost link). */
+  private failureReported = false;
+  private stopping = false;
+  /** Nodes this launcher signalled itself: their signal deaths are not news. */
+  private readonly signalled = new Set<ChildProcess>();
+  private timer: NodeJS.Timeout | undefined;
+  private readonly timers: NodeJS.Timeout[] = [];
+  private readonly onSignal = (sig: NodeJS.Signals): void => {
+    this.failWith(`interrupted by ${sig}; stopping ${this.alive.size} node(s)`, 128 + (constants.signals[sig] ?? 15), true);
+    for (const c of this.alive) this.kill(c, 'SIGTERM');
+  };
 
-    const note = (text: string): void => {
-      if (pipe) stderr += `nbc: ${text}\n`;
-      else process.stderr.write(`nbc: ${text}\n`);
-    };
+  constructor(
+    entry: string,
+    private readonly opts: LaunchOptions,
+    private readonly fabricEnv: Record<string, string>,
+    private readonly resolve: (result: LaunchResult) => void,
+  ) {
+    this.n = opts.ranks;
+    this.ppn = opts.ppn ?? this.n;
+    this.nodes = Math.ceil(this.n / this.ppn);
+    this.job = resolvePath(entry);
+    this.pipe = opts.output === 'pipe';
+    this.link = linkText(opts.link);
+    // NODE_OPTIONS takes only some flags (--cpu-prof, --trace-opt, ...), and the launcher's own
+    // flags (--import tsx, --test) must not follow.
+    this.nodeArgs = (opts.env?.NBC_NODE_ARGS ?? process.env.NBC_NODE_ARGS ?? '').split(/\s+/).filter((a) => a !== '');
+    // Every node of this job runs on this host, and their idle threads yield their cores only
+    // while no rank of any node computes.
+    this.board = hostBoardPath(this.jobId, this.n);
+    this.children = new Array<ChildProcess | null>(this.nodes).fill(null);
+  }
 
-    /** Records the first failure and makes sure every node goes away. */
-    const failWith = (reason: string, code: number, print: boolean): void => {
-      if (failure === null) {
-        failure = reason;
-        exitCode = code;
-        if (print) note(reason);
-      }
-      stopAll();
-    };
-
-    const stopAll = (): void => {
-      if (stopping) return;
-      stopping = true;
-      // Nodes normally stop themselves at once (the master relays the abort); these are the
-      // backstops for a node that cannot, all well inside the 5 s the contract allows.
-      timers.push(setTimeout(() => { for (const c of alive) kill(c, 'SIGTERM'); }, 1500));
-      timers.push(setTimeout(() => { for (const c of alive) kill(c, 'SIGKILL'); }, 3000));
-    };
-
-    const kill = (c: ChildProcess, sig: NodeJS.Signals): void => {
-      signalled.add(c);
-      c.kill(sig);
-    };
-
-    const onSignal = (sig: NodeJS.Signals): void => {
-      failWith(`interrupted by ${sig}; stopping ${alive.size} node(s)`, 128 + (constants.signals[sig] ?? 15), true);
-      for (const c of alive) kill(c, 'SIGTERM');
-    };
-    if (opts.handleSignals) {
-      process.on('SIGINT', onSignal);
-      process.on('SIGTERM', onSignal);
+  run(): void {
+    if (this.opts.handleSignals) {
+      process.on('SIGINT', this.onSignal);
+      process.on('SIGTERM', this.onSignal);
     }
-
-    const finish = (): void => {
-      if (timer) clearTimeout(timer);
-      for (const t of timers) clearTimeout(t);
-      if (opts.handleSignals) {
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
-      }
-      if (board !== null) rmSync(board, { force: true });
-      // One closing line with the cause, as mpirun ends: after every node has exited, so that no
-      // node's own report of the consequences (lost links, aborted ranks) comes after it.
-      if (failure !== null) note(`job failed (exit code ${exitCode}): ${failure.split('\n')[0]}`);
-      ranks.sort((a, b) => a.rank - b.rank);
-      resolve({ exitCode, ranks, failure, stdout, stderr });
-    };
-
-    const start = (node: number, masterPort: number): void => {
-      const env: NodeJS.ProcessEnv = {
-        ...process.env,
-        ...opts.env,
-        ...fabricEnv,
-        NBC_NODE_RANK: String(node),
-        NBC_NODES: String(nodes),
-        NBC_MASTER_ADDR: '127.0.0.1',
-        NBC_MASTER_PORT: String(masterPort),
-        NBC_SECRET: secret,
-        NBC_JOB_ID: jobId,
-        // every node of this job runs on this host: it decides how long waiting ranks spin
-        NBC_HOST_RANKS: String(n),
-        NBC_HOST_NODES: String(nodes),
-        ...(board === null ? {} : { NBC_HOST_BOARD: board }),
-      };
-      const args = [CLI, 'node', '--ppn', String(ranksOf(node))];
-      if (opts.tagOutput) args.push('--tag-output');
-      if (link) args.push('--link', link);
-      if (opts.transport !== undefined) args.push('--transport', opts.transport);
-      args.push(job, ...(opts.args ?? []));
-      const child = spawn(process.execPath, [...nodeArgs, ...args], {
-        env,
-        stdio: ['ignore', pipe ? 'pipe' : 'inherit', pipe ? 'pipe' : 'inherit', 'ipc'],
-      });
-      children[node] = child;
-      alive.add(child);
-      if (child.pid !== undefined) opts.onSpawn?.(node, child.pid);
-      if (pipe) {
-        child.stdout!.setEncoding('utf8').on('data', (d: string) => { stdout += d; });
-        child.stderr!.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
-      }
-      child.on('message', (m: NodeToLauncher) => {
-        if (m.type === 'master' && node === 0) {
-          for (let k = 1; k < nodes; k++) start(k, m.port);
-        } else if (m.type === 'results') {
-          for (const r of m.ranks) ranks.push({ rank: r.rank, node: m.node, result: r.result });
-        } else if (m.type === 'failure') {
-          if (failure === null) failureReported = true;
-          failWith(m.reason, m.exitCode, false); // the node printed it already
-        }
-      });
-      child.on('error', (err) => failWith(`node ${node} could not start: ${err.message}`, 1, true));
-      child.on('exit', (code, signal) => {
-        alive.delete(child);
-        if (signal !== null && !signalled.has(child) && (!stopping || failureReported)) {
-          // Killed from outside. When other nodes reported first (they lost their links to it a
-          // moment before its exit reached us), this is the cause and theirs the consequence.
-          const last = firstRankOf(node) + ranksOf(node) - 1;
-          const reason = `node ${node} (pid ${child.pid}, ranks ${firstRankOf(node)}..${last}) was killed by ${signal}`;
-          if (failureReported) {
-            failure = reason; // the closing line (finish) names it
-            exitCode = 128 + (constants.signals[signal] ?? 0);
-            failureReported = false;
-          } else {
-            failWith(reason, 128 + (constants.signals[signal] ?? 0), true);
-          }
-        } else if (code !== 0 && code !== null && failure === null) {
-          failWith(`node ${node} (pid ${child.pid}) exited with code ${code}`, code, true);
-        } else if (failure === null && code === 0 && stopping) {
-          // a clean exit while stopping for a signal or timeout: nothing to add
-        }
-        if (alive.size === 0 && (stopping || children.every((c) => c !== null))) finish();
-      });
-    };
-
-    if (opts.timeoutMs !== undefined) {
-      timer = setTimeout(() => {
-        failWith(`job timed out after ${opts.timeoutMs} ms; killing ${alive.size} node(s)`, 124, true);
-        for (const c of alive) kill(c, 'SIGKILL');
-      }, opts.timeoutMs);
+    if (this.opts.timeoutMs !== undefined) {
+      this.timer = setTimeout(() => {
+        this.failWith(`job timed out after ${this.opts.timeoutMs} ms; killing ${this.alive.size} node(s)`, 124, true);
+        for (const c of this.alive) this.kill(c, 'SIGKILL');
+      }, this.opts.timeoutMs);
     }
-    start(0, 0);
-  });
+    this.start(0, 0);
+  }
+
+  private firstRankOf(node: number): number {
+    return node * this.ppn;
+  }
+
+  private ranksOf(node: number): number {
+    return Math.min(this.ppn, this.n - node * this.ppn);
+  }
+
+  private note(text: string): void {
+    if (this.pipe) this.stderr += `nbc: ${text}\n`;
+    else process.stderr.write(`nbc: ${text}\n`);
+  }
+
+  /** Records the first failure and makes sure every node goes away. */
+  private failWith(reason: string, code: number, print: boolean): void {
+    if (this.failure === null) {
+      this.failure = reason;
+      this.exitCode = code;
+      if (print) this.note(reason);
+    }
+    this.stopAll();
+  }
+
+  private stopAll(): void {
+    if (this.stopping) return;
+    this.stopping = true;
+    // Nodes normally stop themselves at once (the master relays the abort); these are the
+    // backstops for a node that cannot, all well inside the 5 s the contract allows.
+    this.timers.push(setTimeout(() => { for (const c of this.alive) this.kill(c, 'SIGTERM'); }, 1500));
+    this.timers.push(setTimeout(() => { for (const c of this.alive) this.kill(c, 'SIGKILL'); }, 3000));
+  }
+
+  private kill(c: ChildProcess, sig: NodeJS.Signals): void {
+    this.signalled.add(c);
+    c.kill(sig);
+  }
+
+  private finish(): void {
+    if (this.timer) clearTimeout(this.timer);
+    for (const t of this.timers) clearTimeout(t);
+    if (this.opts.handleSignals) {
+      process.off('SIGINT', this.onSignal);
+      process.off('SIGTERM', this.onSignal);
+    }
+    if (this.board !== null) rmSync(this.board, { force: true });
+    // One closing line with the cause, as mpirun ends: after every node has exited, so that no
+    // node's own report of the consequences (lost links, aborted ranks) comes after it.
+    if (this.failure !== null) this.note(`job failed (exit code ${this.exitCode}): ${this.failure.split('\n')[0]}`);
+    this.ranks.sort((a, b) => a.rank - b.rank);
+    this.resolve({ exitCode: this.exitCode, ranks: this.ranks, failure: this.failure, stdout: this.stdout, stderr: this.stderr });
+  }
+
+  private nodeEnv(node: number, masterPort: number): NodeJS.ProcessEnv {
+    return {
+      ...process.env,
+      ...this.opts.env,
+      ...this.fabricEnv,
+      NBC_NODE_RANK: String(node),
+      NBC_NODES: String(this.nodes),
+      NBC_MASTER_ADDR: '127.0.0.1',
+      NBC_MASTER_PORT: String(masterPort),
+      NBC_SECRET: this.secret,
+      NBC_JOB_ID: this.jobId,
+      // every node of this job runs on this host: it decides how long waiting ranks spin
+      NBC_HOST_RANKS: String(this.n),
+      NBC_HOST_NODES: String(this.nodes),
+      ...(this.board === null ? {} : { NBC_HOST_BOARD: this.board }),
+    };
+  }
+
+  private start(node: number, masterPort: number): void {
+    const opts = this.opts;
+    const args = [CLI, 'node', '--ppn', String(this.ranksOf(node))];
+    if (opts.tagOutput) args.push('--tag-output');
+    if (this.link) args.push('--link', this.link);
+    if (opts.transport !== undefined) args.push('--transport', opts.transport);
+    args.push(this.job, ...(opts.args ?? []));
+    const child = spawn(process.execPath, [...this.nodeArgs, ...args], {
+      env: this.nodeEnv(node, masterPort),
+      stdio: ['ignore', this.pipe ? 'pipe' : 'inherit', this.pipe ? 'pipe' : 'inherit', 'ipc'],
+    });
+    this.children[node] = child;
+    this.alive.add(child);
+    if (child.pid !== undefined) opts.onSpawn?.(node, child.pid);
+    if (this.pipe) {
+      child.stdout!.setEncoding('utf8').on('data', (d: string) => { this.stdout += d; });
+      child.stderr!.setEncoding('utf8').on('data', (d: string) => { this.stderr += d; });
+    }
+    child.on('message', (m: NodeToLauncher) => this.onMessage(node, m));
+    child.on('error', (err) => this.failWith(`node ${node} could not start: ${err.message}`, 1, true));
+    child.on('exit', (code, signal) => this.onExit(node, child, code, signal));
+  }
+
+  private onMessage(node: number, m: NodeToLauncher): void {
+    if (m.type === 'master' && node === 0) {
+      for (let k = 1; k < this.nodes; k++) this.start(k, m.port);
+    } else if (m.type === 'results') {
+      for (const r of m.ranks) this.ranks.push({ rank: r.rank, node: m.node, result: r.result });
+    } else if (m.type === 'failure') {
+      if (this.failure === null) this.failureReported = true;
+      this.failWith(m.reason, m.exitCode, false); // the node printed it already
+    }
+  }
+
+  private onExit(node: number, child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+    this.alive.delete(child);
+    if (signal !== null && !this.signalled.has(child) && (!this.stopping || this.failureReported)) {
+      // Killed from outside. When other nodes reported first (they lost their links to it a
+      // moment before its exit reached us), this is the cause and theirs the consequence.
+      const last = this.firstRankOf(node) + this.ranksOf(node) - 1;
+      const reason = `node ${node} (pid ${child.pid}, ranks ${this.firstRankOf(node)}..${last}) was killed by ${signal}`;
+      if (this.failureReported) {
+        this.failure = reason; // the closing line (finish) names it
+        this.exitCode = 128 + (constants.signals[signal] ?? 0);
+        this.failureReported = false;
+      } else {
+        this.failWith(reason, 128 + (constants.signals[signal] ?? 0), true);
+      }
+    } else if (code !== 0 && code !== null && this.failure === null) {
+      this.failWith(`node ${node} (pid ${child.pid}) exited with code ${code}`, code, true);
+    }
+    // (A clean exit while stopping for a signal or timeout adds nothing.)
+    if (this.alive.size === 0 && (this.stopping || this.children.every((c) => c !== null))) this.finish();
+  }
 }

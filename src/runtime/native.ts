@@ -71,7 +71,7 @@ export interface NativeAddon {
  * 512 KiB instead of 64 KiB and send segments of 64 KiB instead of 8 KiB. With 64 KiB receive
  * segments a 64 KiB rendezvous fragment and its header do not fit one segment, and the
  * receiver reads and reassembles in pieces. Measured on loopback, 2 ranks on 2 nodes
- * (BENCHMARKS.md, "Segment sizes"): an exchange of 256 KiB each way 203-250 -> 135-151 us;
+ * (bench/HISTORY.md, "Segment sizes"): an exchange of 256 KiB each way 203-250 -> 135-151 us;
  * the allreduce, 5 interleaved rounds, 64 KiB 84-118 -> 51-70 us and 512 KiB 2.04x -> 1.72x
  * Open MPI; 8 B unchanged; 16 ranks on 4 nodes use 2-6 MiB more per node. (`ucx_perftest`'s
  * tag_bw, whose receives are posted before the data comes and which puts with
@@ -117,7 +117,7 @@ let loaded: { addon: NativeAddon | null; why: string } | undefined;
 export function nativeAddon(): { addon: NativeAddon | null; why: string } {
   if (loaded !== undefined) return loaded;
   if (process.env.NBC_NO_NATIVE === '1') return (loaded = { addon: null, why: 'disabled by NBC_NO_NATIVE=1' });
-  if (!existsSync(ADDON)) return (loaded = { addon: null, why: `not built (${ADDON} is missing; npm run build builds it where a C compiler and the Node headers are present)` });
+  if (!existsSync(ADDON)) return (loaded = { addon: null, why: `not built (${ADDON} is missing; npx nbc build-native builds it where a C compiler and the Node headers are present)` });
   for (const [k, v] of Object.entries(UCX_DEFAULTS)) {
     if (process.env[k] !== undefined) continue;
     process.env[k] = v;

@@ -43,16 +43,8 @@ export interface AggExecutorStats extends ExecutorStats {
   amongEngines: number;
 }
 
-/**
- * The calls of a rank by who ran them. A call named with `agg` that the fabric does not take
- * (another collective, op or type; a communicator on one node) runs host algorithms and counts
- * under `host`.
- */
-export interface ExecutorsStats {
-  host: ExecutorStats;
-  offload: ExecutorStats;
-  agg: AggExecutorStats;
-}
+/** The calls of a rank by who ran them: one entry per executor, derived from the registry's rows (executors.ts). */
+export type { ExecutorsStats } from './executors.js';
 
 /** A collective ready to start: its schedule, the bytes it reads and writes, and who runs it. */
 export interface Plan {

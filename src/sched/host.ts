@@ -225,7 +225,7 @@ export class HostExecutor implements Executor, Port<HostRun> {
     if (inout.byteLength >= PRIVATE_FOLD_BYTES && run.lends(s.bufB[i]!, s.offB[i]!, s.offB[i]! + inout.byteLength)) {
       // The inout region was sent from in place, and the receiver's core read it: an element
       // loop that loads and then stores each line would wait for every line to come back
-      // (6-8x slower than a private fold on the 2-core VM, BENCHMARKS.md "Folding into lent
+      // (6-8x slower than a private fold on the 2-core VM, bench/HISTORY.md "Folding into lent
       // memory"). Fold into private memory instead and write the result back in one memmove,
       // which takes the lines back with the copy's own store stream.
       const lent = this.region(run, i, 1);

@@ -14,6 +14,12 @@
  * engine frame). Every arrival goes through `settle`; work discovered meanwhile is queued and
  * drained by one loop, so nothing recurses however long the schedule.
  *
+ * Order: a round's actions are issued in the order the builder wrote them; a DAG's ready
+ * actions first in, first out: its roots in builder order, then what each completion releases,
+ * in builder order, after what was ready before (MPICH gentran appends to its issued list). So
+ * a send that a reduction released goes before the next reduction runs, and the simulator
+ * (sim/release.ts) issues every schedule in this very order (test/sched.test.ts proves it).
+ *
  * Errors (MPICH's "check and continue"): a failed action records the collective's first error
  * and then counts as done, so the schedule goes on and still sends what its peers wait for;
  * the collective completes with that error once every action is done, and nobody hangs.
@@ -52,9 +58,13 @@ export class Run {
   roundLeft = 0;
   next = 0;
   end = 0;
-  /** DAG mode: per action, dependencies not yet done; and the actions ready to issue (a stack). */
+  /**
+   * DAG mode: per action, dependencies not yet done; and the actions ready to issue, a FIFO:
+   * ready[readyHead .. nReady) (an action enters it once, so it never wraps).
+   */
   waiting: Int32Array | null = null;
   ready: Int32Array | null = null;
+  readyHead = 0;
   nReady = 0;
   /** On the interpreter's work list. */
   queued = false;
@@ -90,8 +100,7 @@ export class Interpreter<R extends Run> {
       const waiting = edges.count.slice();
       const ready = new Int32Array(s.nActions);
       let n = 0;
-      // Push in reverse, so the stack issues the roots in the order the builder wrote them.
-      for (let i = s.nActions - 1; i >= 0; i--) if (waiting[i] === 0) ready[n++] = i;
+      for (let i = 0; i < s.nActions; i++) if (waiting[i] === 0) ready[n++] = i;
       run.waiting = waiting;
       run.ready = ready;
       run.nReady = n;
@@ -137,7 +146,7 @@ export class Interpreter<R extends Run> {
   }
 
   private enqueue(run: R): void {
-    if (!run.queued && !run.finishedRun && (run.nReady > 0 || run.next < run.end)) {
+    if (!run.queued && !run.finishedRun && (run.readyHead < run.nReady || run.next < run.end)) {
       run.queued = true;
       this.work.push(run);
     }
@@ -153,7 +162,7 @@ export class Interpreter<R extends Run> {
         run.queued = false;
         for (;;) {
           let i: number;
-          if (run.nReady > 0) i = run.ready![--run.nReady]!;
+          if (run.readyHead < run.nReady) i = run.ready![run.readyHead++]!;
           else if (run.next < run.end) i = run.next++;
           else break;
           if (!this.issue(run, i)) continue;

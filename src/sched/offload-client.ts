@@ -14,11 +14,11 @@ import { NbcArgError, NbcNoMemError, NbcPeerFailedError } from '../errors.js';
 import { REPORTED_ELSEWHERE } from '../p2p/constants.js';
 import { Request } from '../p2p/request.js';
 import type { Transport } from '../p2p/transport.js';
-import { KIND_COMM, KIND_POST, KIND_SCHED } from '../shm/layout.js';
 import type { AggExecutorStats, CollTarget, Executor, ExecutorStats, Plan } from './executor.js';
 import {
-  COMM_RELEASE, DONE_FABRIC, DONE_INVALID, DONE_OK, DONE_PEER_FAILED, DONE_PEER_GONE, encodePost, offloadPeerGoneMessage, REGISTERED_SCHEDULES,
+  DONE_FABRIC, DONE_INVALID, DONE_OK, DONE_PEER_FAILED, DONE_PEER_GONE, offloadPeerGoneMessage, REGISTERED_SCHEDULES,
 } from './offload.js';
+import { encodePost, sendComm, sendPost, sendSchedule } from './offload-records.js';
 import type { Schedule } from './schedule.js';
 import type { TwoLevelCall } from './two-level.js';
 import { encodeSchedule } from './wire.js';
@@ -100,14 +100,13 @@ export class OffloadClient implements Executor {
       id = this.nextId++;
       this.ids.set(sched, id);
       if (this.ids.size > REGISTERED_SCHEDULES) this.ids.delete(this.ids.keys().next().value!);
-      t.toEngine(KIND_SCHED, target.collCtx, target.rank, 0, id, 0, 0, 0, encodeSchedule(sched));
+      sendSchedule(t, target.collCtx, target.rank, id, encodeSchedule(sched));
     }
     const tmpOff = sched.tmpBytes > 0 ? this.alloc(sched.tmpBytes, 'scratch') : 0;
     if (sched.tmpBytes > 0) req.frees.push(tmpOff);
     const slotOff = this.arm(req);
     this.stats.calls++;
-    t.toEngine(KIND_POST, target.collCtx, target.rank, tag, id, 0, t.ep, slotOff,
-      encodePost(sr, r, { slice: t.ep, offset: tmpOff, bytes: sched.tmpBytes }, null));
+    sendPost(t, target.collCtx, target.rank, tag, id, t.ep, slotOff, encodePost(sr, r, { slice: t.ep, offset: tmpOff, bytes: sched.tmpBytes }, null));
     this.pending.push(req);
     return req;
   }
@@ -121,19 +120,19 @@ export class OffloadClient implements Executor {
     const { req, s, r } = this.stage(target, send, recv);
     const slotOff = this.arm(req);
     this.stats.calls++;
-    t.toEngine(KIND_POST, target.collCtx, target.rank, tag, 0, 0, t.ep, slotOff, encodePost(s, r, null, call));
+    sendPost(t, target.collCtx, target.rank, tag, 0, t.ep, slotOff, encodePost(s, r, null, call));
     this.pending.push(req);
     return req;
   }
 
   /**
-   * A freed communicator: the engine forgets its members (a KIND_COMM record with H_TAG 1 and
-   * no members), after the posts already written. Without it every communicator an offloaded
+   * A freed communicator: the engine forgets its members (a KIND_COMM record with COMM_RELEASE
+   * and no members), after the posts already written. Without it every communicator an offloaded
    * collective ever ran on stayed registered in the engine (the soak's residual growth).
    */
   release(target: OffloadTarget): void {
     if (!this.comms.delete(target.collCtx)) return;
-    this.t.toEngine(KIND_COMM, target.collCtx, target.rank, COMM_RELEASE, 0, 0, 0, 0, new Int32Array(0));
+    sendComm(this.t, target.collCtx, target.rank, new Int32Array(0), true);
   }
 
   /**
@@ -144,7 +143,7 @@ export class OffloadClient implements Executor {
    */
   private stage(target: OffloadTarget, send: Uint8Array, recv: Uint8Array) {
     if (!this.comms.has(target.collCtx)) {
-      this.t.toEngine(KIND_COMM, target.collCtx, target.rank, 0, 0, 0, 0, 0, target.worldRanks);
+      sendComm(this.t, target.collCtx, target.rank, target.worldRanks);
       this.comms.add(target.collCtx);
     }
     const req = new OffloadRequest(this.t);

@@ -13,31 +13,30 @@
  * host-executed schedules exchange the same messages.
  *
  * Completion: the engine stores 1 (or 2 on error) into the request's completion word in the
- * rank's arena slice and rings the rank's doorbell. Core code: no node:* imports.
+ * rank's arena slice and rings the rank's doorbell.
+ *
+ * Its inputs, dispatched to it by the engine (runtime/engine.ts): the ranks' records
+ * (`onRecord`) and other engines' frames (`onFrame`), both laid out in offload-records.ts; a
+ * message to another node leaves as one frame per fragment (net/fragment.ts). Core code: no
+ * node:* imports.
  */
-import { NbcArgError, NbcPeerFailedError, NbcTruncateError } from '../errors.js';
+import { NbcArgError, NbcError, NbcInternalError, NbcPeerFailedError, NbcTruncateError } from '../errors.js';
 import { DTYPE_COUNT, type DType } from '../ops/dtype.js';
 import { OpCode } from '../ops/loops.js';
 import { reduceRegions } from '../ops/regions.js';
 import { REPORTED_ELSEWHERE, TAG_BITS, TAG_INVALID } from '../p2p/constants.js';
 import { MatchTable } from '../p2p/match-table.js';
 import { copyBytes, copyRegion } from '../shm/copy.js';
+import { forEachFragment, fragmentCount } from '../net/fragment.js';
+import { KIND_POST, KIND_SCHED } from '../shm/layout.js';
+import {
+  COMM_RELEASE, decodeOffloadRecord, decodePost, OF_CTX, OF_DST, OF_ID, OF_OFFSET, OF_SRC, OF_TAG, OF_TOTAL, offloadHeader, POST_TWO_LEVEL_WORDS,
+  POST_WORDS, recordRoom, type OffloadRecord, type RegionRef,
+} from './offload-records.js';
+import { decodeSchedule } from './wire.js';
 import { Interpreter, Run, type Port } from './interpreter.js';
 import { A_RECV, A_REDUCE, A_SEND, RECV, SEND, TMP, type Schedule } from './schedule.js';
 import { nodeLayout, planTwoLevel, TL_AGG, type InterNodeColl, type InterNodeShape, type Member, type NodeLayout, type TwoLevelCall } from './two-level.js';
-
-/** Header of an offload frame between engines (Int32 words). */
-export const OF_DST = 0;
-export const OF_CTX = 1;
-export const OF_TAG = 2;
-export const OF_SRC = 3;
-export const OF_TOTAL = 4;
-export const OF_OFFSET = 5;
-export const OF_ID = 6;
-export const OF_WORDS = 8;
-export const OF_BYTES = OF_WORDS * 4;
-/** Largest payload of one offload frame (larger messages travel in pieces). */
-export const OF_FRAGMENT = 1 << 20;
 
 /** Completion word values. */
 export const DONE_OK = 1;
@@ -56,9 +55,6 @@ export const DONE_FABRIC = 5;
  * without taking part (peerFinished).
  */
 export const DONE_PEER_GONE = 1 << 16;
-
-/** H_TAG of a KIND_COMM record that releases a communicator (no members follow). */
-export const COMM_RELEASE = 1;
 
 /** What the offload executor needs of its engine. */
 export interface OffloadHost {
@@ -114,49 +110,6 @@ function needsOf(s: Schedule): ScheduleNeeds {
     else if (k === A_REDUCE) maxOp = Math.max(maxOp, s.peer[i]!);
   }
   return { maxPeer, maxOp };
-}
-
-/** A region descriptor: arena slice, byte offset, bytes. */
-export interface RegionRef {
-  slice: number;
-  offset: number;
-  bytes: number;
-}
-
-/**
- * A KIND_POST record's arguments (after the header, whose H_DST is the schedule id, 0 for a
- * two-level call, and whose H_SLICE/H_OFFSET locate the completion word): the send, receive
- * and scratch regions, three words each; a two-level post has no scratch (zeros) and carries
- * its call's op, dtype, item size, kind and root after the regions. encodePost() on the rank,
- * decodePost() in the engine: the layout lives here alone.
- */
-const POST_REGION_WORDS = 3;
-const POST_CALL = 3 * POST_REGION_WORDS;
-/** Words of a schedule's post, and of a two-level post. */
-export const POST_WORDS = POST_CALL;
-export const POST_TWO_LEVEL_WORDS = POST_CALL + 5;
-
-/** A KIND_POST record's arguments; `call` for a two-level post, whose `tmp` is ignored. */
-export function encodePost(send: RegionRef, recv: RegionRef, tmp: RegionRef | null, call: TwoLevelCall | null): Int32Array {
-  const w = new Int32Array(call === null ? POST_WORDS : POST_TWO_LEVEL_WORDS);
-  [send, recv, tmp].forEach((r, k) => {
-    if (r !== null) w.set([r.slice, r.offset, r.bytes], k * POST_REGION_WORDS);
-  });
-  if (call !== null) w.set([call.op, call.dtype, call.esize, call.kind, call.root], POST_CALL);
-  return w;
-}
-
-/** The arguments of a KIND_POST record whose words start at `d` of `i32` (`twoLevel`: it has a call). */
-export function decodePost(i32: Int32Array, d: number, twoLevel: boolean): { send: RegionRef; recv: RegionRef; tmp: RegionRef; call: TwoLevelCall | null } {
-  const ref = (k: number): RegionRef => {
-    const at = d + k * POST_REGION_WORDS;
-    return { slice: i32[at]!, offset: i32[at + 1]!, bytes: i32[at + 2]! };
-  };
-  const c = d + POST_CALL;
-  return {
-    send: ref(0), recv: ref(1), tmp: ref(2),
-    call: twoLevel ? { op: i32[c]!, dtype: i32[c + 1]!, esize: i32[c + 2]!, kind: i32[c + 3]!, root: i32[c + 4]! } : null,
-  };
 }
 
 /** One execution of a schedule by the engine: a rank's offloaded collective, or an engines' exchange. */
@@ -238,6 +191,68 @@ export class OffloadEngine implements Port<OffloadRun> {
   private readonly finishedRanks = new Set<number>();
 
   constructor(private readonly host: OffloadHost) {}
+
+  /**
+   * Rank endpoint `ep`'s offload record at word `w` of its ring (KIND_POST, KIND_SCHED,
+   * KIND_COMM; offload-records.ts). Nothing in it is trusted: a schedule that does not decode,
+   * a communicator naming ranks that do not exist, a post whose regions lie outside the arena
+   * or that the schedule overruns, all complete the post with DONE_ERROR (the rank's collective
+   * fails with an NbcError); the reason is returned (null: taken) for the engine to log. Only
+   * a completion word outside the rank's arena slice, which leaves no way to answer, throws.
+   */
+  onRecord(ep: number, i32: Int32Array, w: number): string | null {
+    const rec = decodeOffloadRecord(i32, w);
+    if (rec.kind === KIND_POST) return this.onPost(ep, rec, i32);
+    const room = recordRoom(rec.len);
+    if (rec.bytes < 0 || rec.bytes % 4 !== 0 || rec.bytes > room) {
+      const what = rec.kind === KIND_SCHED ? `schedule ${rec.id}` : `communicator ${rec.ctx}`;
+      const why = `its ${what} record declares ${rec.bytes} bytes in a ${rec.len}-byte record`;
+      if (rec.kind === KIND_SCHED) this.refuseSchedule(ep, rec.id, why);
+      else this.refuseComm(ep, rec.ctx, why);
+      return why;
+    }
+    const words = i32.slice(rec.words, rec.words + (rec.bytes >> 2));
+    try {
+      if (rec.kind === KIND_SCHED) {
+        try {
+          this.registerSchedule(ep, rec.id, decodeSchedule(words));
+        } catch (err) {
+          this.refuseSchedule(ep, rec.id, (err as Error).message);
+          throw err;
+        }
+      } else if (rec.tag === COMM_RELEASE && words.length === 0) {
+        this.releaseComm(ep, rec.ctx);
+      } else {
+        this.registerComm(ep, rec.ctx, words);
+      }
+    } catch (err) {
+      if (!(err instanceof NbcError)) throw err;
+      return err.message;
+    }
+    return null;
+  }
+
+  /** A KIND_POST record: its completion word checked, then its arguments (onRecord). */
+  private onPost(ep: number, rec: OffloadRecord, i32: Int32Array): string | null {
+    const { slotSlice: slot, slotOffset } = rec;
+    const slices = this.host.slices;
+    const slotBytes = slices[slot]?.byteLength ?? 0;
+    if (slot !== ep || slotOffset < 0 || slotOffset % 4 !== 0 || slotOffset + 4 > slotBytes) {
+      throw new NbcInternalError(`rank ${ep} posted an offloaded collective whose completion word (slice ${slot}, ` +
+        `offset ${slotOffset}) is not in its own arena slice of ${slices[ep]!.byteLength} bytes`);
+    }
+    // Schedule id 0: a two-level post, with its call after the regions (offload-records.ts, decodePost).
+    const twoLevel = rec.id === 0;
+    const need = (twoLevel ? POST_TWO_LEVEL_WORDS : POST_WORDS) * 4;
+    if (rec.bytes < need || rec.bytes > recordRoom(rec.len)) {
+      this.host.complete(ep, slot, slotOffset, DONE_ERROR);
+      return `its post record declares ${rec.bytes} bytes of arguments in a ${rec.len}-byte record; expected ${need}`;
+    }
+    const p = decodePost(i32, rec.words, twoLevel);
+    return p.call !== null
+      ? this.postTwoLevel(ep, rec.ctx, rec.rank, rec.tag, p.send, p.recv, p.call, slot, slotOffset)
+      : this.post(ep, rec.id, rec.ctx, rec.rank, rec.tag, p.send, p.recv, p.tmp, slot, slotOffset);
+  }
 
   /**
    * Registers rank endpoint `ep`'s schedule `id`, forgetting its oldest registration beyond
@@ -601,27 +616,19 @@ export class OffloadEngine implements Port<OffloadRun> {
     }
   }
 
+  /** A message to another node: one frame per fragment (net/fragment.ts); the send settles once all left. */
   private sendRemote(r: OffloadRun, i: number, dstWorld: number, tag: number, data: Uint8Array): void {
     const node = this.host.nodeOfRank[dstWorld]!;
     const id = this.nextFrameId++;
     const total = data.byteLength;
-    let left = Math.max(1, Math.ceil(total / OF_FRAGMENT));
-    for (let off = 0; off < total || (total === 0 && off === 0); off += OF_FRAGMENT) {
-      const n = Math.min(OF_FRAGMENT, total - off);
-      const h = new Int32Array(OF_WORDS);
-      h[OF_DST] = dstWorld;
-      h[OF_CTX] = r.ctx;
-      h[OF_TAG] = tag;
-      h[OF_SRC] = r.rank;
-      h[OF_TOTAL] = total;
-      h[OF_OFFSET] = off;
-      h[OF_ID] = id;
-      // The region stays untouched until the send action finishes, which is after the write.
-      this.host.sendFrame(node, h, data.subarray(off, off + n), () => {
-        if (--left === 0) this.interp.settle(r, i, null);
-      });
-      if (total === 0) break;
-    }
+    let left = fragmentCount(total);
+    const written = (): void => {
+      if (--left === 0) this.interp.settle(r, i, null);
+    };
+    // The region stays untouched until the send action finishes, which is after the last write.
+    forEachFragment(total, (off, n) => {
+      this.host.sendFrame(node, offloadHeader(dstWorld, r.ctx, tag, r.rank, total, off, id), data.subarray(off, off + n), written);
+    });
   }
 }
 

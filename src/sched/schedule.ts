@@ -182,7 +182,8 @@ export class ScheduleBuilder {
   private dtype = new Int8Array(this.cap);
   private sub = new Int8Array(this.cap);
   private roundStarts: number[] = [0];
-  private depLists: number[][] | null = null;
+  /** DAG mode: each action's `after` list, or null for an action added without one (round semantics). */
+  private depLists: Array<number[] | null> | null = null;
   private tmp = 0;
 
   constructor(readonly algorithm: string) {}
@@ -268,10 +269,10 @@ export class ScheduleBuilder {
     this.sub[i] = comm ? bufB : 0;
     if (after !== undefined) {
       this.depLists ??= [];
-      while (this.depLists.length < i) this.depLists.push([]);
+      while (this.depLists.length < i) this.depLists.push(null);
       this.depLists.push(after.filter((d) => d >= 0));
     } else if (this.depLists !== null) {
-      this.depLists.push([]);
+      this.depLists.push(null);
     }
     return i;
   }
@@ -298,8 +299,10 @@ export class ScheduleBuilder {
     if (this.depLists !== null) {
       // DAG mode: one "round" holding everything; order comes from the dependencies. Actions
       // added without `after` depend on every action of the previous round, so round() still
-      // means what it says.
-      while (this.depLists.length < n) this.depLists.push([]);
+      // means what it says. They also wait for the last such copy or reduction before them
+      // in their round: a round runs those at once, in order, and posts later messages after
+      // them (a fold then the send of its result; folds into one place then the copy out).
+      while (this.depLists.length < n) this.depLists.push(null);
       const flat: number[] = [];
       depStart = new Int32Array(n + 1);
       let r = 0;
@@ -309,13 +312,21 @@ export class ScheduleBuilder {
       // the same sub-tag. Without this, a dependency that vanished at an empty block let a
       // later receive be posted first and take an earlier message.
       const lastComm = new Map<number, number>();
+      let lastLocal = -1;
       for (let i = 0; i < n; i++) {
         depStart[i] = flat.length;
-        while (r + 1 < this.roundStarts.length && this.roundStarts[r + 1]! <= i) r++;
-        const list = this.depLists[i]!;
-        if (list.length > 0) flat.push(...list);
-        else for (let j = r > 0 ? this.roundStarts[r - 1]! : 0; j < this.roundStarts[r]!; j++) flat.push(j);
+        while (r + 1 < this.roundStarts.length && this.roundStarts[r + 1]! <= i) {
+          r++;
+          lastLocal = -1;
+        }
+        const list = this.depLists[i] ?? null;
         const kind = this.kind[i]!;
+        if (list !== null && list.length > 0) flat.push(...list);
+        else for (let j = r > 0 ? this.roundStarts[r - 1]! : 0; j < this.roundStarts[r]!; j++) flat.push(j);
+        if (list === null) {
+          if (lastLocal >= 0) flat.push(lastLocal);
+          if (kind === A_REDUCE || kind === A_COPY) lastLocal = i;
+        }
         if (kind === A_SEND || kind === A_RECV) {
           const key = (this.peer[i]! * 16 + this.sub[i]!) * 2 + (kind === A_SEND ? 1 : 0);
           const prev = lastComm.get(key);

@@ -6,6 +6,11 @@
  * schedule the engines run among themselves, on which buffers, and how results are written
  * back. The engine (sched/offload.ts) runs it. Core code: no node:* imports.
  *
+ * One plan, two users: `engineSteps` says, in sizes alone, what each node's engine does (the
+ * exchange among the engines, its copies and reductions before and after); `planTwoLevel`
+ * runs those steps on the members' buffers, and the simulator (sim/program.ts) prices them,
+ * so a change to a two-level form is made here once.
+ *
  * Node order: nodes are numbered by their lowest member in the communicator, so every engine
  * derives the same inter-node ranks. Members of a node need not be contiguous in rank order
  * (a split communicator), which is why reductions here require a commutative op.
@@ -120,6 +125,95 @@ export interface TwoLevelPlan {
 const EMPTY = new Uint8Array(0);
 
 /**
+ * An engine's own work around the exchange, in sizes: `copies` copies of `copyBytes` bytes
+ * each and `reductions` reductions of `reduceBytes` (the simulator prices it: sim/program.ts).
+ */
+export interface EngineWork {
+  copies: number;
+  copyBytes: number;
+  reductions: number;
+  reduceBytes: number;
+}
+
+/**
+ * What one node's engine does in a two-level call, in sizes alone (no buffers): the engines'
+ * exchange, its work before it (fold, pack) and after it (write back). The one plan of the
+ * two-level forms: planTwoLevel() runs it on the members' buffers, the simulator prices it.
+ */
+export interface EngineStep {
+  coll: InterNodeColl;
+  shape: InterNodeShape;
+  before: EngineWork;
+  after: EngineWork;
+}
+
+/** The layout a step needs: the members of each node (counts will do) and every rank's node. */
+export interface StepLayout {
+  members: ArrayLike<ArrayLike<number>>;
+  nodeOf: Int32Array;
+}
+
+const work = (copies: number, copyBytes: number, reductions = 0, reduceBytes = 0): EngineWork => ({ copies, copyBytes, reductions, reduceBytes });
+const NO_WORK = work(0, 0);
+
+/**
+ * The steps of every node's engine for one call (`bytes`: the lowest member's bytes per block,
+ * a reduction's or bcast's whole buffer, an allgather's or alltoall's block), asked per node;
+ * what all nodes share (an allgather's counts) is computed once, so a simulation of 10^5 nodes
+ * stays linear. Null for a kind that is not a two-level form.
+ */
+export function engineSteps(call: TwoLevelCall, layout: StepLayout, bytes: number): ((me: number) => EngineStep) | null {
+  const nodes = layout.members.length;
+  const size = layout.nodeOf.length;
+  const sizeOf = (k: number): number => layout.members[k]!.length;
+  const base = (me: number): InterNodeShape => ({ rank: me, size: nodes, root: 0, bytes: 0, esize: 1, dtype: 0, op: 0 });
+  const rootNode = layout.nodeOf[call.root] ?? 0;
+  switch (call.kind) {
+    case TL_BARRIER:
+      return (me) => ({ coll: 'barrier', shape: base(me), before: NO_WORK, after: NO_WORK });
+    case TL_ALLREDUCE:
+    case TL_REDUCE: {
+      const reduce = call.kind === TL_REDUCE;
+      // The fold: acc = the last member, then one reduction per other member (fold()).
+      return (me) => ({
+        coll: reduce ? 'reduce' : 'allreduce',
+        shape: { ...base(me), root: reduce ? rootNode : 0, bytes, esize: call.esize, dtype: call.dtype, op: call.op },
+        before: work(1, bytes, sizeOf(me) - 1, bytes),
+        after: work(reduce ? (me === rootNode ? 1 : 0) : sizeOf(me), bytes),
+      });
+    }
+    case TL_BCAST:
+      return (me) => ({ coll: 'bcast', shape: { ...base(me), root: rootNode, bytes }, before: NO_WORK, after: work(sizeOf(me) - 1, bytes) });
+    case TL_ALLGATHER: {
+      const counts = new Int32Array(nodes);
+      const displs = new Int32Array(nodes);
+      for (let k = 0, at = 0; k < nodes; k++) {
+        counts[k] = sizeOf(k) * bytes;
+        displs[k] = at;
+        at += counts[k]!;
+      }
+      return (me) => ({
+        coll: 'allgatherv', shape: { ...base(me), bytes: counts[me]!, counts, displs },
+        before: work(sizeOf(me), bytes), after: work(sizeOf(me) * size, bytes),
+      });
+    }
+    case TL_ALLTOALL: {
+      const sizes = Array.from({ length: nodes }, (_, k) => sizeOf(k));
+      return (me) => {
+        const c = nodePairCounts(sizes, me, bytes);
+        const m = sizes[me]!;
+        return {
+          coll: 'alltoallv', shape: { ...base(me), counts: c.counts, displs: c.displs, rcounts: c.rcounts, rdispls: c.rdispls },
+          before: work(1, c.sendTotal), after: work(1, m * m * bytes + c.recvTotal),
+        };
+      };
+    }
+    default:
+      return null;
+  }
+}
+
+/**
  * Plans a two-level collective from every local member's post (`local` sorted by rank). Even
  * when the members disagree, the plan exchanges messages of the sizes the lowest member
  * implies, so the other nodes' engines are not left waiting.
@@ -128,125 +222,142 @@ export function planTwoLevel(layout: NodeLayout, local: Member[]): TwoLevelPlan 
   const c = local[0]!.call;
   const consistent = local.every((m) => m.call.kind === c.kind && m.call.root === c.root && m.call.op === c.op &&
     m.call.dtype === c.dtype && m.call.esize === c.esize);
-  const nodes = layout.reps.length;
+  const single = layout.reps.length === 1;
+  const planned = planLocal(layout, local, consistent);
+  if (planned === null) {
+    const shape = { rank: layout.me, size: layout.reps.length, root: 0, bytes: 0, esize: 1, dtype: 0, op: 0 };
+    return { ok: false, inter: single ? null : { coll: 'barrier', shape, send: EMPTY, recv: EMPTY }, finish: () => {} };
+  }
+  const { ok, step, send, recv, finish } = planned;
+  return { ok, inter: single ? null : { coll: step.coll, shape: step.shape, send, recv }, finish };
+}
+
+/** A plan before it knows whether an exchange takes place: the step, its buffers, the write-back. */
+interface LocalPlan {
+  ok: boolean;
+  step: EngineStep;
+  send: Uint8Array;
+  recv: Uint8Array;
+  finish(): void;
+}
+
+/** The step of this node for the members' call, with the buffers it runs on; null for an unknown kind. */
+function planLocal(layout: NodeLayout, local: Member[], consistent: boolean): LocalPlan | null {
+  const c = local[0]!.call;
   const me = layout.me;
-  const single = nodes === 1;
-  const base = { rank: me, size: nodes, root: 0, bytes: 0, esize: 1, dtype: 0, op: 0 };
+  const steps = (bytes: number): EngineStep => engineSteps(c, layout, bytes)!(me);
   switch (c.kind) {
-    case TL_BARRIER:
-      return { ok: consistent, inter: single ? null : { coll: 'barrier', shape: base, send: EMPTY, recv: EMPTY }, finish: () => {} };
+    case TL_BARRIER: return { ok: consistent, step: steps(0), send: EMPTY, recv: EMPTY, finish: () => {} };
+    case TL_ALLREDUCE: case TL_REDUCE: return planReduction(layout, local, consistent, steps(local[0]!.send.byteLength));
+    case TL_BCAST: return planBcast(layout, local, consistent, steps);
+    case TL_ALLGATHER: return planAllgather(layout, local, consistent, steps(local[0]!.send.byteLength));
+    case TL_ALLTOALL: return planAlltoall(layout, local, consistent, steps);
+    default: return null;
+  }
+}
 
-    case TL_ALLREDUCE:
-    case TL_REDUCE: {
-      const bytes = local[0]!.send.byteLength;
-      const rootNode = layout.nodeOf[c.root]!;
-      const rootMember = local.find((m) => m.rank === c.root);
-      const ok = consistent && local.every((m) => m.send.byteLength === bytes) &&
-        (c.kind === TL_REDUCE ? rootMember === undefined || rootMember.recv.byteLength === bytes : local.every((m) => m.recv.byteLength === bytes));
-      const acc = new Uint8Array(bytes);
-      if (ok) fold(c, local, acc);
-      const result = single ? acc : new Uint8Array(bytes);
-      const targets = c.kind === TL_REDUCE ? (rootMember === undefined ? [] : [rootMember]) : local;
-      const shape = { ...base, root: c.kind === TL_REDUCE ? rootNode : 0, bytes, esize: c.esize, dtype: c.dtype, op: c.op };
-      return {
-        ok,
-        inter: single ? null : { coll: c.kind === TL_REDUCE ? 'reduce' : 'allreduce', shape, send: acc, recv: result },
-        finish: () => {
-          for (const m of targets) m.recv.set(result);
-        },
-      };
-    }
+/** Allreduce, reduce: fold the members into one buffer, exchange it, write the result back (to the root alone for reduce). */
+function planReduction(layout: NodeLayout, local: Member[], consistent: boolean, step: EngineStep): LocalPlan {
+  const c = local[0]!.call;
+  const bytes = step.shape.bytes;
+  const rootMember = local.find((m) => m.rank === c.root);
+  const ok = consistent && local.every((m) => m.send.byteLength === bytes) &&
+    (c.kind === TL_REDUCE ? rootMember === undefined || rootMember.recv.byteLength === bytes : local.every((m) => m.recv.byteLength === bytes));
+  const acc = new Uint8Array(bytes);
+  if (ok) fold(c, local, acc);
+  const result = layout.reps.length === 1 ? acc : new Uint8Array(bytes);
+  const targets = c.kind === TL_REDUCE ? (rootMember === undefined ? [] : [rootMember]) : local;
+  return {
+    ok, step, send: acc, recv: result,
+    finish: () => {
+      for (const m of targets) m.recv.set(result);
+    },
+  };
+}
 
-    case TL_BCAST: {
-      const rootNode = layout.nodeOf[c.root]!;
-      const ref = me === rootNode ? local.find((m) => m.rank === c.root) ?? local[0]! : local[0]!;
-      const bytes = ref.recv.byteLength;
-      const ok = consistent && local.every((m) => m.recv.byteLength === bytes);
-      // The data travels straight into (or out of) one member's buffer.
-      const buf = ok || me === rootNode ? ref.recv : new Uint8Array(bytes);
-      return {
-        ok,
-        inter: single ? null : { coll: 'bcast', shape: { ...base, root: rootNode, bytes }, send: buf, recv: buf },
-        finish: () => {
-          for (const m of local) if (m.recv !== buf) m.recv.set(buf);
-        },
-      };
-    }
+/** Bcast: the data travels straight into (or out of) one member's buffer, then is copied to the others. */
+function planBcast(layout: NodeLayout, local: Member[], consistent: boolean, steps: (bytes: number) => EngineStep): LocalPlan {
+  const c = local[0]!.call;
+  const rootNode = layout.nodeOf[c.root]!;
+  const ref = layout.me === rootNode ? local.find((m) => m.rank === c.root) ?? local[0]! : local[0]!;
+  const bytes = ref.recv.byteLength;
+  const ok = consistent && local.every((m) => m.recv.byteLength === bytes);
+  const buf = ok || layout.me === rootNode ? ref.recv : new Uint8Array(bytes);
+  return {
+    ok, step: steps(bytes), send: buf, recv: buf,
+    finish: () => {
+      for (const m of local) if (m.recv !== buf) m.recv.set(buf);
+    },
+  };
+}
 
-    case TL_ALLGATHER: {
-      const size = layout.nodeOf.length;
-      const block = local[0]!.send.byteLength;
-      const ok = consistent && local.every((m) => m.send.byteLength === block && m.recv.byteLength === size * block);
-      const counts = new Int32Array(nodes);
-      const displs = new Int32Array(nodes);
-      for (let k = 0, at = 0; k < nodes; k++) {
-        counts[k] = layout.members[k]!.length * block;
-        displs[k] = at;
-        at += counts[k]!;
+/** Allgather: pack the members' blocks, exchange the node blocks, unpack every block to every member in rank order. */
+function planAllgather(layout: NodeLayout, local: Member[], consistent: boolean, step: EngineStep): LocalPlan {
+  const size = layout.nodeOf.length;
+  const block = local[0]!.send.byteLength;
+  const ok = consistent && local.every((m) => m.send.byteLength === block && m.recv.byteLength === size * block);
+  const { counts, displs } = step.shape as Required<InterNodeShape>;
+  const me = layout.me;
+  const packed = new Uint8Array(size * block);
+  if (ok) for (let j = 0; j < local.length; j++) packed.set(local[j]!.send, displs[me]! + j * block);
+  return {
+    ok, step, send: packed.subarray(displs[me]!, displs[me]! + counts[me]!), recv: packed,
+    finish: () => {
+      for (let k = 0; k < layout.members.length; k++) {
+        const ms = layout.members[k]!;
+        for (let j = 0; j < ms.length; j++) {
+          const from = packed.subarray(displs[k]! + j * block, displs[k]! + (j + 1) * block);
+          for (const m of local) m.recv.set(from, ms[j]! * block);
+        }
       }
-      const packed = new Uint8Array(size * block);
-      if (ok) for (let j = 0; j < local.length; j++) packed.set(local[j]!.send, displs[me]! + j * block);
-      const mine = packed.subarray(displs[me]!, displs[me]! + counts[me]!);
-      return {
-        ok,
-        inter: single ? null : { coll: 'allgatherv', shape: { ...base, bytes: counts[me]!, counts, displs }, send: mine, recv: packed },
-        finish: () => {
-          for (let k = 0; k < nodes; k++) {
-            const ms = layout.members[k]!;
-            for (let j = 0; j < ms.length; j++) {
-              const from = packed.subarray(displs[k]! + j * block, displs[k]! + (j + 1) * block);
-              for (const m of local) m.recv.set(from, ms[j]! * block);
-            }
-          }
-        },
-      };
-    }
+    },
+  };
+}
 
-    case TL_ALLTOALL: {
-      const size = layout.nodeOf.length;
-      const block = local[0]!.send.byteLength / size;
-      const ok = consistent && Number.isInteger(block) &&
-        local.every((m) => m.send.byteLength === size * block && m.recv.byteLength === size * block);
-      const b = ok ? block : Math.floor(block);
-      const { counts, displs, rcounts, rdispls, sendTotal, recvTotal } = nodePairCounts(layout.members.map((m) => m.length), me, b);
-      // One message per node pair: for every local source in rank order, its blocks for that
-      // node's members in rank order.
-      const out = new Uint8Array(sendTotal);
-      const inn = new Uint8Array(recvTotal);
-      if (ok) {
-        for (let k = 0; k < nodes; k++) {
-          if (k === me) continue;
-          let at = displs[k]!;
-          for (const s of local) {
-            for (const d of layout.members[k]!) {
-              out.set(s.send.subarray(d * b, (d + 1) * b), at);
-              at += b;
-            }
+/**
+ * Alltoall: one message per node pair, for every local source in rank order its blocks for
+ * that node's members in rank order; blocks between members of this node are copied directly.
+ */
+function planAlltoall(layout: NodeLayout, local: Member[], consistent: boolean, steps: (bytes: number) => EngineStep): LocalPlan {
+  const size = layout.nodeOf.length;
+  const nodes = layout.members.length;
+  const me = layout.me;
+  const block = local[0]!.send.byteLength / size;
+  const ok = consistent && Number.isInteger(block) &&
+    local.every((m) => m.send.byteLength === size * block && m.recv.byteLength === size * block);
+  const b = ok ? block : Math.floor(block);
+  const step = steps(b);
+  const { counts, displs, rcounts, rdispls } = step.shape as Required<InterNodeShape>;
+  const out = new Uint8Array(displs[nodes - 1]! + counts[nodes - 1]!);
+  const inn = new Uint8Array(rdispls[nodes - 1]! + rcounts[nodes - 1]!);
+  if (ok) {
+    for (let k = 0; k < nodes; k++) {
+      if (k === me) continue;
+      let at = displs[k]!;
+      for (const s of local) {
+        for (const d of layout.members[k]!) {
+          out.set(s.send.subarray(d * b, (d + 1) * b), at);
+          at += b;
+        }
+      }
+    }
+  }
+  return {
+    ok, step, send: out, recv: inn,
+    finish: () => {
+      for (const s of local) for (const d of local) d.recv.set(s.send.subarray(d.rank * b, (d.rank + 1) * b), s.rank * b);
+      for (let k = 0; k < nodes; k++) {
+        if (k === me) continue;
+        let at = rdispls[k]!;
+        for (const src of layout.members[k]!) {
+          for (const d of local) {
+            d.recv.set(inn.subarray(at, at + b), src * b);
+            at += b;
           }
         }
       }
-      return {
-        ok,
-        inter: single ? null : { coll: 'alltoallv', shape: { ...base, counts, displs, rcounts, rdispls }, send: out, recv: inn },
-        finish: () => {
-          for (const s of local) for (const d of local) d.recv.set(s.send.subarray(d.rank * b, (d.rank + 1) * b), s.rank * b);
-          for (let k = 0; k < nodes; k++) {
-            if (k === me) continue;
-            let at = rdispls[k]!;
-            for (const src of layout.members[k]!) {
-              for (const d of local) {
-                d.recv.set(inn.subarray(at, at + b), src * b);
-                at += b;
-              }
-            }
-          }
-        },
-      };
-    }
-
-    default:
-      return { ok: false, inter: single ? null : { coll: 'barrier', shape: base, send: EMPTY, recv: EMPTY }, finish: () => {} };
-  }
+    },
+  };
 }
 
 /**

@@ -8,7 +8,7 @@
  * What reads it: the node threads that poll on when idle, handing their core over between
  * polls (sched_yield) instead of parking: a node's engine and its emulated wire. Beside a
  * thread that computes, a yielding one gets its core back only when that thread's time slice
- * ends: about 4 ms on this VM (BENCHMARKS.md, "Yields beside a computing rank"), where a parked
+ * ends: about 4 ms on this VM (bench/HISTORY.md, "Yields beside a computing rank"), where a parked
  * one is woken by its socket. Each node's own ranks were already watched (kWaiting); on an
  * emulated cluster the computing rank may belong to another node, so they poll on only while
  * no rank of the host computes.
@@ -23,7 +23,7 @@ const WRAP = 2 ** 31;
 /**
  * Microseconds on a clock that every process and thread of the host reads alike (the epoch
  * clock, as performance.timeOrigin anchors each one's monotonic clock), modulo 2^31: two
- * processes' readings agreed within 0-3 us on this VM (BENCHMARKS.md, "Yields beside a
+ * processes' readings agreed within 0-3 us on this VM (bench/HISTORY.md, "Yields beside a
  * computing rank").
  */
 export function hostClockUs(): number {

@@ -155,7 +155,7 @@ export function lentOf(job: LogGPJobResult, eagerLimit: number): { lent?: NonNul
  * size. A line through sizes from 1 byte to 64 KiB cannot follow shared memory, where the first
  * KiB costs more than the next 15 (cache lines moved one by one, then prefetched streams): on
  * the reference VM the line's one-way time was half the measured one at 1 KiB, and one-node
- * collectives were simulated 20-45 % too fast (BENCHMARKS.md, "Validation, seventh pass").
+ * collectives were simulated 20-45 % too fast (bench/HISTORY.md, "Validation, seventh pass").
  * Only shared memory gets it: over the network the ping-pongs' residuals around the line did
  * not carry over to collectives (2 ranks on 2 nodes, 1 KiB: +0.5 % -> -9.3 % with them).
  */
@@ -464,7 +464,7 @@ function fitSamples(s: Pick<CalibrationSamples, 'shm' | 'net' | 'crowd'>, c: Fit
     // core a rank gets). The level's ping-pongs run with every pair busy, and a large message
     // also waits for its partner's time slices: measured up to 11x at 4 ranks per core, which
     // the simulator, serializing each rank's bytes again, priced 2.4-4x above nbc bench
-    // (BENCHMARKS.md, "Validation, fourth pass").
+    // (bench/HISTORY.md, "Validation, fourth pass").
     const shmC = withoutJitter(fitLogGOPS(l.shm, true, c.eagerLimit));
     const crowdNet = withoutJitter(fitLogGOPS(l.net, false, c.eagerLimit));
     const netC = { ...crowdNet, G: Math.min(crowdNet.G, uncrowdedG * (l.ranks / c.cores)) };

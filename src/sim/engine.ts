@@ -2,11 +2,11 @@
  * The discrete-event LogGOPS engine: runs a Program (program.ts) on a model of a machine
  * (params.ts) and says when every rank's call completes.
  *
- * Interpretation is the library's (sched/interpreter.ts): an action is issued when what it
- * depends on has completed (rounds: the whole previous round; DAG: its dependencies, released
- * from the inverted edges), actions of a round are issued in order at the moment the round
- * opens, and a completed action releases its dependents. What the interpreter leaves to its
- * port, this engine prices:
+ * When an action is issued is the library's rule (sched/interpreter.ts), applied by
+ * release.ts, which this engine extends: an action is issued when what it depends on has
+ * completed (rounds: the whole previous round; DAG: its dependencies), in the interpreter's
+ * order, proven alike by test/sched.test.ts. What the interpreter leaves to its port, this
+ * engine prices:
  * - send (s bytes, path shm inside a node, net between nodes; s <= S eager, else rendezvous):
  *   the CPU spends o + (s-1)O, the injector (the rank on shm, the node's NIC on net, shared by
  *   all its ranks: seed 004's contention) is busy g + (s-1)G, the data arrives o + (s-1)G + L
@@ -16,8 +16,9 @@
  *   input, unchanged since the last call of a benchmark loop) pays the path's cached per-byte
  *   costs (LogGOPS.cached), the rest the fresh ones.
  * - recv: matched in posting order per (source, destination, sub-tag), as MPI's non-overtaking
- *   rule (and the library's matching) does; once matched and arrived, the receiver's CPU spends
- *   o (oRecv where the path has one) + (s-1)O and its injector g + (s-1)G.
+ *   rule (and the library's matching) does (channels.ts says why its structure is its own);
+ *   once matched and arrived, the receiver's CPU spends o (oRecv where the path has one) +
+ *   (s-1)O and its injector g + (s-1)G.
  * - wake-ups: on a shared host (below), a rank that had nothing left to do when a message, a
  *   rendezvous request or a clear-to-send reached it had given up its core, and pays the
  *   path's W of core time before it handles it; a rank still busy pays none.
@@ -38,7 +39,7 @@
  * Executors: host procs are ranks; offload procs run on their node engine's CPU (the rank only
  * posts: postUs, and learns of completion L(shm) after the engine finished); two-level and agg
  * procs are the engines, which first wait for every member's post and fold (foldUs), exchange
- * (a schedule among engines, or the fabric's tree), and write back (writebackUs).
+ * (a schedule among engines, or the fabric's tree: agg-fabric.ts), and write back (writebackUs).
  *
  * Jitter: a path may carry the spread of its measured one-way times (LogGOPS.J, quantiles less
  * the median); with a jitter seed, each message's flight is L plus a draw from it, so the
@@ -54,9 +55,12 @@
  * array reads instead of a map lookup; the program's columns are held in fields.
  */
 import { NbcInternalError } from '../errors.js';
-import { A_COPY, A_RECV, A_REDUCE, A_SEND, grown } from '../sched/schedule.js';
+import { A_COPY, A_RECV, A_REDUCE, A_SEND } from '../sched/schedule.js';
+import { AggState } from './agg-fabric.js';
+import { channelsOf, Channels, NO_MATCH } from './channels.js';
 import { EventQueue } from './heap.js';
 import type { Program } from './program.js';
+import { Release } from './release.js';
 import { cachedPath, localUs, sizeExtraUs, type LogGOPS, type SimParams } from './params.js';
 
 const EV_START = 0;
@@ -67,11 +71,6 @@ const EV_DATA = 4;
 const EV_FOLDED = 5;
 const EV_AGG_UP = 6;
 const EV_AGG_DOWN = 7;
-
-/** match(): nothing of the other kind was waiting (the entry was queued). */
-const NO_MATCH = -2147483648;
-/** An empty channel, the end of a FIFO. */
-const NONE = -1;
 
 /** OS noise: a burst of `durationUs` every `periodUs` per rank, phases unsynchronised. */
 export interface SimNoise {
@@ -117,72 +116,12 @@ export function splitmix32(seed: number): () => number {
   };
 }
 
-/**
- * Numbers the channels of `prog`'s sends and receives: messages match receives per (receiver,
- * sender, sub-tag), so every send and receive with one such triple gets one small integer,
- * and the engine keeps a FIFO per channel. Reduce and copy actions get NONE.
- *
- * Each receiver has a small hash region of its own (a power of two, at least twice its
- * receives; open addressing, linear probing) keyed by sender x 16 + sub-tag: its receives are
- * numbered walking its actions in order, then every send looks its triple up in its
- * receiver's region. A send that no receive will ever match gets a dead-letter channel, which
- * no receive reads (the message waits forever, as it did before). Used once and dropped.
- */
-function channelsOf(prog: Program): { chan: Int32Array; count: number } {
-  const { kind, peer, sub, actProc, procAct, procs, nActions } = prog;
-  if (procs >= 1 << 27) throw new NbcInternalError(`simulator: ${procs} procs; at most 2^27 - 1 are supported`);
-  const regionStart = new Int32Array(procs + 1);
-  for (let q = 0; q < procs; q++) {
-    let recvs = 0;
-    for (let i = procAct[q]!; i < procAct[q + 1]!; i++) if (kind[i] === A_RECV) recvs++;
-    let size = 0;
-    if (recvs > 0) for (size = 2; size < 2 * recvs; size *= 2);
-    regionStart[q + 1] = regionStart[q]! + size;
-  }
-  const key = new Int32Array(regionStart[procs]!).fill(NONE); // sender x 16 + sub-tag >= 0
-  const val = new Int32Array(regionStart[procs]!);
-  const chan = new Int32Array(nActions).fill(NONE);
-  /** The slot of `srcSub` in receiver q's region: where it is, or the empty one where it goes. */
-  const slot = (q: number, srcSub: number): number => {
-    const base = regionStart[q]!;
-    const mask = regionStart[q + 1]! - base - 1;
-    let j = Math.imul(srcSub, 0x9e3779b1) >>> Math.clz32(mask); // the hash's top bits
-    while (key[base + j] !== NONE && key[base + j] !== srcSub) j = (j + 1) & mask;
-    return base + j;
-  };
-  let count = 0;
-  for (let q = 0; q < procs; q++) {
-    for (let i = procAct[q]!; i < procAct[q + 1]!; i++) {
-      if (kind[i] !== A_RECV) continue;
-      const srcSub = peer[i]! * 16 + sub[i]!;
-      const j = slot(q, srcSub);
-      if (key[j] === NONE) {
-        key[j] = srcSub;
-        val[j] = count++;
-      }
-      chan[i] = val[j]!;
-    }
-  }
-  const deadLetter = count++;
-  for (let i = 0; i < nActions; i++) {
-    if (kind[i] !== A_SEND) continue;
-    const q = peer[i]!;
-    if (regionStart[q + 1] === regionStart[q]) {
-      chan[i] = deadLetter;
-      continue;
-    }
-    const j = slot(q, actProc[i]! * 16 + sub[i]!);
-    chan[i] = key[j] === NONE ? deadLetter : val[j]!;
-  }
-  return { chan, count };
-}
-
 /** Runs `prog` once. */
 export function runProgram(prog: Program, params: SimParams, opts: RunOptions = {}): RunResult {
   return new Simulation(prog, params, opts).run();
 }
 
-class Simulation {
+class Simulation extends Release {
   private readonly heap = new EventQueue();
   private readonly ranks: number;
   // The program's columns (program.ts), held here so the hot path reads them directly.
@@ -220,23 +159,9 @@ class Simulation {
   private readonly jitterRng: (() => number) | null;
   /** With jitter: per channel, when its last message arrived (messages do not overtake). */
   private readonly chanArrived: Float64Array | null;
-  /** Per proc: the open round, its actions left, and actions left overall. */
-  private readonly round: Int32Array;
-  private readonly roundLeft: Int32Array;
-  private readonly remaining: Int32Array;
-  private readonly waiting: Int32Array;
-  /**
-   * Matching: every send and receive's channel (channelsOf), and per channel a FIFO of posted
-   * receives or of arrived messages: its first and last entry (NONE when empty).
-   */
+  /** Matching: every send and receive's channel (channelsOf), and the channels' FIFOs. */
   private readonly chan: Int32Array;
-  private readonly chanHead: Int32Array;
-  private readonly chanTail: Int32Array;
-  private qVal: Int32Array = new Int32Array(1024);
-  private qNext: Int32Array = new Int32Array(1024);
-  private qIsRecv: Uint8Array = new Uint8Array(1024);
-  private qFree = -1;
-  private qUsed = 0;
+  private readonly channels: Channels;
   private readonly done: Float64Array;
   private readonly initEnd: Float64Array;
   private readonly computeEnd: Float64Array;
@@ -248,7 +173,8 @@ class Simulation {
   // agg
   private aggState: AggState | null = null;
 
-  constructor(private readonly prog: Program, private readonly params: SimParams, private readonly opts: RunOptions) {
+  constructor(prog: Program, private readonly params: SimParams, private readonly opts: RunOptions) {
+    super(prog);
     const N = prog.ranks;
     this.ranks = N;
     this.kind = prog.kind;
@@ -265,8 +191,7 @@ class Simulation {
     this.cached = prog.cached;
     const ch = channelsOf(prog);
     this.chan = ch.chan;
-    this.chanHead = new Int32Array(ch.count).fill(NONE);
-    this.chanTail = new Int32Array(ch.count);
+    this.channels = new Channels(ch.count);
     const cpus = N + prog.nodes;
     this.cpuFree = new Float64Array(cpus);
     const hostCores = params.hostCores;
@@ -288,10 +213,6 @@ class Simulation {
     const js = opts.jitterSeed ?? null;
     this.jitterRng = js === null ? null : splitmix32(js);
     this.chanArrived = js === null ? null : new Float64Array(ch.count);
-    this.round = new Int32Array(prog.procs);
-    this.roundLeft = new Int32Array(prog.procs);
-    this.remaining = new Int32Array(prog.procs);
-    this.waiting = prog.depCount.slice();
     this.done = new Float64Array(N);
     this.initEnd = new Float64Array(N);
     this.computeEnd = new Float64Array(N);
@@ -395,7 +316,6 @@ class Simulation {
     const N = this.ranks;
     const shm = this.params.shm;
     const C = this.opts.computeUs ?? null;
-    for (let p = 0; p < prog.procs; p++) this.remaining[p] = prog.procAct[p + 1]! - prog.procAct[p]!;
     const startAt = this.opts.startAt ?? null;
     if (prog.mode === 'host') {
       for (let p = 0; p < prog.procs; p++) this.heap.push(startAt === null ? 0 : startAt[p]!, EV_START, p, 0);
@@ -447,7 +367,7 @@ class Simulation {
     return { done: this.done, initEnd: this.initEnd, computeEnd: this.computeEnd, latencyUs: latency, events: this.events };
   }
 
-  /** A proc begins its schedule: round 0, or the DAG's roots, in the builder's order. */
+  /** A proc begins its call: the call's own cost (host), then its schedule (release.ts begin()). */
   private start(p: number): void {
     const prog = this.prog;
     // Host: the call's own CPU cost on the rank comes first (params.callUs, callNetUs across
@@ -456,13 +376,7 @@ class Simulation {
     const own = this.params.callUsByColl?.[prog.coll];
     const call = Math.max(0, ((prog.nodes > 1 ? this.params.callNetUs : undefined) ?? base) + (own === undefined ? 0 : own - base));
     if (call > 0 && prog.mode === 'host') this.cpu(p, this.now, call);
-    if (this.remaining[p] === 0) {
-      this.finishProc(p);
-    } else if (prog.procDag[p] === 1) {
-      for (let i = prog.procAct[p]!; i < prog.procAct[p + 1]!; i++) if (this.waiting[i] === 0) this.issue(i);
-    } else {
-      this.openRound(p, prog.procRound[p]!);
-    }
+    this.begin(p);
     // Host, non-blocking with compute: the initiating call has issued round 0; the rank then
     // computes, and its CPU makes no progress on the schedule (no test() calls) until wait().
     if (prog.mode === 'host') {
@@ -472,21 +386,7 @@ class Simulation {
     }
   }
 
-  private openRound(p: number, r: number): void {
-    const prog = this.prog;
-    const last = prog.procRound[p + 1]! - 1; // index of the final boundary
-    for (; r < last; r++) {
-      const from = prog.roundBound[r]!;
-      const to = prog.roundBound[r + 1]!;
-      if (to === from) continue; // an empty round is done at once
-      this.round[p] = r;
-      this.roundLeft[p] = to - from;
-      for (let i = from; i < to; i++) this.issue(i);
-      return;
-    }
-  }
-
-  private issue(i: number): void {
+  protected issue(i: number): void {
     const k = this.kind[i]!;
     const p = this.actProc[i]!;
     const c = this.procCpu[p]!;
@@ -507,7 +407,7 @@ class Simulation {
         this.heap.push(this.arrival(i, m, this.leave), EV_ARRIVE, i, 1);
       }
     } else if (k === A_RECV) {
-      const msg = this.match(this.chan[i]!, true, i);
+      const msg = this.channels.match(this.chan[i]!, true, i);
       if (msg !== NO_MATCH) this.matched(i, msg >= 0 ? msg : -msg - 1, msg < 0);
     } else if (k === A_REDUCE || k === A_COPY) {
       this.heap.push(this.cpu(c, now, localUs(this.params, k === A_REDUCE, this.bytesOf[i]!, this.lentBytes[i]!)), EV_DONE, i, 0);
@@ -532,47 +432,9 @@ class Simulation {
     this.busyEnd = busyEnd;
   }
 
-  /**
-   * Matching: a posted receive (isRecv, value = its action) or an arrived message (value = the
-   * send action, or -(send + 1) for a rendezvous request) meets the oldest entry of the other
-   * kind on channel `ch`, whose value it returns; else it joins the channel's FIFO and NO_MATCH
-   * is returned. Entries live in a pool of typed arrays (value, next, kind), recycled.
-   */
-  private match(ch: number, isRecv: boolean, value: number): number {
-    const flag = isRecv ? 1 : 0;
-    const h = this.chanHead[ch]!;
-    if (h === NONE || this.qIsRecv[h] === flag) {
-      let n = this.qFree;
-      if (n >= 0) this.qFree = this.qNext[n]!;
-      else {
-        if (this.qUsed === this.qVal.length) this.growQueues();
-        n = this.qUsed++;
-      }
-      this.qVal[n] = value;
-      this.qNext[n] = NONE;
-      this.qIsRecv[n] = flag;
-      if (h === NONE) this.chanHead[ch] = n;
-      else this.qNext[this.chanTail[ch]!] = n;
-      this.chanTail[ch] = n;
-      return NO_MATCH;
-    }
-    const v = this.qVal[h]!;
-    this.chanHead[ch] = this.qNext[h]!; // NONE when it was the last
-    this.qNext[h] = this.qFree;
-    this.qFree = h;
-    return v;
-  }
-
-  private growQueues(): void {
-    const cap = this.qVal.length * 2;
-    this.qVal = grown(this.qVal, cap);
-    this.qNext = grown(this.qNext, cap);
-    this.qIsRecv = grown(this.qIsRecv, cap);
-  }
-
   /** A message (eager or a rendezvous request) from send action `i` reached its destination. */
   private arrive(i: number, rts: number): void {
-    const r = this.match(this.chan[i]!, false, rts === 1 ? -i - 1 : i);
+    const r = this.channels.match(this.chan[i]!, false, rts === 1 ? -i - 1 : i);
     if (r !== NO_MATCH) this.matched(r, i, rts === 1);
   }
 
@@ -631,24 +493,8 @@ class Simulation {
     this.takeIn(r, i, this.path(i, net), net);
   }
 
-  /** Action i completed: release what waited for it (interpreter.ts release()). */
-  private complete(i: number): void {
-    const prog = this.prog;
-    const p = this.actProc[i]!;
-    this.remaining[p]!--;
-    if (prog.procDag[p] === 1) {
-      for (let e = prog.depStart[i]!; e < prog.depStart[i + 1]!; e++) {
-        const j = prog.depList[e]!;
-        if (--this.waiting[j]! === 0) this.issue(j);
-      }
-    } else if (--this.roundLeft[p]! === 0 && this.remaining[p]! > 0) {
-      this.openRound(p, this.round[p]! + 1);
-    }
-    if (this.remaining[p] === 0) this.finishProc(p);
-  }
-
   /** Proc p finished its schedule: the rank's call completes, or the engine writes back. */
-  private finishProc(p: number): void {
+  protected finishProc(p: number): void {
     const prog = this.prog;
     if (prog.mode === 'host') {
       this.done[p] = Math.max(this.now, this.cpuFree[p]!);
@@ -724,81 +570,5 @@ class Simulation {
       this.aggSend(k, next);
     }
     if (++st.got[k]! === st.frags) this.writeBack(k, taken);
-  }
-}
-
-/** The fabric's group for one call: the tree trimmed to the nodes' leaves (docs/agg.md, placement). */
-class AggState {
-  readonly frags: number;
-  readonly window: number;
-  /** Per AN: children in the group (member nodes at a leaf, child ANs above); busy-until. */
-  readonly children: Int32Array;
-  readonly anFree: Float64Array;
-  /** Per (AN, fragment): copies arrived. */
-  readonly count: Int32Array;
-  readonly leafOf: Int32Array;
-  /** Per node: links from the group root down to it. */
-  readonly down: Int32Array;
-  readonly sent: Int32Array;
-  readonly got: Int32Array;
-  readonly root: number;
-  private readonly bytes: number;
-  private readonly payload: number;
-
-  constructor(prog: Program, params: SimParams) {
-    const { radix: R, levels, payload, slots } = params.agg;
-    this.bytes = prog.aggBytes;
-    this.payload = Math.max(8, payload - (payload % 8)); // whole float64s
-    this.frags = Math.max(1, Math.ceil(this.bytes / this.payload));
-    this.window = Math.min(slots, this.frags);
-    let ans = 0;
-    let width = 1;
-    for (let l = 0; l < levels; l++, width *= R) ans += width;
-    const leaves = width / R;
-    const firstLeaf = ans - leaves;
-    const nodes = prog.nodes;
-    this.children = new Int32Array(ans);
-    this.anFree = new Float64Array(ans);
-    this.count = new Int32Array(ans * this.frags);
-    this.leafOf = new Int32Array(nodes);
-    const used = new Uint8Array(ans);
-    for (let k = 0; k < nodes; k++) {
-      // Node n attaches to leaf floor(n / radix) mod leaves (docs/agg.md).
-      const leaf = firstLeaf + (Math.floor(k / R) % leaves);
-      this.leafOf[k] = leaf;
-      this.children[leaf]!++;
-      // Mark the path up; a parent counts a child AN once.
-      for (let a = leaf; a > 0 && used[a] === 0; a = (a - 1) / R | 0) {
-        used[a] = 1;
-        this.children[(a - 1) / R | 0]!++;
-      }
-      used[0] = 1;
-    }
-    // The group root: the lowest AN whose subtree holds every member's leaf.
-    let root = 0;
-    while (root < firstLeaf && this.children[root] === 1) {
-      let only = -1;
-      for (let c = root * R + 1; c <= root * R + R; c++) if (used[c] === 1) only = c;
-      root = only;
-    }
-    this.root = root;
-    const depth = (a: number): number => {
-      let d = 0;
-      for (; a > 0; a = (a - 1) / R | 0) d++;
-      return d;
-    };
-    this.down = new Int32Array(nodes);
-    const rootDepth = depth(root);
-    for (let k = 0; k < nodes; k++) this.down[k] = depth(this.leafOf[k]!) - rootDepth + 1;
-    this.sent = new Int32Array(nodes);
-    this.got = new Int32Array(nodes);
-  }
-
-  begin(k: number): void {
-    this.sent[k] = this.window;
-  }
-
-  fragBytes(f: number): number {
-    return f < this.frags - 1 ? this.payload : this.bytes - f * this.payload;
   }
 }

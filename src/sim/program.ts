@@ -19,10 +19,7 @@ import { NbcArgError } from '../errors.js';
 import { select, ALGORITHMS, interNodeSchedule, type Choice, type CollName } from '../coll/select.js';
 import { shape, topologyOf, type CollShape, type Topology } from '../coll/shape.js';
 import { A_COPY, A_RECV, A_REDUCE, A_SEND, grown, type Schedule } from '../sched/schedule.js';
-import {
-  nodePairCounts, TL_AGG, TL_ALLGATHER, TL_ALLREDUCE, TL_ALLTOALL, TL_BARRIER, TL_BCAST, TL_REDUCE,
-  type InterNodeColl, type InterNodeShape,
-} from '../sched/two-level.js';
+import { engineSteps, TL_AGG, TL_ALLREDUCE, TL_REDUCE, type EngineStep, type EngineWork } from '../sched/two-level.js';
 import type { SimParams } from './params.js';
 
 /** Who runs the schedules: each rank (host), its node's engine (offload), or the engines among themselves (two-level, agg). */
@@ -187,98 +184,101 @@ export function chooseFor(spec: CallSpec, topo: Topology): Choice & { mode: SimM
 }
 
 /**
- * Builds the program of one call: selection as the library does it, then every proc's
- * schedule. Throws NbcArgError for a call the library would refuse (an unknown algorithm, one
- * the executor cannot run).
+ * The schedules of one call as the library would run them: selection (chooseFor), who runs
+ * them (ranks, or one engine per node for a composite algorithm), and each one's schedule,
+ * built on demand. buildProgram() copies them into a Program; tests run them through the
+ * interpreter (test/sched.test.ts). Throws NbcArgError for a call the library would refuse
+ * (an unknown algorithm, one the executor cannot run).
  */
-export function buildProgram(spec: CallSpec, params: SimParams): Program {
+export interface CallSchedules {
+  choice: Choice & { mode: SimMode };
+  topo: Topology;
+  /** One rank's block in bytes (benchBytes). */
+  bytes: number;
+  /** Schedule runners: ranks, or node engines where `steps` is set. */
+  procs: number;
+  /** A composite algorithm: each node engine's step (sched/two-level.ts engineSteps); else null. */
+  steps: ((k: number) => EngineStep) | null;
+  /** Proc p's schedule: rank p's, or for an engine its step's exchange (empty alone or on the fabric). */
+  schedule(p: number, step?: EngineStep): Schedule;
+}
+
+export function callSchedules(spec: CallSpec): CallSchedules {
   const { ranks: N, ppn } = spec;
   if (!Number.isInteger(N) || N < 1 || !Number.isInteger(ppn) || ppn < 1) {
     throw new NbcArgError(`Cannot simulate ${spec.coll} on ${N} ranks with ${ppn} per node: expected positive integers`);
   }
   if (!SIM_COLLS.includes(spec.coll)) throw new NbcArgError(`Cannot simulate ${spec.coll}: expected one of ${SIM_COLLS.join(', ')}`);
   const topo = topologyOf(N, (r) => Math.floor(r / ppn));
+  const B = benchBytes(spec.bytes);
+  const choice = chooseFor(spec, topo);
+  if (choice.composite === undefined) {
+    const vec = new Int32Array(N).fill(B);
+    const displs = Int32Array.from({ length: N }, (_, i) => i * B);
+    // Every rank's shape is rank 0's with its own rank: built once, copied per rank.
+    const shared = { ...rankShape(spec.coll, 0, N, B, vec, displs), radix: choice.radix, topo, leader: choice.leader };
+    return { choice, topo, bytes: B, procs: N, steps: null, schedule: (r) => choice.build({ ...shared, rank: r }) };
+  }
+  // The engines' plan is the executor's own (sched/two-level.ts engineSteps): the exchange,
+  // and the fold, pack and write-back buildProgram prices.
+  const kind = choice.composite & ~TL_AGG;
+  const steps = engineSteps({ kind, root: 0, op: OP_SUM, dtype: FLOAT64, esize: 8 }, topo, B);
+  if (steps === null) {
+    throw new NbcArgError(`Cannot simulate the composite algorithm '${choice.name}' of ${spec.coll}: kind ${kind} is not one of the two-level forms`);
+  }
+  // On agg the fabric's tree is the exchange (engine.ts models it); the engines' schedule is
+  // only its fallback.
+  const exchange = topo.nodes > 1 && choice.mode !== 'agg';
+  const config = spec.config ?? DEFAULT_CONFIG;
+  return {
+    choice, topo, bytes: B, procs: topo.nodes, steps,
+    schedule: (k, step = steps(k)) => (exchange ? interNodeSchedule(step.coll, step.shape, config) : EMPTY_SCHEDULE()),
+  };
+}
+
+/** Builds the program of one call: its schedules (callSchedules), copied into columns and priced. */
+export function buildProgram(spec: CallSpec, params: SimParams): Program {
+  const cs = callSchedules(spec);
+  const { choice, topo, bytes: B } = cs;
+  const N = spec.ranks;
   const nodes = topo.nodes;
   const nodeOfRank = topo.nodeOf;
   const nodeStart = new Int32Array(nodes + 1);
   for (let k = 0; k < nodes; k++) nodeStart[k + 1] = nodeStart[k]! + topo.members[k]!.length;
-  const B = benchBytes(spec.bytes);
-  const choice = chooseFor(spec, topo);
   const leader = choice.leader;
   const radixed = (name: string, radix: number): string => (ALGORITHMS[spec.coll][name]?.radix === undefined ? name : `${name}:${radix}`);
   const algorithm = leader !== undefined ? `${choice.name}(leaders: ${leader.coll})` : radixed(choice.name, choice.radix);
 
-  const composite = choice.composite !== undefined;
-  const procs = composite ? nodes : N;
-  const out = new ProgramBuilder(procs);
+  const out = new ProgramBuilder(cs.procs);
   const foldUs = new Float64Array(nodes);
   const writebackUs = new Float64Array(nodes);
-
   let aggBytes = 0;
-  if (!composite) {
-    const vec = new Int32Array(N).fill(B);
-    const displs = Int32Array.from({ length: N }, (_, i) => i * B);
-    // Every rank's shape is rank 0's with its own rank: built once, copied per rank.
-    const shared = { ...rankShape(spec.coll, 0, N, B, vec, displs), radix: choice.radix, topo, leader };
+  if (cs.steps === null) {
     // Ranks lend their buffers to peers of their node (host); an engine runs its node's
     // schedules on one core, so what it lends, it reads itself (offload); a rank alone on its
     // node lends nothing.
     const above = choice.mode === 'host' && nodes < N ? params.shm.lent?.above : undefined;
     const lend = above === undefined ? null : { above, nodeOf: nodeOfRank };
     for (let r = 0; r < N; r++) {
-      const s = choice.build({ ...shared, rank: r });
-      out.append(r, s, nodeOfRank[r]!, choice.mode === 'offload' ? N + nodeOfRank[r]! : r, spec.inputs !== 'fresh', lend);
+      out.append(r, cs.schedule(r), nodeOfRank[r]!, choice.mode === 'offload' ? N + nodeOfRank[r]! : r, spec.inputs !== 'fresh', lend);
     }
   } else {
-    const kindWord = choice.composite! & ~TL_AGG;
-    const sizes = topo.members.map((m) => m.length);
-    const counts = new Int32Array(nodes);
-    const displs = new Int32Array(nodes);
-    for (let k = 0, at = 0; k < nodes; k++) {
-      counts[k] = sizes[k]! * B;
-      displs[k] = at;
-      at += counts[k]!;
-    }
-    const red = params.reduceUsPerByte * B;
-    const copy = params.copyUsPerByte;
+    const kind = choice.composite! & ~TL_AGG;
+    if (kind === TL_ALLREDUCE || kind === TL_REDUCE) aggBytes = B;
     for (let k = 0; k < nodes; k++) {
-      const m = sizes[k]!;
-      let coll: InterNodeColl;
-      let s: InterNodeShape = { rank: k, size: nodes, root: 0, bytes: 0, esize: 1, dtype: 0, op: 0 };
-      switch (kindWord) {
-        case TL_BARRIER: coll = 'barrier'; break;
-        case TL_ALLREDUCE: case TL_REDUCE:
-          coll = kindWord === TL_REDUCE ? 'reduce' : 'allreduce';
-          s = { ...s, bytes: B, esize: 8, dtype: FLOAT64, op: OP_SUM };
-          // The fold: acc = last member, then m-1 reductions (sched/two-level.ts fold()).
-          foldUs[k] = copy * B + (m - 1) * red;
-          writebackUs[k] = (kindWord === TL_REDUCE ? (k === 0 ? 1 : 0) : m) * copy * B;
-          aggBytes = B;
-          break;
-        case TL_BCAST: coll = 'bcast'; s = { ...s, bytes: B }; writebackUs[k] = (m - 1) * copy * B; break;
-        case TL_ALLGATHER:
-          coll = 'allgatherv';
-          s = { ...s, bytes: counts[k]!, counts, displs };
-          foldUs[k] = m * copy * B;
-          writebackUs[k] = m * N * copy * B;
-          break;
-        case TL_ALLTOALL: {
-          coll = 'alltoallv';
-          const c = nodePairCounts(sizes, k, B);
-          s = { ...s, counts: c.counts, displs: c.displs, rcounts: c.rcounts, rdispls: c.rdispls };
-          foldUs[k] = c.sendTotal * copy;
-          writebackUs[k] = (m * m * B + c.recvTotal) * copy;
-          break;
-        }
-        default: throw new NbcArgError(`Cannot simulate the composite algorithm '${choice.name}' of ${spec.coll}: kind ${kindWord} is not one of the two-level forms`);
-      }
-      // On agg the fabric's tree is the exchange (engine.ts models it); the engines' schedule
-      // is only its fallback.
-      const exchange = nodes > 1 && choice.mode !== 'agg';
-      out.append(k, exchange ? interNodeSchedule(coll, s, spec.config ?? DEFAULT_CONFIG) : EMPTY_SCHEDULE(), k, N + k, false, null);
+      const step = cs.steps(k);
+      foldUs[k] = workUs(step.before, params);
+      writebackUs[k] = workUs(step.after, params);
+      out.append(k, cs.schedule(k, step), k, N + k, false, null);
     }
   }
   return out.done({ coll: spec.coll, algorithm, mode: choice.mode, ranks: N, nodes, bytes: B, nodeOfRank, nodeStart, foldUs, writebackUs, aggBytes });
+}
+
+/** An engine's work around the exchange (copies, reductions) on the model's CPU, us. */
+function workUs(w: EngineWork, params: SimParams): number {
+  const copy = w.copies * params.copyUsPerByte * w.copyBytes;
+  return w.reductions === 0 ? copy : copy + w.reductions * (params.reduceUsPerByte * w.reduceBytes);
 }
 
 type ProgramHead = Pick<Program, 'coll' | 'algorithm' | 'mode' | 'ranks' | 'nodes' | 'bytes' | 'nodeOfRank' | 'nodeStart' | 'foldUs' | 'writebackUs' | 'aggBytes'>;
