@@ -67,6 +67,11 @@ export class MatchCore {
   /** Per world rank: 1 once its KIND_FIN arrived (it has returned from its job). */
   private readonly finished: Uint8Array;
   finishedCount = 0;
+  /**
+   * Unexpected messages held, all contexts together: while 0 (the common case) a receive
+   * looks up no context's list at all.
+   */
+  unexpectedCount = 0;
   /** Where to record messages, or null (the default: one null check per message). */
   trace: MessageTrace | null = null;
 
@@ -98,11 +103,15 @@ export class MatchCore {
       this.unexpected.set(ctx, q);
     }
     q.push(m);
+    this.unexpectedCount++;
   }
 
   /** Takes the earliest unexpected message a receive (ctx, src, tag) fits, or null. */
   take(ctx: number, src: number, tag: number): Unexpected | null {
-    return this.unexpected.get(ctx)?.take(src, tag) ?? null;
+    if (this.unexpectedCount === 0) return null;
+    const m = this.unexpected.get(ctx)?.take(src, tag) ?? null;
+    if (m !== null) this.unexpectedCount--;
+    return m;
   }
 
   /** The earliest unexpected message a receive (ctx, src, tag) fits, left in place, or null. */
@@ -226,5 +235,6 @@ export class MatchCore {
     for (const q of this.unexpected.values()) {
       for (let m = q.take(ANY_SOURCE, ANY_TAG); m !== null; m = q.take(ANY_SOURCE, ANY_TAG)) m.path.drop(m);
     }
+    this.unexpectedCount = 0;
   }
 }
