@@ -23,7 +23,7 @@
  */
 import { NbcTruncateError } from '../errors.js';
 import { ANY_SOURCE, ANY_TAG } from './constants.js';
-import { invalidData, senderFinished, type MessageTrace, type RecvRequest, type TransportStats } from './messages.js';
+import { invalidData, senderFinished, traceMessage, type MessageTrace, type RecvRequest, type TransportStats } from './messages.js';
 import { UnexpectedQueue } from './unexpected.js';
 
 /** Takes the payload of a message the core filed unexpected: implemented by each path. */
@@ -157,19 +157,22 @@ export class MatchCore {
     req.status.count = Math.floor(bytes / req.elementBytes);
     this.stats.messagesReceived++;
     this.stats.bytesReceived += bytes;
-    if (this.trace !== null) this.trace.recvs.push(src, req.ctx, tag, bytes);
+    if (this.trace !== null) traceMessage(this.trace.recvs, src, req.ctx, tag, bytes);
+    if (invalid || bytes > req.view.byteLength) return this.refuse(req, src, tag, bytes, invalid);
+    return true;
+  }
+
+  /** `finishRecv`'s rare case, out of line (the hot receive inlines finishRecv): fails `req`. */
+  private refuse(req: RecvRequest, src: number, tag: number, bytes: number, invalid: boolean): false {
     if (invalid) {
       req.complete(invalidData(this.me, src, tag));
       return false;
     }
-    if (bytes > req.view.byteLength) {
-      req.complete(new NbcTruncateError(
-        `Cannot receive a ${bytes}-byte message from rank ${src} (tag ${tag}) into a ` +
-        `${req.view.byteLength}-byte buffer: the message is longer than the receive buffer; ` +
-        `expected a buffer of at least ${bytes} bytes`));
-      return false;
-    }
-    return true;
+    req.complete(new NbcTruncateError(
+      `Cannot receive a ${bytes}-byte message from rank ${src} (tag ${tag}) into a ` +
+      `${req.view.byteLength}-byte buffer: the message is longer than the receive buffer; ` +
+      `expected a buffer of at least ${bytes} bytes`));
+    return false;
   }
 
   /** Whether world rank `world` has finished (its FIN was read). */

@@ -29,8 +29,7 @@ import { EAGER_CREDIT_BYTES, EagerCredit } from './credit.js';
 import { MatchCore } from './match.js';
 import {
   invalidData, lengthMismatch, receiverFinished, RecvRequest, senderFinished, SendRequest, traceMessage,
-  type MessageTrace,
-  type Placement, type TransportStats,
+  type MessageTrace, type Placement, type TransportStats,
 } from './messages.js';
 import type { Path, PathHost } from './path.js';
 import { RingPath } from './path-ring.js';
@@ -194,7 +193,7 @@ export class Transport implements Progressor, PathHost, ParkHost {
     req.src = src;
     req.tag = tag;
     req.status.bytes = view.byteLength;
-    if (this.core.trace !== null) this.core.trace.sends.push(dstWorld, ctx, tag, view.byteLength);
+    if (this.core.trace !== null) traceMessage(this.core.trace.sends, dstWorld, ctx, tag, view.byteLength);
     if (this.core.isFinished(dstWorld)) {
       this.sendToFinished(req);
       return req;
@@ -338,7 +337,7 @@ export class Transport implements Progressor, PathHost, ParkHost {
     if (m === null) return false;
     this.stats.messagesReceived++;
     this.stats.bytesReceived += m.bytes;
-    if (this.core.trace !== null) this.core.trace.recvs.push(src, ctx, tag, m.bytes);
+    if (this.core.trace !== null) traceMessage(this.core.trace.recvs, src, ctx, tag, m.bytes);
     this.early = m.path.fetch(m);
     if (m.invalid) {
       this.early = EMPTY_BYTES;
