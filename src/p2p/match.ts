@@ -23,7 +23,7 @@
  */
 import { NbcTruncateError } from '../errors.js';
 import { ANY_SOURCE, ANY_TAG } from './constants.js';
-import { invalidData, senderFinished, type MessageTrace, type RecvRequest, type TransportStats } from './messages.js';
+import { invalidData, senderFinished, traceMessage, type MessageTrace, type RecvRequest, type TransportStats } from './messages.js';
 import { UnexpectedQueue } from './unexpected.js';
 
 /** Takes the payload of a message the core filed unexpected: implemented by each path. */
@@ -67,6 +67,11 @@ export class MatchCore {
   /** Per world rank: 1 once its KIND_FIN arrived (it has returned from its job). */
   private readonly finished: Uint8Array;
   finishedCount = 0;
+  /**
+   * Unexpected messages held, all contexts together: while 0 (the common case) a receive
+   * looks up no context's list at all.
+   */
+  unexpectedCount = 0;
   /** Where to record messages, or null (the default: one null check per message). */
   trace: MessageTrace | null = null;
 
@@ -98,11 +103,15 @@ export class MatchCore {
       this.unexpected.set(ctx, q);
     }
     q.push(m);
+    this.unexpectedCount++;
   }
 
   /** Takes the earliest unexpected message a receive (ctx, src, tag) fits, or null. */
   take(ctx: number, src: number, tag: number): Unexpected | null {
-    return this.unexpected.get(ctx)?.take(src, tag) ?? null;
+    if (this.unexpectedCount === 0) return null;
+    const m = this.unexpected.get(ctx)?.take(src, tag) ?? null;
+    if (m !== null) this.unexpectedCount--;
+    return m;
   }
 
   /** The earliest unexpected message a receive (ctx, src, tag) fits, left in place, or null. */
@@ -148,19 +157,22 @@ export class MatchCore {
     req.status.count = Math.floor(bytes / req.elementBytes);
     this.stats.messagesReceived++;
     this.stats.bytesReceived += bytes;
-    if (this.trace !== null) this.trace.recvs.push(src, req.ctx, tag, bytes);
+    if (this.trace !== null) traceMessage(this.trace.recvs, src, req.ctx, tag, bytes);
+    if (invalid || bytes > req.view.byteLength) return this.refuse(req, src, tag, bytes, invalid);
+    return true;
+  }
+
+  /** `finishRecv`'s rare case, out of line (the hot receive inlines finishRecv): fails `req`. */
+  private refuse(req: RecvRequest, src: number, tag: number, bytes: number, invalid: boolean): false {
     if (invalid) {
       req.complete(invalidData(this.me, src, tag));
       return false;
     }
-    if (bytes > req.view.byteLength) {
-      req.complete(new NbcTruncateError(
-        `Cannot receive a ${bytes}-byte message from rank ${src} (tag ${tag}) into a ` +
-        `${req.view.byteLength}-byte buffer: the message is longer than the receive buffer; ` +
-        `expected a buffer of at least ${bytes} bytes`));
-      return false;
-    }
-    return true;
+    req.complete(new NbcTruncateError(
+      `Cannot receive a ${bytes}-byte message from rank ${src} (tag ${tag}) into a ` +
+      `${req.view.byteLength}-byte buffer: the message is longer than the receive buffer; ` +
+      `expected a buffer of at least ${bytes} bytes`));
+    return false;
   }
 
   /** Whether world rank `world` has finished (its FIN was read). */
@@ -226,5 +238,6 @@ export class MatchCore {
     for (const q of this.unexpected.values()) {
       for (let m = q.take(ANY_SOURCE, ANY_TAG); m !== null; m = q.take(ANY_SOURCE, ANY_TAG)) m.path.drop(m);
     }
+    this.unexpectedCount = 0;
   }
 }

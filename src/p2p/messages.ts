@@ -88,6 +88,15 @@ export interface MessageTrace {
   schedules: number;
 }
 
+/**
+ * Records four numbers of one message in `into` (a trace's sends or recvs). Called only while
+ * traced: the hot paths test for a trace and call this out of line, so the push is not
+ * inlined into them (it would spend V8's inlining budget they need).
+ */
+export function traceMessage(into: number[], a: number, ctx: number, tag: number, bytes: number): void {
+  into.push(a, ctx, tag, bytes);
+}
+
 /** Counts a message sent to `dstWorld` (TransportStats), and the peer the first time. */
 export function countSend(s: TransportStats, peerUsed: Uint8Array, dstWorld: number, bytes: number, interNode: boolean): void {
   s.messagesSent++;

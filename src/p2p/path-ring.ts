@@ -35,7 +35,7 @@ import { TAG_BITS } from './constants.js';
 import type { EagerCredit } from './credit.js';
 import type { MatchCore, Unexpected } from './match.js';
 import {
-  countSend, lengthMismatch, receiverFinished, RecvRequest, senderFinished, SendRequest, type TransportStats,
+  countSend, lengthMismatch, receiverFinished, RecvRequest, senderFinished, SendRequest, traceMessage, type TransportStats,
 } from './messages.js';
 import type { Path, PathHost } from './path.js';
 import { Request } from './request.js';
@@ -446,10 +446,19 @@ export class RingPath implements Path {
     w.ring = ring;
     w.fromWorld = fromWorld;
     w.bytes = bytes;
+    // Most often the message is there already (no try/finally on that path: every throw in
+    // lookForWanted clears wantRing itself); else wait.
+    if (this.lookForWanted(w)) {
+      this.wantRing = null;
+      return w.found;
+    }
+    return this.awaitWanted(w);
+  }
+
+  /** `recvEager`'s wait, reading the clock only once the message is late (it costs as much as a poll). */
+  private awaitWanted(w: EagerWait): number {
     try {
-      // Most often the message is there already; else wait, reading the clock only once it
-      // is late (it costs as much as a poll).
-      if (!this.lookForWanted(w)) this.host.waiter.run(w, this.host.waiter.spinMs, true);
+      this.host.waiter.run(w, this.host.waiter.spinMs, true);
       return w.found;
     } finally {
       this.wantRing = null;
@@ -475,7 +484,7 @@ export class RingPath implements Path {
     this.heldLen = recLen(i32, r);
     this.stats.messagesReceived++;
     this.stats.bytesReceived += got;
-    if (this.core.trace !== null) this.core.trace.recvs.push(this.wantSrc, this.wantCtx, this.wantTag, got);
+    if (this.core.trace !== null) traceMessage(this.core.trace.recvs, this.wantSrc, this.wantCtx, this.wantTag, got);
     if (got !== w.bytes) this.wrongSize(got, w.bytes);
     w.found = at + HEADER_BYTES;
     return true;
@@ -486,17 +495,23 @@ export class RingPath implements Path {
    * Take it the general way (its sender gets its ACK), then fail (takeUnexpected throws).
    */
   private wantedRendezvous(w: EagerWait, ring: Ring, at: number): boolean {
-    this.handle(ring, at);
-    if (ring.release(recLen(ring.i32, at >> 2))) wake(this.control, ring.from);
-    if (this.host.takeUnexpected(this.wantCtx, this.wantSrc, this.wantTag, w.bytes)) {
-      w.found = -1;
-      return true;
+    try {
+      this.handle(ring, at);
+      if (ring.release(recLen(ring.i32, at >> 2))) wake(this.control, ring.from);
+      if (this.host.takeUnexpected(this.wantCtx, this.wantSrc, this.wantTag, w.bytes)) {
+        w.found = -1;
+        return true;
+      }
+    } catch (e) {
+      this.wantRing = null;
+      throw e;
     }
     return this.lookForWanted(w);
   }
 
   /** The wanted message is not the size expected: it is consumed, and the receive fails. */
   private wrongSize(got: number, bytes: number): never {
+    this.wantRing = null;
     this.releaseEager();
     throw lengthMismatch(got, bytes, this.wantSrc, this.wantTag);
   }

@@ -76,7 +76,18 @@ export class Ring {
    * producer's doorbell when it frees space.
    */
   reserve(len: number): number {
+    // The common case first, small enough for the eager send to inline within V8's budget:
+    // the slot fits before the end and the head last seen leaves room (as below, without a PAD).
     const slot = slotBytes(len);
+    const at = this.pos & this.mask;
+    if (this.capacity - at >= slot && this.capacity - ((this.pos - this.headSeen) | 0) >= slot + SLOT_ALIGN) {
+      return this.data + at + STAMP_BYTES;
+    }
+    return this.reserveSlow(slot);
+  }
+
+  /** `reserve` when the slot wraps or the head must be read again. */
+  private reserveSlow(slot: number): number {
     const tail = this.pos;
     const at = tail & this.mask;
     const toEnd = this.capacity - at;
