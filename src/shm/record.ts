@@ -234,75 +234,51 @@ export function fragMessage(i32: Int32Array, w: number): number { return i32[w +
 export function fragOffset(i32: Int32Array, w: number): number { return i32[w + 9 /* H_OFFSET */]!; }
 export function fragPushed(i32: Int32Array, w: number): number { return i32[w + 11 /* H_AUX */]!; }
 
-// ---- EAGER_CREDIT ----------------------------------------------------------------------
-/** EAGER_CREDIT: rank `from` gives rank `to` back `n` bytes of eager credit. */
-export function encodeEagerCredit(i32: Int32Array, w: number, to: number, n: number, from: number): void {
-  i32[w /* + H_KIND */] = KIND_EAGER_CREDIT;
-  i32[w + 1 /* H_LEN */] = HEADER_BYTES;
-  i32[w + 2 /* H_CTX */] = -1;
-  i32[w + 3 /* H_SRC */] = -1;
-  i32[w + 4 /* H_TAG */] = -1;
-  i32[w + 5 /* H_BYTES */] = 0;
-  i32[w + 6 /* H_DST */] = to;
-  i32[w + 7 /* H_TOKEN */] = n;
-  i32[w + 8 /* H_SLICE */] = -1;
-  i32[w + 9 /* H_OFFSET */] = 0;
-  i32[w + 10 /* H_SRC_WORLD */] = from;
-  i32[w + 11 /* H_AUX */] = 0;
-}
-export function eagerCreditBytes(i32: Int32Array, w: number): number { return i32[w + 7 /* H_TOKEN */]!; }
-
-// ---- CREDIT ----------------------------------------------------------------------------
-/** CREDIT (engine -> engine): `bytes` of push credit returned. */
-export function encodeCredit(i32: Int32Array, w: number, bytes: number): void {
-  i32[w /* + H_KIND */] = KIND_CREDIT;
+// ---- the control records: EAGER_CREDIT, CREDIT, UCX_PULL, FIN ---------------------------
+/**
+ * A control record: a header alone, no message envelope (ctx, src and tag -1), naming at most
+ * a destination, one count and the writer. The four kinds below differ only in those words.
+ */
+function encodeControl(i32: Int32Array, w: number, kind: number, bytes: number, dst: number, token: number, from: number): void {
+  i32[w /* + H_KIND */] = kind;
   i32[w + 1 /* H_LEN */] = HEADER_BYTES;
   i32[w + 2 /* H_CTX */] = -1;
   i32[w + 3 /* H_SRC */] = -1;
   i32[w + 4 /* H_TAG */] = -1;
   i32[w + 5 /* H_BYTES */] = bytes;
-  i32[w + 6 /* H_DST */] = -1;
-  i32[w + 7 /* H_TOKEN */] = 0;
-  i32[w + 8 /* H_SLICE */] = -1;
-  i32[w + 9 /* H_OFFSET */] = 0;
-  i32[w + 10 /* H_SRC_WORLD */] = -1;
-  i32[w + 11 /* H_AUX */] = 0;
-}
-export function creditBytes(i32: Int32Array, w: number): number { return i32[w + 5 /* H_BYTES */]!; }
-
-// ---- UCX_PULL --------------------------------------------------------------------------
-/** UCX_PULL: rank `from` asks rank `to` for the held payload of rendezvous `token`. */
-export function encodeUcxPull(i32: Int32Array, w: number, to: number, token: number, from: number): void {
-  i32[w /* + H_KIND */] = KIND_UCX_PULL;
-  i32[w + 1 /* H_LEN */] = HEADER_BYTES;
-  i32[w + 2 /* H_CTX */] = -1;
-  i32[w + 3 /* H_SRC */] = -1;
-  i32[w + 4 /* H_TAG */] = -1;
-  i32[w + 5 /* H_BYTES */] = 0;
-  i32[w + 6 /* H_DST */] = to;
+  i32[w + 6 /* H_DST */] = dst;
   i32[w + 7 /* H_TOKEN */] = token;
   i32[w + 8 /* H_SLICE */] = -1;
   i32[w + 9 /* H_OFFSET */] = 0;
   i32[w + 10 /* H_SRC_WORLD */] = from;
   i32[w + 11 /* H_AUX */] = 0;
 }
+
+// ---- EAGER_CREDIT ----------------------------------------------------------------------
+/** EAGER_CREDIT: rank `from` gives rank `to` back `n` bytes of eager credit. */
+export function encodeEagerCredit(i32: Int32Array, w: number, to: number, n: number, from: number): void {
+  encodeControl(i32, w, KIND_EAGER_CREDIT, 0, to, n, from);
+}
+export function eagerCreditBytes(i32: Int32Array, w: number): number { return i32[w + 7 /* H_TOKEN */]!; }
+
+// ---- CREDIT ----------------------------------------------------------------------------
+/** CREDIT (engine -> engine): `bytes` of push credit returned. */
+export function encodeCredit(i32: Int32Array, w: number, bytes: number): void {
+  encodeControl(i32, w, KIND_CREDIT, bytes, -1, 0, -1);
+}
+export function creditBytes(i32: Int32Array, w: number): number { return i32[w + 5 /* H_BYTES */]!; }
+
+// ---- UCX_PULL --------------------------------------------------------------------------
+/** UCX_PULL: rank `from` asks rank `to` for the held payload of rendezvous `token`. */
+export function encodeUcxPull(i32: Int32Array, w: number, to: number, token: number, from: number): void {
+  encodeControl(i32, w, KIND_UCX_PULL, 0, to, token, from);
+}
 export function ucxPullToken(i32: Int32Array, w: number): number { return i32[w + 7 /* H_TOKEN */]!; }
 
 // ---- FIN -------------------------------------------------------------------------------
 /** FIN: world rank `rank` has returned from its job; `dst` the reader, or -1 (every rank of a node). */
 export function encodeFin(i32: Int32Array, w: number, dst: number, rank: number): void {
-  i32[w /* + H_KIND */] = KIND_FIN;
-  i32[w + 1 /* H_LEN */] = HEADER_BYTES;
-  i32[w + 2 /* H_CTX */] = -1;
-  i32[w + 3 /* H_SRC */] = -1;
-  i32[w + 4 /* H_TAG */] = -1;
-  i32[w + 5 /* H_BYTES */] = 0;
-  i32[w + 6 /* H_DST */] = dst;
-  i32[w + 7 /* H_TOKEN */] = 0;
-  i32[w + 8 /* H_SLICE */] = -1;
-  i32[w + 9 /* H_OFFSET */] = 0;
-  i32[w + 10 /* H_SRC_WORLD */] = rank;
-  i32[w + 11 /* H_AUX */] = 0;
+  encodeControl(i32, w, KIND_FIN, 0, dst, 0, rank);
 }
 export function finRank(i32: Int32Array, w: number): number { return i32[w + 10 /* H_SRC_WORLD */]!; }
 
