@@ -42,9 +42,6 @@ export { EAGER_CREDIT_BYTES, EAGER_MESSAGE_COST } from './credit.js';
 export { RecvRequest, SendRequest } from './messages.js';
 export type { MessageTrace, Placement, TransportStats } from './messages.js';
 
-/** `route` of a rank on another node when the UCX path carries inter-node traffic. */
-export const UCX_ROUTE = -1;
-
 export interface TransportOptions {
   /** Largest payload sent inline; larger messages use rendezvous. */
   eagerLimit?: number;
@@ -170,13 +167,6 @@ export class Transport implements Progressor, PathHost, ParkHost {
   private hookReady(): boolean {
     for (let i = 0; i < this.readyChecks.length; i++) if (this.readyChecks[i]!()) return true;
     return false;
-  }
-
-  /** Endpoint a message for `dstWorld` leaves through (UCX_ROUTE: the UCX path). */
-  route(dstWorld: number): number {
-    const p = this.placement;
-    if (p.nodeOfRank[dstWorld] === p.nodeId) return p.localOfRank[dstWorld]!;
-    return this.ucx === null ? this.engineEp : UCX_ROUTE;
   }
 
   isRegistered(view: ArrayBufferView): boolean {
