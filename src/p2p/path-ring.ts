@@ -21,13 +21,13 @@ import { NbcInternalError, NbcNoMemError } from '../errors.js';
 import { copyAt, copyBytes } from '../shm/copy.js';
 import {
   align8, endpointWord, HEADER_BYTES, HEADER_WORDS, kFinished, KIND_ACK, KIND_DATA, KIND_EAGER, KIND_EAGER_CREDIT,
-  KIND_FIN, KIND_RTS,
+  KIND_FIN, KIND_PULL, KIND_RTS,
 } from '../shm/layout.js';
 import { ringOffset, wake, type NodeShared } from '../shm/node-shared.js';
 import {
   ackToken, dataBytes, dataOffset, dataPull, dataSlice, dataToken, eagerCreditBytes, encodeAck, encodeEager,
-  encodeEagerCredit, encodeOffload, encodePull, encodeRts, finRank, msgBytes, msgCtx, msgSrc, msgTag, recFrom, recKind,
-  recLen, rtsNode, rtsOffset, rtsSlice, rtsToken,
+  encodeEagerCredit, encodeOffload, encodePull, encodeRts, finRank, msgBytes, msgCtx, msgSrc, msgTag, pullNode, recArrive,
+  recDst, recFrom, recKind, recLen, rtsNode, rtsOffset, rtsSlice, rtsToken, setRecArrive,
 } from '../shm/record.js';
 import { Ring } from '../shm/ring.js';
 import type { SliceAllocator } from '../shm/arena.js';
@@ -40,6 +40,7 @@ import {
 import type { Path, PathHost } from './path.js';
 import { Request } from './request.js';
 import type { Waitable } from './wait.js';
+import type { Wire } from './wire.js';
 
 /** Queued for a full ring: a send, an ACK, or a whole record (credit, FIN, the engine's control records). */
 type Outgoing = SendRequest | { ack: number; slice: number } | { record: Int32Array };
@@ -80,6 +81,9 @@ export class RingPath implements Path {
   private readonly nodeOfRank: Int32Array;
   private readonly localOfRank: Int32Array;
   private readonly nodeId: number;
+  /** The emulated network, or null; under it, the ring from the engine, whose records may not have arrived yet. */
+  private readonly wire: Wire | null;
+  private readonly holdRing: Ring | null;
 
   constructor(private readonly host: PathHost, shared: NodeShared, private readonly control: Int32Array,
     private readonly slices: Uint8Array[], private readonly allocator: SliceAllocator) {
@@ -103,6 +107,8 @@ export class RingPath implements Path {
     this.nodeOfRank = p.nodeOfRank;
     this.localOfRank = p.localOfRank;
     this.nodeId = p.nodeId;
+    this.wire = host.wire;
+    this.holdRing = host.wire === null ? null : this.inRings[this.engineEp]!;
   }
 
   /** Endpoint a message for `dstWorld` leaves through: its own ring in this node, else the engine's. */
@@ -126,6 +132,7 @@ export class RingPath implements Path {
     this.credit.take(dstWorld, bytes);
     encodeEager(ring.i32, at >> 2, len, ctx, src, tag, bytes, dstWorld, this.me);
     copyBytes(view, ring.u8, at + HEADER_BYTES, bytes);
+    if (this.wire !== null) this.stampOut(ring, at, ep, dstWorld, len);
     ring.publish(len);
     wake(this.control, ep);
     countSend(this.stats, this.peerUsed, dstWorld, bytes, ep === this.engineEp);
@@ -176,6 +183,7 @@ export class RingPath implements Path {
     if (rendezvous) encodeRts(ring.i32, at >> 2, req.ctx, req.src, req.tag, bytes, req.dstWorld, req.token, req.slice, req.offset, me);
     else encodeEager(ring.i32, at >> 2, len, req.ctx, req.src, req.tag, bytes, req.dstWorld, me);
     if (!rendezvous) copyBytes(req.view, ring.u8, at + HEADER_BYTES, bytes);
+    if (this.wire !== null) this.stampOut(ring, at, req.ep, req.dstWorld, len);
     ring.publish(len);
     wake(this.control, req.ep);
     countSend(this.stats, this.peerUsed, req.dstWorld, bytes, req.ep === this.engineEp);
@@ -245,9 +253,27 @@ export class RingPath implements Path {
     const at = ring.reserve(record.byteLength);
     if (at < 0) return false;
     ring.i32.set(record, at >> 2);
+    if (this.wire !== null) this.stampControl(ring, at, ep);
     ring.publish(record.byteLength);
     wake(this.control, ep);
     return true;
+  }
+
+  /**
+   * Under an emulated network: stamps a record leaving for another node (into the engine's
+   * ring) with the tick the wire delivers it at (wire.ts). `len`: its bytes on the wire.
+   */
+  private stampOut(ring: Ring, at: number, ep: number, dstWorld: number, len: number): void {
+    if (ep === this.engineEp) setRecArrive(ring.i32, at >> 2, this.wire!.stamp(this.nodeOfRank[dstWorld]!, len));
+  }
+
+  /** `stampOut` for a control record: eager credit and pulls cross the wire; offload records and FINs (the engine's to stamp) do not. */
+  private stampControl(ring: Ring, at: number, ep: number): void {
+    if (ep !== this.engineEp) return;
+    const w = at >> 2;
+    const kind = recKind(ring.i32, w);
+    if (kind === KIND_EAGER_CREDIT) setRecArrive(ring.i32, w, this.wire!.stamp(this.nodeOfRank[recDst(ring.i32, w)]!, HEADER_BYTES));
+    else if (kind === KIND_PULL) setRecArrive(ring.i32, w, this.wire!.stamp(pullNode(ring.i32, w), HEADER_BYTES));
   }
 
   /** Retries what waits for ring room, in order. True when anything moved. */
@@ -283,6 +309,7 @@ export class RingPath implements Path {
       let at: number;
       while ((at = ring.peek()) >= 0) {
         if (ring === this.wantRing && this.wanted(ring.i32, at >> 2)) break; // recvEager takes it
+        if (ring === this.holdRing && !this.wire!.arrived(recArrive(ring.i32, at >> 2))) break; // still on the wire
         this.handle(ring, at);
         any = true;
         if (ring.release(recLen(ring.i32, at >> 2))) wake(this.control, e);
@@ -292,7 +319,15 @@ export class RingPath implements Path {
   }
 
   hasIncoming(): boolean {
-    for (let e = 0; e < this.endpoints; e++) if (this.inRings[e]!.hasData()) return true;
+    for (let e = 0; e < this.endpoints; e++) {
+      const ring = this.inRings[e]!;
+      if (ring === this.holdRing) {
+        const at = ring.peek();
+        if (at >= 0 && this.wire!.arrived(recArrive(ring.i32, at >> 2))) return true;
+      } else if (ring.hasData()) {
+        return true;
+      }
+    }
     return false;
   }
 
@@ -477,6 +512,7 @@ export class RingPath implements Path {
     const i32 = ring.i32;
     const r = at >> 2;
     if (!this.wanted(i32, r)) return false;
+    if (ring === this.holdRing && !this.wire!.arrived(recArrive(i32, r))) return false;
     if (recKind(i32, r) !== KIND_EAGER) return this.wantedRendezvous(w, ring, at);
     const got = msgBytes(i32, r);
     this.owe(recFrom(i32, r), got);

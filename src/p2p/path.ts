@@ -11,6 +11,7 @@ import type { MatchCore, PayloadSource } from './match.js';
 import type { Placement, SendRequest, TransportStats } from './messages.js';
 import type { Progressor } from './request.js';
 import type { Waiter } from './wait.js';
+import type { Wire } from './wire.js';
 
 export interface Path extends PayloadSource {
   /**
@@ -40,6 +41,8 @@ export interface PathHost extends Progressor {
   readonly placement: Placement;
   readonly eagerLimit: number;
   readonly waiter: Waiter;
+  /** The emulated network (p2p/wire.ts): stamp what leaves the node, hold what has not arrived; null: none. */
+  readonly wire: Wire | null;
   /** True while progress() runs (a path must not wait from inside it). */
   readonly inProgress: boolean;
   /** Progresses until `done()` holds (spin, yield, park). */

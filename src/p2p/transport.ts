@@ -37,6 +37,7 @@ import { UcxRoute } from './path-ucx.js';
 import { Request, type Progressor, type Status } from './request.js';
 import type { UcxPath } from './ucx.js';
 import { NOT_DONE, Waiter, type ParkHost, type Waitable } from './wait.js';
+import { Wire, type WireModel } from './wire.js';
 
 export { EAGER_CREDIT_BYTES, EAGER_MESSAGE_COST } from './credit.js';
 export { RecvRequest, SendRequest } from './messages.js';
@@ -68,6 +69,12 @@ export interface TransportOptions {
   board?: HostBoard | null;
   /** Eager credit toward each other rank, bytes (default EAGER_CREDIT_BYTES; 0: every send by rendezvous). */
   eagerCredit?: number;
+  /**
+   * The emulated network (`--link`, p2p/wire.ts), or null: messages between nodes are
+   * stamped with their modelled arrival and held until then. `originMs` turns this thread's
+   * `performance.now()` into the host's monotonic clock (runtime/env.ts wireOrigin).
+   */
+  wire?: { model: WireModel; originMs: number } | null;
 }
 
 export class Transport implements Progressor, PathHost, ParkHost {
@@ -89,6 +96,8 @@ export class Transport implements Progressor, PathHost, ParkHost {
   readonly core: MatchCore;
   readonly credit: EagerCredit;
   readonly waiter: Waiter;
+  /** The emulated network, or null (none: the common case, one null check per record). */
+  readonly wire: Wire | null;
   private readonly ring: RingPath;
   private readonly ucxRoute: UcxRoute | null;
   /** Each world rank's path. */
@@ -128,10 +137,12 @@ export class Transport implements Progressor, PathHost, ParkHost {
     this.core = new MatchCore(placement.worldRank, worldSize, this.stats);
     this.credit = new EagerCredit(worldSize, opts.eagerCredit ?? EAGER_CREDIT_BYTES, this.stats);
     const yieldFn = opts.yieldFn ?? null;
+    const w = opts.wire ?? null;
+    this.wire = w === null ? null : new Wire(w.model, this.control, placement.nodeId, nodeCount(placement), w.originMs);
     this.waiter = new Waiter(this.control, this.ep, {
       spinMs: (opts.spinUs ?? 20) / 1000, yieldFn, yieldMs: yieldFn === null ? 0 : (opts.yieldUs ?? 0) / 1000,
       board: opts.board ?? null,
-    }, this, this.ucx);
+    }, this, this.ucx, this.wire);
     this.reqWait = new RequestWait();
     this.ring = new RingPath(this, shared, this.control, this.slices, this.allocator);
     this.ucxRoute = this.ucx === null ? null : new UcxRoute(this, this.ucx);
@@ -522,6 +533,12 @@ export class Transport implements Progressor, PathHost, ParkHost {
 }
 
 const EMPTY_BYTES: Uint8Array = new Uint8Array(0);
+
+function nodeCount(p: Placement): number {
+  let n = 0;
+  for (let i = 0; i < p.nodeOfRank.length; i++) if (p.nodeOfRank[i]! >= n) n = p.nodeOfRank[i]! + 1;
+  return n;
+}
 
 /** `waitUntil`'s wait: until its request is done. */
 class RequestWait implements Waitable {

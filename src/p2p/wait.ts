@@ -17,10 +17,16 @@
  * hooks' completion words): whoever made work just before saw the flag down and rang no
  * doorbell, so either the look sees the work or their next look at the flag sees it up
  * and rings (sequential consistency of Atomics).
+ *
+ * Under an emulated network (wire.ts), a record that is in the ring but not yet delivered by
+ * the wire is held, and its stamp noted: a wait with nothing else to do then sleeps until that
+ * stamp, less how late a timed sleep has been waking (learnt, `Wire.parkLateMs`), and spins or
+ * yields out the rest, so waiting out the wire costs the rank almost no CPU.
  */
 import { kAbortWord, kDoorbell, kSleeping, kWaiting, endpointWord } from '../shm/layout.js';
 import type { HostBoard } from '../shm/host-board.js';
 import type { UcxPath } from './ucx.js';
+import type { Wire } from './wire.js';
 
 /**
  * What a wait waits for. Each step of the wait is `ready()`, the owner's progress, then
@@ -73,7 +79,7 @@ export class Waiter {
   private asyncArmed = false;
 
   constructor(private readonly control: Int32Array, ep: number, policy: WaitPolicy,
-    private readonly host: ParkHost, private readonly ucx: UcxPath | null) {
+    private readonly host: ParkHost, private readonly ucx: UcxPath | null, private readonly wire: Wire | null = null) {
     this.spinMs = policy.spinMs;
     this.yieldFn = policy.yieldFn;
     this.yieldMs = policy.yieldFn === null ? 0 : policy.yieldMs;
@@ -118,6 +124,7 @@ export class Waiter {
    * spent; then park once. True once past the spin budget.
    */
   private idle(start: number, spinMs: number, req: { done: boolean }): boolean {
+    if (this.wire !== null && this.wire.held !== 0) return this.idleOnWire(req);
     const waited = performance.now() - start;
     if (waited <= spinMs) return false;
     this.board?.enter();
@@ -130,18 +137,51 @@ export class Waiter {
     return true;
   }
 
-  /** Parks once (until a doorbell or 100 ms) unless there is already something to do. */
-  parkOnce(req: { done: boolean }): void {
+  /**
+   * An idle step while the wire holds a record (wire.ts): sleep until its stamp, less how late
+   * sleeps wake; closer than that, spin (yielding where cores are shared). Always true.
+   */
+  private idleOnWire(req: { done: boolean }): boolean {
+    const wire = this.wire!;
+    const left = wire.heldMs() - wire.parkLateMs;
+    if (left > 0.02) {
+      this.board?.enter();
+      this.parkOnce(req, left);
+    } else {
+      wire.held = 0;
+      if (this.yieldFn !== null) this.yieldFn();
+    }
+    return true;
+  }
+
+  /**
+   * Parks once (until a doorbell, `ms`, or 100 ms) unless there is already something to do.
+   * Under an emulated network, no longer than until the earliest record the wire holds.
+   */
+  parkOnce(req: { done: boolean }, ms = 100): void {
     const c = this.control;
+    const wire = this.wire;
+    if (wire !== null && wire.held !== 0) {
+      ms = Math.min(ms, Math.max(0, wire.heldMs() - wire.parkLateMs));
+      wire.held = 0;
+    }
     Atomics.store(c, this.sleepIdx, 1);
     const seen = Atomics.load(c, this.doorbellIdx);
     if (!this.host.workBeforePark() && !req.done && Atomics.load(c, kAbortWord) === 0) {
       // With UCX, sleep in poll(2) on the worker's events and this rank's eventfd doorbell,
       // which wake() rings for a sleeping UCX rank besides the futex.
+      const t0 = wire === null ? 0 : performance.now();
+      let timedOut = false;
       if (this.ucx !== null) {
-        if (Atomics.load(c, this.doorbellIdx) === seen) this.ucx.sleep(100);
+        if (Atomics.load(c, this.doorbellIdx) === seen) this.ucx.sleep(ms);
+        timedOut = true;
       } else {
-        Atomics.wait(c, this.doorbellIdx, seen, 100);
+        timedOut = Atomics.wait(c, this.doorbellIdx, seen, ms) === 'timed-out';
+      }
+      // Learn how late a timed sleep wakes (the kernel's timer slack, the VM's wake-up).
+      if (wire !== null && timedOut && ms < 100) {
+        const late = performance.now() - t0 - ms;
+        if (late >= 0 && late < 1) wire.parkLateMs += (late - wire.parkLateMs) / 8;
       }
     }
     Atomics.store(c, this.sleepIdx, 0);
@@ -175,7 +215,8 @@ export class Waiter {
       setImmediate(fire);
       return;
     }
-    timer = setTimeout(fire, 50);
+    const held = this.wire === null ? Infinity : this.wire.heldMs();
+    timer = setTimeout(fire, held < 50 ? Math.max(1, Math.floor(held)) : 50);
     this.ucx?.watch(fire);
     const r = Atomics.waitAsync(c, this.doorbellIdx, seen, 50);
     if (r.async) void r.value.then(fire);

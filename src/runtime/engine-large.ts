@@ -25,8 +25,9 @@ import { allocationBytes, type SliceAllocator } from '../shm/arena.js';
 import { HEADER_BYTES, HEADER_WORDS } from '../shm/layout.js';
 import {
   creditBytes, encodeAck, encodeCredit, encodeData, encodeFrag, encodePull, fragMessage, fragOffset, fragPushed, msgBytes, pullMessage,
-  recDst, rtsOffset, rtsSlice, rtsToken, setRtsLocal, setRtsRemote,
+  recArrive, recDst, rtsOffset, rtsSlice, rtsToken, setRecArrive, setRtsLocal, setRtsRemote,
 } from '../shm/record.js';
+import { isAfter, type Wire } from '../p2p/wire.js';
 
 /**
  * Bytes of large messages a sending engine may push to one other node before the receiver has
@@ -67,6 +68,8 @@ interface WaitingPull {
   id: number;
   bytes: number;
   srcWorld: number;
+  /** The rank's stamp of its PULL (emulated network), or 0: stamp it when it leaves. */
+  stamp: number;
 }
 
 /** An RTS sent to another node whose payload waits in the sending rank's slice until pulled. */
@@ -90,6 +93,12 @@ export interface LargeHost {
   deliver(rank: number, header: Int32Array, payload: Uint8Array | null): void;
   /** Runs a callback from the links, failing the node on a throw. */
   guard(fn: () => void): void;
+  /**
+   * The emulated network (p2p/wire.ts), or null. Under it the engine never waits for the
+   * wire: it stamps what it sends with the modelled arrival (a payload leaves no earlier than
+   * the PULL that asked for it arrived), and the ranks hold what it hands them until then.
+   */
+  readonly wire: Wire | null;
 }
 
 export class LargeMessages {
@@ -148,7 +157,7 @@ export class LargeMessages {
    * from world rank `srcWorld`): reserve room for it in this engine's slice and ask for it, or
    * wait, in order, for room that ACKs free. A payload larger than the whole slice never fits.
    */
-  pull(rank: number, pull: number, node: number, id: number, bytes: number, srcWorld: number): void {
+  pull(rank: number, pull: number, node: number, id: number, bytes: number, srcWorld: number, stamp = 0): void {
     const p = this.host.placement;
     const allocator = this.host.allocator;
     if (!(srcWorld >= 0 && srcWorld < p.worldSize) || p.nodeOfRank[srcWorld] !== node || node === p.nodeId || !(bytes >= 0)) {
@@ -159,7 +168,7 @@ export class LargeMessages {
         `Cannot receive a ${bytes}-byte message from rank ${srcWorld} on node ${p.nodeId}: the engine's arena slice holds ` +
         `${allocator.size} bytes in all; expected a larger NBC_ARENA_MB`);
     }
-    const w: WaitingPull = { rank, pull, node, id, bytes, srcWorld };
+    const w: WaitingPull = { rank, pull, node, id, bytes, srcWorld, stamp };
     if (this.waitingPulls.length > 0 || !this.startPull(w)) this.waitingPulls.push(w);
   }
 
@@ -170,6 +179,8 @@ export class LargeMessages {
     // Engine to engine: only the sender, the message id and the size count.
     const header = new Int32Array(HEADER_WORDS);
     encodePull(header, 0, w.bytes, w.srcWorld, w.id, -1, -1, -1);
+    const wire = this.host.wire;
+    if (wire !== null) setRecArrive(header, 0, w.stamp !== 0 ? w.stamp : wire.stamp(w.node, HEADER_BYTES));
     this.host.sendMsg(w.node, [new Uint8Array(header.buffer)]);
     return true;
   }
@@ -182,7 +193,8 @@ export class LargeMessages {
   private startWaitingPulls(): void {
     const q = this.waitingPulls;
     let n = 0;
-    while (n < q.length && this.startPull(q[n]!)) n++;
+    // A pull that waited for room leaves now: stamped now, not when the rank asked.
+    while (n < q.length && ((q[n]!.stamp = 0), this.startPull(q[n]!))) n++;
     if (n > 0) q.splice(0, n);
   }
 
@@ -203,7 +215,7 @@ export class LargeMessages {
       throw new NbcInternalError(`node ${from} pulled message ${id}, which this node did not offer it`);
     }
     this.outgoing.delete(id);
-    this.stream(id, out);
+    this.stream(id, out, 0, recArrive(header, 0));
   }
 
   /** A fragment from node `from` for rank `local` of this node: into its reassembly, handed over when whole. */
@@ -236,6 +248,8 @@ export class LargeMessages {
       encodeData(record, 0, r.pull, r.bytes, token, this.host.ep, r.offset);
     }
     this.held.set(token, { offset: r.offset, bytes: r.bytes, creditTo: r.header !== null ? from : -1 });
+    // The rank takes it when the wire delivers its last byte (the last fragment's stamp).
+    if (this.host.wire !== null) setRecArrive(record, 0, recArrive(header, 0));
     this.host.deliver(r.rank, record, null);
   }
 
@@ -254,19 +268,30 @@ export class LargeMessages {
   /**
    * Streams a pulled (or pushed) payload: fragments are views of the sending rank's slice (no
    * copy), which stays untouched until the rank's ACK, sent once the socket has taken the last
-   * fragment.
+   * fragment. Under an emulated network the payload leaves the node's adapter no earlier than
+   * tick `after` (the PULL's arrival); every fragment carries the tick its last byte arrives,
+   * and the ACK the tick the adapter has sent it (a send completes when the wire has taken it).
    */
-  private stream(id: number, out: Outgoing, aux = 0): void {
+  private stream(id: number, out: Outgoing, aux = 0, after = 0): void {
     const rts = out.header;
     const bytes = msgBytes(rts, 0);
     const slice = rtsSlice(rts, 0);
     const offset = rtsOffset(rts, 0);
     const token = rtsToken(rts, 0);
     const data = this.host.slices[slice]!;
-    const acked = (): void => this.host.guard(() => this.deliverAck(out.rank, token, slice));
+    const wire = this.host.wire;
+    let sent = 0;
+    let arrive = 0;
+    if (wire !== null) {
+      const now = wire.now();
+      sent = wire.take(after !== 0 && isAfter(after, now) ? after : now, bytes + HEADER_BYTES);
+      arrive = (sent + wire.latencyTo(out.node)) | 0 || 1;
+    }
+    const acked = (): void => this.host.guard(() => this.deliverAck(out.rank, token, slice, sent));
     forEachFragment(bytes, (done, n, last) => {
       const header = new Int32Array(rts);
       encodeFrag(header, 0, HEADER_BYTES + n, id, done, aux);
+      if (arrive !== 0) setRecArrive(header, 0, arrive);
       this.host.sendMsg(out.node, [new Uint8Array(header.buffer), data.subarray(offset + done, offset + done + n)], last ? acked : undefined);
     });
   }
@@ -278,9 +303,10 @@ export class LargeMessages {
     this.host.sendMsg(node, [new Uint8Array(header.buffer)]);
   }
 
-  private deliverAck(rank: number, token: number, slice: number): void {
+  private deliverAck(rank: number, token: number, slice: number, sent: number): void {
     const header = new Int32Array(HEADER_WORDS);
     encodeAck(header, 0, token, slice);
+    if (sent !== 0) setRecArrive(header, 0, sent);
     this.host.deliver(rank, header, null);
   }
 }

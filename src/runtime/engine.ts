@@ -32,7 +32,8 @@ import {
   KIND_FRAG, KIND_POST, KIND_PULL, KIND_RTS, KIND_SCHED, kSleeping,
 } from '../shm/layout.js';
 import {
-  ackToken, encodeFin, finRank, msgBytes, pullBytes, pullId, pullMessage, pullNode, pullSender, recDst, recKind, recLen, rtsNode, rtsSlice,
+  ackToken, encodeFin, finRank, msgBytes, pullBytes, pullId, pullMessage, pullNode, pullSender, recArrive, recDst, recKind, recLen, rtsNode,
+  rtsSlice,
 } from '../shm/record.js';
 import { OffloadEngine } from '../sched/offload.js';
 import { finishedRank, OF_BYTES, readOffloadHeader } from '../sched/offload-records.js';
@@ -47,6 +48,7 @@ import type { Placement } from '../p2p/transport.js';
 import { copyAt } from '../shm/copy.js';
 import { HIGH_WATER, RankDelivery } from './engine-deliver.js';
 import { LargeMessages } from './engine-large.js';
+import type { Wire } from '../p2p/wire.js';
 import { EngineUcx } from './engine-ucx.js';
 
 export { HIGH_WATER, LOW_WATER, PENDING_RECORD_COST } from './engine-deliver.js';
@@ -129,6 +131,11 @@ export class Engine {
    * rendezvous broadcast, whose receivers call `finishedElsewhere`); null where there is none.
    */
   relayFinished: ((worldRank: number, nodes: number[]) => void) | null = null;
+  /**
+   * The emulated network (p2p/wire.ts; node-main sets it before start), or null. The engine
+   * never waits for it: what it sends carries its modelled arrival, which the ranks wait out.
+   */
+  wire: Wire | null = null;
 
   constructor(
     readonly shared: NodeShared,
@@ -152,11 +159,14 @@ export class Engine {
     this.nodes = placement.nodeOfRank.reduce((m, n) => Math.max(m, n + 1), 1);
     for (let r = 0; r < ranks; r++) this.fromRanks.push(new Ring(shared.rings, ringOffset(shared, r, this.ep), ringBytes, r, this.ep));
     this.toRanks = new RankDelivery(shared, this.control, links, () => this.arm());
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the large-message host's wire getter reads the engine's
+    const engine = this;
     this.large = new LargeMessages({
       placement, ep: this.ep, slices: this.slices, allocator: this.allocator,
       sendMsg: (node, parts, onWritten) => this.sendMsg(node, parts, onWritten),
       deliver: (rank, header, payload) => this.toRanks.deliver(rank, header, payload),
       guard: (fn) => this.guard(fn),
+      get wire() { return engine.wire; },
     }, this.nodes);
     this.sleepIdx = endpointWord(this.ep, kSleeping);
     this.doorbellIdx = endpointWord(this.ep, kDoorbell);
@@ -304,7 +314,7 @@ export class Engine {
         this.large.ack(ackToken(i32, w));
         return;
       case KIND_PULL:
-        this.large.pull(rank, pullId(i32, w), pullNode(i32, w), pullMessage(i32, w), pullBytes(i32, w), pullSender(i32, w));
+        this.large.pull(rank, pullId(i32, w), pullNode(i32, w), pullMessage(i32, w), pullBytes(i32, w), pullSender(i32, w), recArrive(i32, w));
         return;
       case KIND_FIN:
         this.offload.peerFinished(finRank(i32, w));

@@ -22,7 +22,9 @@ import { fabricFromEnv } from '../agg/fabric.js';
 import { AggNode } from './agg-node.js';
 import { Engine } from './engine.js';
 import type { Wireup } from './env.js';
-import type { LinkSpec } from './link-spec.js';
+import { wireModelOf, type LinkSpec } from './link-spec.js';
+import { Wire, type WireModel } from '../p2p/wire.js';
+import { hostClockOriginMs, wireModeFromEnv } from './wire-clock.js';
 import type { RankBoot } from './rank-main.js';
 import { configFromEnv, ucxErrModeFromEnv } from './config.js';
 import { nativeAddon } from './native.js';
@@ -43,6 +45,8 @@ export interface NodeOptions {
   /** Address this node's links listen on (default 127.0.0.1). */
   bindHost?: string;
   link?: LinkSpec;
+  /** Where the emulated nodes sit (`--topology`: flat or fat-tree:radix=R; runtime/link-spec.ts). */
+  topology?: string;
   ringBytes?: number;
   sliceBytes?: number;
   eagerLimit?: number;
@@ -139,6 +143,8 @@ export async function runNode(o: NodeOptions): Promise<number> {
   ranksWaited = waitWatcher(life.control, o.ranks);
   const policy = waitPolicy(o, cores, nodes, useUcx);
   const engine = startEngine(life, shared, place, cores, policy);
+  const wire = o.link !== undefined && wireModeFromEnv() === 'stamp' ? wireModelOf(o.link, o.topology) : null;
+  if (wire !== null) engine.wire = new Wire(wire, life.control, nodeRank, nodes, hostClockOriginMs());
   // Joined before the ranks start, so a rank's first agg call finds the node's answer ready.
   life.aggNode = await joinFabric(o, secret);
   engine.useAgg(life.aggNode);
@@ -156,7 +162,7 @@ export async function runNode(o: NodeOptions): Promise<number> {
       for (const w of life.workers) w.postMessage({ type: 'ucx-table', addresses: table });
     });
   }
-  startRanks(life, rankBoots(o, shared, place, policy, cores, useUcx, ucxErrMode), o.tagOutput === true, {
+  startRanks(life, rankBoots(o, shared, place, policy, cores, useUcx, ucxErrMode, wire), o.tagOutput === true, {
     // Every local rank has its worker: the node tells the other nodes, through the
     // authenticated rendezvous, so only members of the job learn the addresses.
     ucxAddress: (i, address) => ucx.localAddress(i, address, life.client!, engineUcx!.address),
@@ -244,7 +250,7 @@ async function joinFabric(o: NodeOptions, secret: Buffer): Promise<AggNode> {
 
 /** What each rank worker starts with (rank-main.ts), in local rank order. */
 function rankBoots(o: NodeOptions, shared: NodeShared, p: RankPlacement, policy: WaitPolicy, cores: HostCores, ucx: boolean,
-  ucxErrMode: UcxErrMode): RankBoot[] {
+  ucxErrMode: UcxErrMode, wire: WireModel | null): RankBoot[] {
   return Array.from({ length: o.ranks }, (_, i): RankBoot => ({
     shared,
     placement: { worldRank: p.first + i, worldSize: p.worldSize, nodeId: o.wireup.nodeRank, nodeOfRank: p.nodeOfRank, localOfRank: p.localOfRank },
@@ -260,5 +266,6 @@ function rankBoots(o: NodeOptions, shared: NodeShared, p: RankPlacement, policy:
     ...(cores.boardPath === undefined ? {} : { hostBoard: { path: cores.boardPath, ranks: cores.hostRanks } }),
     ucx,
     ucxErrMode,
+    ...(wire === null ? {} : { wire }),
   }));
 }

@@ -7,6 +7,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { NbcArgError, NbcLaunchError } from '../errors.js';
+import { wireModeFromEnv } from './wire-clock.js';
 import { LinkManager } from '../net/link.js';
 import type { Wireup } from './env.js';
 import { log, rawLog, toParent, type NodeLife } from './node-life.js';
@@ -28,8 +29,8 @@ export function jobSecret(w: Wireup): Buffer {
 export function checkTransport(o: NodeOptions, noUcx: string | null): TransportChoice {
   const choice = o.transport ?? 'auto';
   const { nodeRank, nodes } = o.wireup;
-  if (choice === 'ucx' && o.link !== undefined) {
-    throw new NbcArgError(`Cannot emulate links (--link) with --transport ucx: emulation applies to the engines' TCP links; expected --transport tcp or auto`);
+  if (choice === 'ucx' && o.link !== undefined && wireModeFromEnv() === 'queue') {
+    throw new NbcArgError(`Cannot emulate links (--link) with --transport ucx under NBC_WIRE=queue: the queue emulates the engines' TCP links only; expected --transport tcp, or NBC_WIRE=stamp`);
   }
   if (choice === 'ucx' && noUcx !== null && nodes > 1) {
     throw new NbcLaunchError(`Cannot use --transport ucx on node ${nodeRank}: ${noUcx}; expected --transport tcp or auto`);
@@ -51,7 +52,10 @@ export interface Wired {
 export async function wireUp(o: NodeOptions, life: NodeLife, secret: Buffer, choice: TransportChoice, noUcx: string | null,
   wireYield: (() => void) | null, broadcast: (payload: unknown) => void): Promise<Wired> {
   const { nodeRank, nodes } = o.wireup;
-  const links = new LinkManager({ nodeId: nodeRank, secret, host: o.bindHost, log: rawLog, emulate: o.link, yieldCore: wireYield });
+  // The engines' timer queue (net/emulate.ts) emulates the link only where NBC_WIRE=queue asks
+  // for the earlier instrument; otherwise the wire's stamps do (p2p/wire.ts).
+  const emulate = wireModeFromEnv() === 'queue' ? o.link : undefined;
+  const links = new LinkManager({ nodeId: nodeRank, secret, host: o.bindHost, log: rawLog, emulate, yieldCore: wireYield });
   life.links = links;
   const addr = await links.listen();
   let masterPort = o.wireup.masterPort;

@@ -20,6 +20,8 @@ import { configFromEnv } from './config.js';
 import { nativeAddon } from './native.js';
 import { openHostBoard } from './host-board.js';
 import { setRankRuntime } from './init.js';
+import { hostClockOriginMs } from './wire-clock.js';
+import type { WireModel } from '../p2p/wire.js';
 import { NbcLaunchError } from '../errors.js';
 
 /**
@@ -63,6 +65,8 @@ export interface RankBoot {
   ucx?: boolean;
   /** How UCX endpoints treat a failed peer (NBC_UCX_ERR_MODE, checked by the node). */
   ucxErrMode?: UcxErrMode;
+  /** The emulated network (`--link`, p2p/wire.ts), where the job has one. */
+  wire?: WireModel;
 }
 
 export type RankReport =
@@ -100,6 +104,7 @@ if (boot.ucx === true) {
 const transport = new Transport(boot.shared, boot.placement, {
   eagerLimit, eagerCredit: boot.eagerCredit, spinUs: boot.spinUs, yieldFn, yieldUs: boot.yieldUs, ucx,
   board: boot.hostBoard === undefined ? null : openHostBoard(boot.hostBoard.ranks, boot.placement.worldRank, boot.hostBoard.path),
+  wire: boot.wire === undefined ? null : { model: boot.wire, originMs: hostClockOriginMs() },
 });
 const rc: RankContext = {
   transport,

@@ -22,6 +22,12 @@ export const LINE_WORDS = 16;
 // ---- control buffer -----------------------------------------------------------------
 /** Node-wide: non-zero once the node is aborting; holds the exit code. */
 export const kAbortWord = 0;
+/**
+ * Node-wide, under an emulated network (p2p/wire.ts): the tick at which the node's adapter
+ * has sent everything handed to it so far. The node's ranks and its engine share it, so their
+ * concurrent sends queue on one adapter.
+ */
+export const kNicBusy = 1;
 /** First word of endpoint e's line is kEndpointBase + e * LINE_WORDS. */
 export const kEndpointBase = LINE_WORDS;
 /** Per endpoint: bumped (only) when a producer finds the endpoint asleep; parking waits on it. */
@@ -69,7 +75,7 @@ export function ringBase(from: number, to: number, endpoints: number, ringBytes:
 
 // ---- message records -----------------------------------------------------------------
 /**
- * A message record: a 48-byte header of Int32 words, then the payload, padded to 8 bytes.
+ * A message record: a 56-byte header of Int32 words, then the payload, padded to 8 bytes.
  * The same header travels inside TCP frames between engines and as UCX header messages.
  * shm/record.ts encodes and decodes every kind (nothing else writes these words). The words
  * per kind (-: unused, written -1 or 0):
@@ -87,6 +93,8 @@ export function ringBase(from: number, to: number, endpoints: number, ringBytes:
  *   9 OFFSET    -      offset|node  -      node     offset  frag off -        -      -        -    POST: slot offset
  *   10 SRC_WORLD from  from         -      from     -       from     from     -      from     rank from
  *   11 AUX      -      UCX: held    -      -        pull id pushed   -        -      -        -    -
+ *   12 ARRIVE   the tick the emulated network delivers it (p2p/wire.ts), or 0: delivered as it comes -------->
+ *   13 (spare, 0: keeps the payload 8-byte aligned)
  *
  * RTS: `slice|-1`, `offset|node`, `token|msg id`: a payload in an arena slice of this node, or
  * (H_SLICE = -1) one that waits on node `node` under its engine's message id (TCP) or at the
@@ -113,7 +121,13 @@ export const H_OFFSET = 9;
 /** Sender's world rank. */
 export const H_SRC_WORLD = 10;
 export const H_AUX = 11;
-export const HEADER_WORDS = 12;
+/**
+ * Under an emulated network (p2p/wire.ts): the tick (0.1 us of the host's monotonic clock,
+ * modulo 2^32) at which the wire delivers the record; the reader treats it as not yet arrived
+ * until then. 0: no stamp (within a node, or no emulation).
+ */
+export const H_ARRIVE = 12;
+export const HEADER_WORDS = 14;
 export const HEADER_BYTES = HEADER_WORDS * 4;
 
 /** Filler to the end of the ring; the consumer skips it. */
