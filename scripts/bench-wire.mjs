@@ -16,7 +16,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { launch } from '../dist/index.js';
 import { ucxUnavailable } from '../dist/runtime/node-main.js';
@@ -136,14 +136,14 @@ if (stamp.error !== undefined || queue.error !== undefined) {
 const c = cpus();
 const summary = {
   command: 'npm run bench:wire', rounds: ROUNDS, machine: { cpu: c[0]?.model ?? 'unknown', cores: c.length, node: process.version },
-  date: new Date().toISOString(), transports, rows, runs,
+  date: new Date().toISOString(), loadAverageAtEnd: loadavg(), transports, rows, runs,
 };
 writeFileSync(`${OUT}/summary.json`, JSON.stringify(summary, null, 2) + '\n');
 const num = (x) => (x === null || x === undefined ? '' : Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 10 ? x.toFixed(1) : x.toFixed(2));
 const md = [
   `# The emulated wire against what it imitates (\`npm run bench:wire\`)`,
   '',
-  `${summary.machine.cpu}, ${summary.machine.cores} cores, Node ${summary.machine.node}; medians of ${ROUNDS} interleaved rounds; ${summary.date}.`,
+  `${summary.machine.cpu}, ${summary.machine.cores} cores, Node ${summary.machine.node}; medians of ${ROUNDS} interleaved rounds; ${summary.date}; load average at the end ${summary.loadAverageAtEnd.map((x) => x.toFixed(1)).join(' ')}.`,
   '',
   '| figure | measured | limit / peer | verdict |',
   '|---|---|---|---|',
