@@ -41,7 +41,11 @@ function p2p(name, round, args, env = {}) {
   const p = spawnSync(process.execPath, [CLI, 'bench', 'p2p', '--ranks', '2', '--ppn', '1', ...args, '--json', file], {
     encoding: 'utf8', env: { ...process.env, ...env }, timeout: 300_000,
   });
-  if (p.status !== 0) return { error: (p.stderr || p.stdout || `exit ${p.status}`).trim().split('\n').filter((l) => l.startsWith('nbc:')).at(-1) ?? `exit ${p.status}` };
+  if (p.status !== 0) {
+    // The cause, where a node named it ("nbc: Cannot ..."), else the launcher's closing line.
+    const lines = `${p.stderr}\n${p.stdout}`.split('\n').filter((l) => l.startsWith('nbc:'));
+    return { error: lines.find((l) => l.includes('Cannot')) ?? lines.at(-1) ?? `exit ${p.status}` };
+  }
   return JSON.parse(readFileSync(file, 'utf8'));
 }
 
