@@ -84,12 +84,15 @@ describe('the node adapter (Wire.take)', () => {
     assert.equal(b.take(100, 1000), 120);
   });
 
-  test('a stale busy word far in the past, or wrapped far ahead, does not delay', () => {
-    const { wire, control } = fresh();
-    control[kNicBusy] = 100 - 1_000_000_000;
-    assert.equal(wire.take(100, 1000), 110);
-    control[kNicBusy] = (100 + 2 ** 30 + 5) | 0;
-    assert.equal(wire.take(100, 1000), 110);
+  test('an adapter idle for longer than a 32-bit tick spans (1000 s) does not delay: its word is a whole 64-bit tick', () => {
+    const control = new Int32Array(4);
+    const origin = 1e8; // a host up for about a day: ticks far past 2^32
+    const wire = new Wire(model, control, 0, 2, origin);
+    const nic = new BigInt64Array(control.buffer);
+    const now = wire.now();
+    nic[kNicBusy >> 1] = BigInt(Math.floor((performance.now() + origin) * 1e4)) - 10_000_000_000n;
+    assert.equal(wire.take(now, 1000), (now + 10) | 0);
+    assert.equal(wire.take(now, 1000), (now + 20) | 0, 'and then queues as before');
   });
 
   test('ticks wrap modulo 2^32: a take across the wrap still queues behind the one before', () => {

@@ -24,10 +24,12 @@ export const LINE_WORDS = 16;
 export const kAbortWord = 0;
 /**
  * Node-wide, under an emulated network (p2p/wire.ts): the tick at which the node's adapter
- * has sent everything handed to it so far. The node's ranks and its engine share it, so their
- * concurrent sends queue on one adapter.
+ * has sent everything handed to it so far, as a 64-bit word (Int32 words 2 and 3; its index
+ * in a BigInt64Array view is kNicBusy / 2). The node's ranks and its engine share it, so their
+ * concurrent sends queue on one adapter. 64 bits, not a wrapping 32-bit tick: an adapter idle
+ * for minutes must not read as busy far into the future.
  */
-export const kNicBusy = 1;
+export const kNicBusy = 2;
 /** First word of endpoint e's line is kEndpointBase + e * LINE_WORDS. */
 export const kEndpointBase = LINE_WORDS;
 /** Per endpoint: bumped (only) when a producer finds the endpoint asleep; parking waits on it. */
