@@ -13,7 +13,9 @@ import { join, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NbcLaunchError } from '../errors.js';
 import { parseAggSpec, startFabric, type FabricHandle } from '../agg/fabric.js';
-import { checkTopology, parseLinkSpec, type LinkSpec } from './link-spec.js';
+import { fatTreeMismatch } from '../agg/placement.js';
+import { checkTopology, parseLinkSpec, parseTopology, type LinkSpec } from './link-spec.js';
+import { wireModeFromEnv } from './wire-clock.js';
 import { hostBoardBytes } from '../shm/host-board.js';
 import { nodeSizeProblem } from '../shm/node-shared.js';
 import type { NodeToLauncher, TransportChoice } from './node-main.js';
@@ -31,7 +33,8 @@ export interface LaunchOptions {
   link?: string | LinkSpec;
   /**
    * Where the emulated nodes sit on `link`'s network: 'flat' (the default) or
-   * 'fat-tree:radix=R[,levels=L]' (runtime/link-spec.ts); needs `link`.
+   * 'fat-tree:radix=R[,levels=L]' (runtime/link-spec.ts); needs `link`. The aggregation
+   * fabric's daemons sit at its switches.
    */
   topology?: string;
   /** How ranks reach other nodes: 'ucx', 'tcp' or 'auto' (default: NBC_TRANSPORT, else auto). */
@@ -105,6 +108,9 @@ export function launch(entry: string, opts: LaunchOptions): Promise<LaunchResult
   checkTopology(opts.topology, opts.link, Math.ceil(n / ppn));
   if (opts.agg === undefined) return launchNodes(entry, opts, {});
   const spec = parseAggSpec(opts.agg); // a bad spec throws here, before anything starts
+  const fatTree = parseTopology(opts.topology).radix;
+  const mismatch = fatTree === 0 ? null : fatTreeMismatch(spec, fatTree, Math.ceil(n / ppn));
+  if (mismatch !== null) throw new NbcLaunchError(`Cannot launch with --agg ${opts.agg} on --topology ${opts.topology}: ${mismatch}`);
   const link = typeof opts.link === 'string' ? parseLinkSpec(opts.link) : opts.link;
   return (async () => {
     let fabric: FabricHandle;
@@ -126,7 +132,9 @@ export function launch(entry: string, opts: LaunchOptions): Promise<LaunchResult
       const spinEnv = opts.env?.NBC_AGG_SPIN_US ?? process.env.NBC_AGG_SPIN_US;
       const spinUs = spinEnv !== undefined && spinEnv !== '' ? Number(spinEnv)
         : n + Math.ceil(n / (opts.ppn ?? n)) + daemons <= availableParallelism() ? 1000 : 0;
-      fabric = await startFabric({ ...spec, link, private: true, log, spinUs, ...(delay ? { testDelayUs: Number(delay) } : {}) });
+      // The fabric emulates the link as the nodes do (NBC_WIRE of their environment).
+      const wireMode = wireModeFromEnv({ ...process.env, ...opts.env });
+      fabric = await startFabric({ ...spec, link: link ?? spec.link, wireMode, private: true, log, spinUs, ...(delay ? { testDelayUs: Number(delay) } : {}) });
     } catch (err) {
       throw new NbcLaunchError(`Cannot launch with --agg ${opts.agg}: the aggregation fabric did not start: ${(err as Error).message}`, { cause: err });
     }

@@ -146,7 +146,7 @@ export async function runNode(o: NodeOptions): Promise<number> {
   const wire = o.link !== undefined && wireModeFromEnv() === 'stamp' ? wireModelOf(o.link, o.topology, nodes) : null;
   if (wire !== null) engine.wire = new Wire(wire, life.control, nodeRank, nodes, hostClockOriginMs());
   // Joined before the ranks start, so a rank's first agg call finds the node's answer ready.
-  life.aggNode = await joinFabric(o, secret);
+  life.aggNode = await joinFabric(o, secret, engine.wire);
   engine.useAgg(life.aggNode);
 
   // ---- ranks ------------------------------------------------------------------------
@@ -229,7 +229,7 @@ function startEngine(life: NodeLife, shared: NodeShared, p: RankPlacement, cores
 }
 
 /** The node's side of the aggregation fabric (the agg executor), where the job has one. */
-async function joinFabric(o: NodeOptions, secret: Buffer): Promise<AggNode> {
+async function joinFabric(o: NodeOptions, secret: Buffer, wire: Wire | null): Promise<AggNode> {
   const nodeRank = o.wireup.nodeRank;
   const fabric = fabricFromEnv(process.env);
   if (fabric === null) {
@@ -238,7 +238,7 @@ async function joinFabric(o: NodeOptions, secret: Buffer): Promise<AggNode> {
   try {
     const jobKey = createHmac('sha256', secret).update(`nbc-agg-v1|${o.wireup.jobId}`).digest();
     const client = await AggClient.connect({
-      manager: fabric.manager, fabricSecret: fabric.secret, jobId: o.wireup.jobId, jobKey, nodeId: nodeRank, link: o.link, log: rawLog,
+      manager: fabric.manager, fabricSecret: fabric.secret, jobId: o.wireup.jobId, jobKey, nodeId: nodeRank, link: o.link, wire, log: rawLog,
     });
     return new AggNode(client, '', log);
   } catch (err) {
