@@ -16,6 +16,7 @@
 //   npm run bench:multicore                    # bench/results/multicore-<date>/, 3 rounds, 16-core sizes
 //   npm run bench:multicore -- --quick         # tiny sizes, 2-4 ranks, 1 round, the target figures only; a temp directory
 //   npm run bench:multicore -- --quick --out DIR   (or QUICK=1 OUT=DIR)
+//   node scripts/bench-multicore.mjs --dry-run    # print one round's commands, run nothing
 // Overrides: ROUNDS, BUDGET_S (whole-run budget), CASES="cg pcg hier agg overlap", CG_N, PCG_N, PCG_PPN.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -34,14 +35,18 @@ const out = outFlag >= 0 ? argv[outFlag + 1] : process.env.OUT
   ?? (quick ? mkdtempSync(join(tmpdir(), 'nbc-multicore-')) : join(ROOT, `bench/results/multicore-${today}`));
 const env = (name, fallback) => process.env[name] ?? fallback;
 
-/** The sizes of each form: the 16-core one and the quick one (a 2-core VM, tiny problems). */
+/**
+ * The sizes of each form: the 16-core one and the quick one (a 2-core VM, tiny problems, only
+ * the runs the target figures need). budgetS: no run starts past it; graceS: how far past it
+ * the last run may go before it is killed; timeoutS: the longest any one run may take.
+ */
 const FORM = quick
-  ? { rounds: 1, budgetS: 70, timeoutS: 30, cgRanks: [2], cgLinks: ['gige'], cgN: 10, cgWarmup: 0,
+  ? { rounds: 1, budgetS: 60, graceS: 10, timeoutS: 30, cgRanks: [2], cgLinks: ['gige'], cgN: 10, cgWarmup: 0,
       pcgRanks: [2], pcgPpn: 1, pcgN: 8, pcgWarmup: 0, pcgVariants: [['alg1', 'host'], ['overlap', 'offload']],
       hierRanks: 4, hierPpns: [2], iters: 10, warmup: 2,
       hierAlgs: { barrier: ['hier', 'dissemination:1'], allreduce: ['hier', 'recursive-doubling'] },
       aggRanks: 2, aggFabric: 'radix=2,levels=1', aggHost: ['recursive-doubling'], overlapConfigs: [[2, 1]], overlapExecutors: ['offload'] }
-  : { rounds: 3, budgetS: 480, timeoutS: 90, cgRanks: [8, 16], cgLinks: ['gige', 'ib'], cgN: 60, cgWarmup: 1,
+  : { rounds: 3, budgetS: 480, graceS: 30, timeoutS: 90, cgRanks: [8, 16], cgLinks: ['gige', 'ib'], cgN: 60, cgWarmup: 1,
       // Algorithms 1 and 2 block in their allreduce, where the executor changes nothing; Overlap-PCG on both.
       pcgRanks: [8, 16], pcgPpn: 2, pcgN: 30, pcgWarmup: 3, pcgVariants: [['alg1', 'host'], ['alg2', 'host'], ['overlap', 'host'], ['overlap', 'offload']],
       hierRanks: 16, hierPpns: [8, 4], iters: 300, warmup: 50,
@@ -116,16 +121,19 @@ function overlapRuns() {
   return runs;
 }
 
-/** The runs of one round, interleaved across cases (one of each in turn) so no case runs in a block. */
+/**
+ * The runs of one round, interleaved across cases: each case's runs spread evenly over the
+ * round (run i of n at (i + 0.5) / n), so no case runs in a block and a round cut short by the
+ * budget loses some runs of every case rather than all of one.
+ */
 function plan() {
   const byCase = { cg: cgRuns, pcg: pcgRuns, hier: hierRuns, agg: aggRuns, overlap: overlapRuns };
   const lists = cases.map((c) => {
     if (!(c in byCase)) throw new Error(`CASES names '${c}': expected some of ${Object.keys(byCase).join(', ')}`);
     return byCase[c]();
   });
-  const order = [];
-  for (let i = 0; lists.some((l) => i < l.length); i++) for (const l of lists) if (i < l.length) order.push(l[i]);
-  return order;
+  const placed = lists.flatMap((l, c) => l.map((r, i) => ({ r, at: (i + 0.5) / l.length, c })));
+  return placed.sort((a, b) => a.at - b.at || a.c - b.c).map((p) => p.r);
 }
 
 /**
@@ -164,6 +172,10 @@ async function main() {
   const log = [];
   console.log(`bench:multicore${quick ? ' (quick)' : ''}: ${order.length} runs x ${rounds} rounds, budget ${budgetS} s, out ${out}` +
     (hasTopology ? '' : `\n  note: this build's nbc bench has no --topology; the agg case runs on a flat network instead of ${TOPOLOGY}`));
+  if (argv.includes('--dry-run')) {
+    for (const r of order) console.log(`nbc ${r.args.join(' ')} --json ${join(out, 'runs', `${r.key}-r1.json`)}`);
+    return;
+  }
   for (let round = 1; round <= rounds; round++) {
     for (const r of order) {
       const file = join(out, 'runs', `${r.key}-r${round}.json`);
@@ -174,7 +186,7 @@ async function main() {
         console.log(`[${elapsed().toFixed(1)} s] round ${round} ${r.key}: skipped (budget)`);
         continue;
       }
-      const res = await runOne(r.args, file, Math.min(FORM.timeoutS, Math.max(5, budgetS + 30 - elapsed())));
+      const res = await runOne(r.args, file, Math.min(FORM.timeoutS, Math.max(5, budgetS + FORM.graceS - elapsed())));
       longest.set(r.key, Math.max(expected, res.seconds));
       log.push({ ...entry, ...res });
       console.log(`[${elapsed().toFixed(1)} s] round ${round} ${r.key}: ${res.seconds.toFixed(1)} s ${res.ok ? 'ok' : `FAILED ${res.error}`}`);

@@ -24,9 +24,13 @@ function collect(out, log) {
     if (!e.ok) { g.errors.push(`round ${e.round}: ${e.error}`); continue; }
     const file = join(out, e.file);
     if (!existsSync(file)) { g.errors.push(`round ${e.round}: exited 0 but wrote no ${e.file}`); continue; }
-    const r = JSON.parse(readFileSync(file, 'utf8'));
-    // cg/pcg: ms per iteration; nbc bench: the one size's latency (us) and, if non-blocking, overlap %.
-    g.values.push(r.app ? { ms: r.perIterationMs } : { us: r.results[0].latencyUs, overlapPct: r.results[0].overlapPct ?? null });
+    try {
+      const r = JSON.parse(readFileSync(file, 'utf8'));
+      // cg/pcg: ms per iteration; nbc bench: the one size's latency (us) and, if non-blocking, overlap %.
+      g.values.push(r.app ? { ms: r.perIterationMs } : { us: r.results[0].latencyUs, overlapPct: r.results[0].overlapPct ?? null });
+    } catch (err) {
+      g.errors.push(`round ${e.round}: ${e.file} unreadable (${err.message})`);
+    }
   }
   for (const g of groups.values()) {
     g.rounds = g.values.length;
