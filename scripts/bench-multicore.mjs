@@ -17,7 +17,7 @@
 //   npm run bench:multicore -- --quick         # tiny sizes, 2-4 ranks, 1 round, the target figures only; a temp directory
 //   npm run bench:multicore -- --quick --out DIR   (or QUICK=1 OUT=DIR)
 //   node scripts/bench-multicore.mjs --dry-run    # print one round's commands, run nothing
-// Overrides: ROUNDS, BUDGET_S (whole-run budget), CASES="cg pcg hier agg overlap", CG_N, PCG_N, PCG_PPN.
+// Overrides: ROUNDS, BUDGET_S (whole-run budget), RUN_TIMEOUT_S (one run's), CASES="cg pcg hier agg overlap", CG_N, PCG_N, PCG_PPN.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -62,6 +62,7 @@ const FORM = quick
       overlapConfigs: [[2, 1], [2, 4]], overlapExecutors: ['offload', 'host'] };
 const rounds = Number(env('ROUNDS', FORM.rounds));
 const budgetS = Number(env('BUDGET_S', FORM.budgetS));
+const timeoutS = Number(env('RUN_TIMEOUT_S', FORM.timeoutS));
 const cases = env('CASES', 'cg pcg hier agg overlap').split(/\s+/).filter(Boolean);
 const cgN = Number(env('CG_N', FORM.cgN));
 const pcgN = Number(env('PCG_N', FORM.pcgN));
@@ -186,14 +187,14 @@ async function main() {
         console.log(`[${elapsed().toFixed(1)} s] round ${round} ${r.key}: skipped (budget)`);
         continue;
       }
-      const res = await runOne(r.args, file, Math.min(FORM.timeoutS, Math.max(5, budgetS + FORM.graceS - elapsed())));
+      const res = await runOne(r.args, file, Math.min(timeoutS, Math.max(5, budgetS + FORM.graceS - elapsed())));
       longest.set(r.key, Math.max(expected, res.seconds));
       log.push({ ...entry, ...res });
       console.log(`[${elapsed().toFixed(1)} s] round ${round} ${r.key}: ${res.seconds.toFixed(1)} s ${res.ok ? 'ok' : `FAILED ${res.error}`}`);
       writeFileSync(join(out, 'runs.json'), JSON.stringify(log, null, 2) + '\n');
     }
   }
-  const settings = { quick, rounds, budgetS, cases, cgN, pcgN, pcgPpn, ...FORM, topology: hasTopology ? TOPOLOGY : null, wallSeconds: elapsed() };
+  const settings = { quick, rounds, budgetS, cases, runTimeoutS: timeoutS, cgN, pcgN, pcgPpn, ...FORM, topology: hasTopology ? TOPOLOGY : null, wallSeconds: elapsed() };
   await summarize(out, log, settings);
   console.log(`[${elapsed().toFixed(1)} s] wrote ${join(out, 'summary.json')}, summary.md and charts`);
 }
