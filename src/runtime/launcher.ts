@@ -13,7 +13,7 @@ import { join, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NbcLaunchError } from '../errors.js';
 import { parseAggSpec, startFabric, type FabricHandle } from '../agg/fabric.js';
-import { parseLinkSpec, type LinkSpec } from './link-spec.js';
+import { checkTopology, parseLinkSpec, type LinkSpec } from './link-spec.js';
 import { hostBoardBytes } from '../shm/host-board.js';
 import { nodeSizeProblem } from '../shm/node-shared.js';
 import type { NodeToLauncher, TransportChoice } from './node-main.js';
@@ -29,6 +29,11 @@ export interface LaunchOptions {
   tagOutput?: boolean;
   /** Emulated network between nodes, e.g. 'latency=50us,bandwidth=1gbit'. */
   link?: string | LinkSpec;
+  /**
+   * Where the emulated nodes sit on `link`'s network: 'flat' (the default) or
+   * 'fat-tree:radix=R[,levels=L]' (runtime/link-spec.ts); needs `link`.
+   */
+  topology?: string;
   /** How ranks reach other nodes: 'ucx', 'tcp' or 'auto' (default: NBC_TRANSPORT, else auto). */
   transport?: TransportChoice;
   /** Kill the job and fail with exit code 124 after this long. */
@@ -76,6 +81,7 @@ function linkText(link: string | LinkSpec | undefined): string | undefined {
   const parts: string[] = [];
   if (link.latencyUs !== undefined) parts.push(`latency=${link.latencyUs}us`);
   if (link.bandwidthBytesPerSec !== undefined) parts.push(`bandwidth=${link.bandwidthBytesPerSec}B`);
+  if (link.switchUs !== undefined) parts.push(`switch=${link.switchUs}us`);
   return parts.join(',');
 }
 
@@ -95,6 +101,8 @@ export function launch(entry: string, opts: LaunchOptions): Promise<LaunchResult
   const tooMany = nodeSizeProblem(Math.min(ppn, n), ringKb > 0 ? ringKb * 1024 : undefined);
   if (tooMany !== null) throw new NbcLaunchError(`Cannot launch ${n} ranks: ${tooMany}`);
   checkJobFile(entry);
+  // Before anything starts: the topology needs a link, and a fat tree of fixed levels must hold every node.
+  checkTopology(opts.topology, opts.link, Math.ceil(n / ppn));
   if (opts.agg === undefined) return launchNodes(entry, opts, {});
   const spec = parseAggSpec(opts.agg); // a bad spec throws here, before anything starts
   const link = typeof opts.link === 'string' ? parseLinkSpec(opts.link) : opts.link;
@@ -333,6 +341,7 @@ class NodeJob {
     const args = [CLI, 'node', '--ppn', String(this.ranksOf(node))];
     if (opts.tagOutput) args.push('--tag-output');
     if (this.link) args.push('--link', this.link);
+    if (opts.topology !== undefined) args.push('--topology', opts.topology);
     if (opts.transport !== undefined) args.push('--transport', opts.transport);
     args.push(this.job, ...(opts.args ?? []));
     const child = spawn(process.execPath, [...this.nodeArgs, ...args], {

@@ -45,7 +45,7 @@ export interface NodeOptions {
   /** Address this node's links listen on (default 127.0.0.1). */
   bindHost?: string;
   link?: LinkSpec;
-  /** Where the emulated nodes sit (`--topology`: flat or fat-tree:radix=R; runtime/link-spec.ts). */
+  /** Where the emulated nodes sit (`--topology`: flat or fat-tree:radix=R[,levels=L]; runtime/link-spec.ts). */
   topology?: string;
   ringBytes?: number;
   sliceBytes?: number;
@@ -143,7 +143,7 @@ export async function runNode(o: NodeOptions): Promise<number> {
   ranksWaited = waitWatcher(life.control, o.ranks);
   const policy = waitPolicy(o, cores, nodes, useUcx);
   const engine = startEngine(life, shared, place, cores, policy);
-  const wire = o.link !== undefined && wireModeFromEnv() === 'stamp' ? wireModelOf(o.link, o.topology) : null;
+  const wire = o.link !== undefined && wireModeFromEnv() === 'stamp' ? wireModelOf(o.link, o.topology, nodes) : null;
   if (wire !== null) engine.wire = new Wire(wire, life.control, nodeRank, nodes, hostClockOriginMs());
   // Joined before the ranks start, so a rank's first agg call finds the node's answer ready.
   life.aggNode = await joinFabric(o, secret);
