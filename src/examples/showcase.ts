@@ -29,7 +29,7 @@ const perIter = (r: AppResult, phase: string): number => ((r.phases[phase]?.seco
  * bandwidth + latency) and the share of the matvec's rows that are interior (computed while
  * the halo is in flight).
  */
-function haloModel(r: AppResult): { bytes: number; wireMs: number; interiorShare: number } {
+function haloModel(r: AppResult): { bytes: number; wireMs: number; interiorShare: number; formula: string } {
   const link = parseLinkSpec(LINK);
   let bytes = 0;
   let interior = 1;
@@ -41,7 +41,8 @@ function haloModel(r: AppResult): { bytes: number; wireMs: number; interiorShare
     rows *= n;
   });
   const wireMs = (bytes / (link.bandwidthBytesPerSec ?? Infinity) + (link.latencyUs ?? 0) / 1e6) * 1000;
-  return { bytes, wireMs, interiorShare: interior / rows };
+  const formula = `bytes / ${((link.bandwidthBytesPerSec ?? Infinity) * 8 / 1e9).toFixed(0)} Gbit/s + ${link.latencyUs ?? 0} us`;
+  return { bytes, wireMs, interiorShare: interior / rows, formula };
 }
 
 function report(blocking: AppResult, overlapped: AppResult): void {
@@ -55,7 +56,7 @@ function report(blocking: AppResult, overlapped: AppResult): void {
   const faster = 100 * (1 - overlapped.perIterationMs / blocking.perIterationMs);
   const cpu = cpus();
   console.log(`what overlap buys here (${cpu.length} x ${cpu[0]?.model ?? 'unknown CPU'}; ${blocking.nodes} nodes x ${blocking.ppn} rank, emulated GigE, grid ${GLOBAL.replaceAll(',', ' x ')}):`);
-  console.log(`  model:    the halo is ${(m.bytes / 1024).toFixed(0)} KiB per rank per iteration, ${m.wireMs.toFixed(2)} ms on the wire (bytes / 1 Gbit/s + 50 us); ` +
+  console.log(`  model:    the halo is ${(m.bytes / 1024).toFixed(0)} KiB per rank per iteration, ${m.wireMs.toFixed(2)} ms on the wire (${m.formula}); ` +
     `the interior matvec beside it takes ${computeMs.toFixed(2)} ms, so up to ${boundPct.toFixed(0)} % of the wire time can hide ` +
     `(${savedModelMs.toFixed(2)} ms of ${blocking.perIterationMs.toFixed(2)} ms per iteration, ${((100 * savedModelMs) / blocking.perIterationMs).toFixed(0)} %)`);
   console.log(`  measured: halo wait ${waitB.toFixed(2)} ms per iteration blocking, ${waitNb.toFixed(2)} ms non-blocking: ${hiddenPct > 0 ? `${hiddenPct.toFixed(0)} % of it hidden` : 'none of it hidden'}; ` +
