@@ -45,7 +45,7 @@ const FORM = quick
       pcgRanks: [2], pcgPpn: 1, pcgN: 8, pcgWarmup: 0, pcgVariants: [['alg1', 'host'], ['overlap', 'offload']],
       hierRanks: 4, hierPpns: [2], iters: 10, warmup: 2,
       hierAlgs: { barrier: ['hier', 'dissemination:1'], allreduce: ['hier', 'recursive-doubling'] },
-      aggRanks: 2, aggFabric: 'radix=2,levels=1', aggHost: ['recursive-doubling'], overlapConfigs: [[2, 1]], overlapExecutors: ['offload'] }
+      aggRanks: 2, aggFabric: 'radix=2,levels=1', aggTopology: 'fat-tree:radix=2', aggHost: ['recursive-doubling'], overlapConfigs: [[2, 1]], overlapExecutors: ['offload'] }
   : { rounds: 3, budgetS: 480, graceS: 30, timeoutS: 90, cgRanks: [8, 16], cgLinks: ['gige', 'ib'], cgN: 60, cgWarmup: 1,
       // Algorithms 1 and 2 block in their allreduce, where the executor changes nothing; Overlap-PCG on both.
       pcgRanks: [8, 16], pcgPpn: 2, pcgN: 30, pcgWarmup: 3, pcgVariants: [['alg1', 'host'], ['alg2', 'host'], ['overlap', 'host'], ['overlap', 'offload']],
@@ -57,7 +57,7 @@ const FORM = quick
         alltoall: ['hier', 'bruck', 'pairwise', 'scattered'],
       },
       // 8 nodes under a fabric of 4-port switches, two levels (room for 16), as scripts/bench-agg.sh.
-      aggRanks: 8, aggFabric: 'radix=4,levels=2', aggHost: ['recursive-doubling', 'knomial:4'],
+      aggRanks: 8, aggFabric: 'radix=4,levels=2', aggTopology: 'fat-tree:radix=4', aggHost: ['recursive-doubling', 'knomial:4'],
       // nodes x ppn; ranks plus one engine per node stay below 16 cores.
       overlapConfigs: [[2, 1], [2, 4]], overlapExecutors: ['offload', 'host'] };
 const rounds = Number(env('ROUNDS', FORM.rounds));
@@ -69,7 +69,8 @@ const pcgN = Number(env('PCG_N', FORM.pcgN));
 const pcgPpn = Number(env('PCG_PPN', FORM.pcgPpn));
 /** --topology is new in `nbc bench`; where this build lacks it the agg case runs flat and says so. */
 const hasTopology = spawnSync(process.execPath, [NBC, 'bench', '--help'], { encoding: 'utf8' }).stdout.includes('--topology');
-const TOPOLOGY = 'fat-tree:radix=4';
+/** The agg case's fat tree: its radix is the fabric's, so each daemon sits at a switch. */
+const TOPOLOGY = FORM.aggTopology;
 const benchShort = quick ? ['--iters', String(FORM.iters), '--warmup', String(FORM.warmup), '--warmup-time', '0'] : ['--iters', String(FORM.iters), '--warmup', String(FORM.warmup)];
 
 /** One run: which case, a key naming its configuration, what it measures, and nbc's arguments. */
