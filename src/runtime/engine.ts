@@ -36,7 +36,7 @@ import {
   rtsSlice,
 } from '../shm/record.js';
 import { OffloadEngine } from '../sched/offload.js';
-import { finishedRank, OF_BYTES, readOffloadHeader } from '../sched/offload-records.js';
+import { COMPLETION_ARRIVE, finishedRank, OF_BYTES, readOffloadHeader } from '../sched/offload-records.js';
 import type { UcxPath } from '../p2p/ucx.js';
 import { AggNode } from './agg-node.js';
 import { interNodeSchedule } from '../coll/select.js';
@@ -180,12 +180,13 @@ export class Engine {
     });
     this.sliceWords = shared.slices.map((sl) => new Int32Array(sl));
     this.offload = new OffloadEngine({
+      get wire() { return engine.wire; },
       nodeId: placement.nodeId,
       nodeOfRank: placement.nodeOfRank,
       slices: shared.slices.map((sl) => new Uint8Array(sl)),
       sendFrame: (node, header, payload, onWritten) => this.sendOffload(node, header, payload, onWritten),
       interNode: (coll, s) => interNodeSchedule(coll, s, config),
-      complete: (ep, slice, offset, value) => this.completeSlot(ep, slice, offset, value),
+      complete: (ep, slice, offset, value, arrive) => this.completeSlot(ep, slice, offset, value, arrive),
       aggregate: (key, layout, x, fallback, done) => this.agg.aggregate(key, layout, x, fallback, done),
     });
   }
@@ -406,9 +407,14 @@ export class Engine {
     for (let r = 0; r < this.toRanks.ranks; r++) this.toRanks.deliver(r, header, null);
   }
 
-  /** Stores `value` into a completion word (checked by the caller to lie in `slice`) and wakes endpoint `ep`. */
-  private completeSlot(ep: number, slice: number, offset: number, value: number): void {
-    Atomics.store(this.sliceWords[slice]!, offset >> 2, value);
+  /**
+   * Stores `value` into a completion word (checked by the caller to lie in `slice`, with the
+   * word after it) and wakes endpoint `ep`; its arrival tick goes first, into the word after.
+   */
+  private completeSlot(ep: number, slice: number, offset: number, value: number, arrive: number): void {
+    const words = this.sliceWords[slice]!;
+    Atomics.store(words, (offset >> 2) + COMPLETION_ARRIVE, arrive);
+    Atomics.store(words, offset >> 2, value);
     wake(this.control, ep);
   }
 

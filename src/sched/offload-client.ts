@@ -9,16 +9,22 @@
  * when the collective is posted, and the receive buffer copied out when its completion is
  * seen. Scratch (TMP) and the
  * completion word come from the arena too and are returned at completion.
+ *
+ * Under an emulated network (`--link`, p2p/wire.ts) the engine stores, before the completion
+ * word, the tick the collective completes at in the wire's time (offload-records.ts
+ * COMPLETION_ARRIVE): the rank takes the completion only once the wire has that tick, and a
+ * rank waiting for it sleeps until then (wait.ts), as for a message the wire still holds.
  */
 import { NbcArgError, NbcNoMemError, NbcPeerFailedError } from '../errors.js';
 import { REPORTED_ELSEWHERE } from '../p2p/constants.js';
 import { Request } from '../p2p/request.js';
 import type { Transport } from '../p2p/transport.js';
+import type { Wire } from '../p2p/wire.js';
 import type { AggExecutorStats, CollTarget, Executor, ExecutorStats, Plan } from './executor.js';
 import {
   DONE_FABRIC, DONE_INVALID, DONE_OK, DONE_PEER_FAILED, DONE_PEER_GONE, offloadPeerGoneMessage, REGISTERED_SCHEDULES,
 } from './offload.js';
-import { encodePost, sendComm, sendPost, sendSchedule } from './offload-records.js';
+import { COMPLETION_ARRIVE, COMPLETION_BYTES, encodePost, sendComm, sendPost, sendSchedule } from './offload-records.js';
 import type { Schedule } from './schedule.js';
 import type { TwoLevelCall } from './two-level.js';
 import { encodeSchedule } from './wire.js';
@@ -26,9 +32,10 @@ import { encodeSchedule } from './wire.js';
 class OffloadRequest extends Request {
   slotIndex = 0;
   slot!: Int32Array;
+  wire: Wire | null = null;
 
   override ready(): boolean {
-    return this.done || Atomics.load(this.slot, this.slotIndex) !== 0;
+    return this.done || completion(this.slot, this.slotIndex, this.wire) !== 0;
   }
 
   /** Recv data to copy out of the arena at completion (plain user buffer), or null. */
@@ -38,6 +45,17 @@ class OffloadRequest extends Request {
 }
 
 type OffloadTarget = CollTarget;
+
+/**
+ * The completion word at `index` of `slot`, or 0 while the engine has not set it, or while
+ * the emulated network has not yet reached the tick stored after it (the wire notes the tick
+ * as held, so a wait sleeps until then).
+ */
+function completion(slot: Int32Array, index: number, wire: Wire | null): number {
+  const v = Atomics.load(slot, index);
+  if (v === 0 || wire === null) return v;
+  return wire.arrived(Atomics.load(slot, index + COMPLETION_ARRIVE)) ? v : 0;
+}
 
 export class OffloadClient implements Executor {
   readonly name = 'offload';
@@ -148,6 +166,7 @@ export class OffloadClient implements Executor {
     }
     const req = new OffloadRequest(this.t);
     req.spinUs = this.spinUs;
+    req.wire = this.t.wire;
     const same = send.buffer === recv.buffer && send.byteOffset === recv.byteOffset && send.byteLength === recv.byteLength;
     const r = this.region(recv, req, true);
     const s = same ? r : this.region(send, req, true);
@@ -155,19 +174,22 @@ export class OffloadClient implements Executor {
     return { req, s, r };
   }
 
-  /** Allocates and clears the request's completion word; returns its arena offset. */
+  /** Allocates and clears the request's completion word and its arrival tick; returns its arena offset. */
   private arm(req: OffloadRequest): number {
+    // 64 bytes: a cache line of its own, which holds the COMPLETION_BYTES.
     const slotOff = this.alloc(64, 'completion word');
     req.frees.push(slotOff);
     req.slotIndex = slotOff >> 2;
     req.slot = this.slot;
+    Atomics.store(this.slot, req.slotIndex + COMPLETION_ARRIVE, 0);
     Atomics.store(this.slot, req.slotIndex, 0);
     return slotOff;
   }
 
-  /** True when the engine has set a pending request's completion word (read only). */
+  /** True when the engine has set a pending request's completion word, and the wire has its tick (read only). */
   private completed(): boolean {
-    for (let i = 0; i < this.pending.length; i++) if (Atomics.load(this.slot, this.pending[i]!.slotIndex) !== 0) return true;
+    const wire = this.t.wire;
+    for (let i = 0; i < this.pending.length; i++) if (completion(this.slot, this.pending[i]!.slotIndex, wire) !== 0) return true;
     return false;
   }
 
@@ -176,9 +198,10 @@ export class OffloadClient implements Executor {
     if (this.pending.length === 0) return false;
     let any = false;
     let w = 0;
+    const wire = this.t.wire;
     for (let i = 0; i < this.pending.length; i++) {
       const req = this.pending[i]!;
-      const v = Atomics.load(this.slot, req.slotIndex);
+      const v = completion(this.slot, req.slotIndex, wire);
       if (v === 0) {
         this.pending[w++] = req;
         continue;
