@@ -24,7 +24,7 @@ import type { AggExecutorStats, CollTarget, Executor, ExecutorStats, Plan } from
 import {
   DONE_FABRIC, DONE_INVALID, DONE_OK, DONE_PEER_FAILED, DONE_PEER_GONE, offloadPeerGoneMessage, REGISTERED_SCHEDULES,
 } from './offload.js';
-import { COMPLETION_ARRIVE, COMPLETION_BYTES, encodePost, sendComm, sendPost, sendSchedule } from './offload-records.js';
+import { COMPLETION_ARRIVE, encodePost, sendComm, sendPost, sendSchedule } from './offload-records.js';
 import type { Schedule } from './schedule.js';
 import type { TwoLevelCall } from './two-level.js';
 import { encodeSchedule } from './wire.js';
@@ -176,7 +176,7 @@ export class OffloadClient implements Executor {
 
   /** Allocates and clears the request's completion word and its arrival tick; returns its arena offset. */
   private arm(req: OffloadRequest): number {
-    // 64 bytes: a cache line of its own, which holds the COMPLETION_BYTES.
+    // 64 bytes: a cache line of its own, room for the completion word and its tick (COMPLETION_BYTES).
     const slotOff = this.alloc(64, 'completion word');
     req.frees.push(slotOff);
     req.slotIndex = slotOff >> 2;
