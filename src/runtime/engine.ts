@@ -36,7 +36,7 @@ import {
   rtsSlice,
 } from '../shm/record.js';
 import { OffloadEngine } from '../sched/offload.js';
-import { finishedRank, OF_BYTES, readOffloadHeader } from '../sched/offload-records.js';
+import { COMPLETION_ARRIVE, finishedRank, OF_BYTES, readOffloadHeader } from '../sched/offload-records.js';
 import type { UcxPath } from '../p2p/ucx.js';
 import { AggNode } from './agg-node.js';
 import { interNodeSchedule } from '../coll/select.js';
@@ -180,6 +180,7 @@ export class Engine {
     });
     this.sliceWords = shared.slices.map((sl) => new Int32Array(sl));
     this.offload = new OffloadEngine({
+      get wire() { return engine.wire; },
       nodeId: placement.nodeId,
       nodeOfRank: placement.nodeOfRank,
       slices: shared.slices.map((sl) => new Uint8Array(sl)),
@@ -406,11 +407,14 @@ export class Engine {
     for (let r = 0; r < this.toRanks.ranks; r++) this.toRanks.deliver(r, header, null);
   }
 
-  /** Stores `value` into a completion word (checked by the caller to lie in `slice`) and wakes endpoint `ep`. */
-  private completeSlot(ep: number, slice: number, offset: number, value: number, arrive = 0): void {
-    // The stamp first: the rank reads it once it sees the word (offload-client.ts).
-    if (arrive !== 0) Atomics.store(this.sliceWords[slice]!, (offset >> 2) + 1, arrive);
-    Atomics.store(this.sliceWords[slice]!, offset >> 2, value);
+  /**
+   * Stores `value` into a completion word (checked by the caller to lie in `slice`, with the
+   * word after it) and wakes endpoint `ep`; its arrival tick goes first, into the word after.
+   */
+  private completeSlot(ep: number, slice: number, offset: number, value: number, arrive: number): void {
+    const words = this.sliceWords[slice]!;
+    Atomics.store(words, (offset >> 2) + COMPLETION_ARRIVE, arrive);
+    Atomics.store(words, offset >> 2, value);
     wake(this.control, ep);
   }
 

@@ -10,10 +10,10 @@
  * seen. Scratch (TMP) and the
  * completion word come from the arena too and are returned at completion.
  *
- * Under the emulated network (p2p/wire.ts) the engine may write, beside the completion word,
- * the tick the network delivers the result at (an `agg` call's result from the fabric: the
- * engine and daemons never wait for it): the rank holds the request until then, and its wait
- * sleeps until the earliest such tick as for a record held in its ring.
+ * Under an emulated network (`--link`, p2p/wire.ts) the engine stores, before the completion
+ * word, the tick the collective completes at in the wire's time (offload-records.ts
+ * COMPLETION_ARRIVE): the rank takes the completion only once the wire has that tick, and a
+ * rank waiting for it sleeps until then (wait.ts), as for a message the wire still holds.
  */
 import { NbcArgError, NbcNoMemError, NbcPeerFailedError } from '../errors.js';
 import { REPORTED_ELSEWHERE } from '../p2p/constants.js';
@@ -24,7 +24,7 @@ import type { AggExecutorStats, CollTarget, Executor, ExecutorStats, Plan } from
 import {
   DONE_FABRIC, DONE_INVALID, DONE_OK, DONE_PEER_FAILED, DONE_PEER_GONE, offloadPeerGoneMessage, REGISTERED_SCHEDULES,
 } from './offload.js';
-import { encodePost, sendComm, sendPost, sendSchedule } from './offload-records.js';
+import { COMPLETION_ARRIVE, encodePost, sendComm, sendPost, sendSchedule } from './offload-records.js';
 import type { Schedule } from './schedule.js';
 import type { TwoLevelCall } from './two-level.js';
 import { encodeSchedule } from './wire.js';
@@ -32,17 +32,11 @@ import { encodeSchedule } from './wire.js';
 class OffloadRequest extends Request {
   slotIndex = 0;
   slot!: Int32Array;
-
   /** The rank's emulated network, or null. */
   wire: Wire | null = null;
 
   override ready(): boolean {
-    return this.done || (Atomics.load(this.slot, this.slotIndex) !== 0 && this.delivered());
-  }
-
-  /** Whether the result's stamp (the word after the completion word; 0: none) has passed; else notes it held. */
-  delivered(): boolean {
-    return this.wire === null || this.wire.arrived(Atomics.load(this.slot, this.slotIndex + 1));
+    return this.done || completion(this.slot, this.slotIndex, this.wire) !== 0;
   }
 
   /** Recv data to copy out of the arena at completion (plain user buffer), or null. */
@@ -52,6 +46,17 @@ class OffloadRequest extends Request {
 }
 
 type OffloadTarget = CollTarget;
+
+/**
+ * The completion word at `index` of `slot`, or 0 while the engine has not set it, or while
+ * the emulated network has not yet reached the tick stored after it (the wire notes the tick
+ * as held, so a wait sleeps until then).
+ */
+function completion(slot: Int32Array, index: number, wire: Wire | null): number {
+  const v = Atomics.load(slot, index);
+  if (v === 0 || wire === null) return v;
+  return wire.arrived(Atomics.load(slot, index + COMPLETION_ARRIVE)) ? v : 0;
+}
 
 export class OffloadClient implements Executor {
   readonly name = 'offload';
@@ -170,20 +175,22 @@ export class OffloadClient implements Executor {
     return { req, s, r };
   }
 
-  /** Allocates and clears the request's completion word; returns its arena offset. */
+  /** Allocates and clears the request's completion word and its arrival tick; returns its arena offset. */
   private arm(req: OffloadRequest): number {
+    // 64 bytes: a cache line of its own, room for the completion word and its tick (COMPLETION_BYTES).
     const slotOff = this.alloc(64, 'completion word');
     req.frees.push(slotOff);
     req.slotIndex = slotOff >> 2;
     req.slot = this.slot;
+    Atomics.store(this.slot, req.slotIndex + COMPLETION_ARRIVE, 0);
     Atomics.store(this.slot, req.slotIndex, 0);
-    Atomics.store(this.slot, req.slotIndex + 1, 0);
     return slotOff;
   }
 
-  /** True when the engine has set a pending request's completion word and its stamp has passed (read only). */
+  /** True when the engine has set a pending request's completion word, and the wire has its tick (read only). */
   private completed(): boolean {
-    for (let i = 0; i < this.pending.length; i++) if (this.pending[i]!.ready()) return true;
+    const wire = this.t.wire;
+    for (let i = 0; i < this.pending.length; i++) if (completion(this.slot, this.pending[i]!.slotIndex, wire) !== 0) return true;
     return false;
   }
 
@@ -192,10 +199,11 @@ export class OffloadClient implements Executor {
     if (this.pending.length === 0) return false;
     let any = false;
     let w = 0;
+    const wire = this.t.wire;
     for (let i = 0; i < this.pending.length; i++) {
       const req = this.pending[i]!;
-      const v = Atomics.load(this.slot, req.slotIndex);
-      if (v === 0 || !req.delivered()) {
+      const v = completion(this.slot, req.slotIndex, wire);
+      if (v === 0) {
         this.pending[w++] = req;
         continue;
       }

@@ -12,9 +12,15 @@
  *   KIND_POST   schedule `id` (0: a two-level call) on `ctx`, completing at (slot, slot offset):
  *               the post's arguments (encodePost)
  *
+ * The completion (slot, slot offset) is two words (COMPLETION_BYTES): the completion value,
+ * and after it the tick the collective completes at in the emulated network's time (0: now),
+ * which the engine stores first; the rank takes the value only once the wire has that tick.
+ *
  * An offload frame: OF_WORDS Int32 words, then at most one fragment (net/fragment.ts) of the
  * message. A header whose OF_DST is -1 carries no payload: world rank OF_SRC has returned
- * from its job (over UCX, where no FIN record crosses the engines' links).
+ * from its job (over UCX, where no FIN record crosses the engines' links). Under an emulated
+ * network (p2p/wire.ts) OF_ARRIVE holds the tick the wire delivers the fragment at (0: none);
+ * the receiving engine does not wait for it, it carries it on in virtual time (offload.ts).
  *
  * Core code: no node:* imports.
  */
@@ -31,13 +37,15 @@ export const OF_SRC = 3;
 export const OF_TOTAL = 4;
 export const OF_OFFSET = 5;
 export const OF_ID = 6;
+/** The fragment's modelled arrival (wire.ts ticks; 0: unstamped). */
+export const OF_ARRIVE = 7;
 export const OF_WORDS = 8;
 export const OF_BYTES = OF_WORDS * 4;
 /** Largest offload frame: the header and one fragment (the UCX engine's receive buffer). */
 export const OF_MAX_BYTES = OF_BYTES + FRAGMENT_BYTES;
 
-/** One fragment's header of message `id` (`total` bytes) to world rank `dst`, at `offset`. */
-export function offloadHeader(dst: number, ctx: number, tag: number, src: number, total: number, offset: number, id: number): Int32Array {
+/** One fragment's header of message `id` (`total` bytes) to world rank `dst`, at `offset`, arriving at tick `arrive` (0: unstamped). */
+export function offloadHeader(dst: number, ctx: number, tag: number, src: number, total: number, offset: number, id: number, arrive = 0): Int32Array {
   const h = new Int32Array(OF_WORDS);
   h[OF_DST] = dst;
   h[OF_CTX] = ctx;
@@ -46,6 +54,7 @@ export function offloadHeader(dst: number, ctx: number, tag: number, src: number
   h[OF_TOTAL] = total;
   h[OF_OFFSET] = offset;
   h[OF_ID] = id;
+  h[OF_ARRIVE] = arrive;
   return h;
 }
 
@@ -71,6 +80,11 @@ export function finishedRank(h: Int32Array): number {
 }
 
 // ---- rank -> engine records ------------------------------------------------------------
+/** A post's completion: the completion word, then its arrival tick (wire.ts; 0: none). */
+export const COMPLETION_BYTES = 8;
+/** Word of the arrival tick, after the completion word. */
+export const COMPLETION_ARRIVE = 1;
+
 /** H_TAG of a KIND_COMM record that releases a communicator (no members follow). */
 export const COMM_RELEASE = 1;
 

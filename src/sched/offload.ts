@@ -15,6 +15,13 @@
  * Completion: the engine stores 1 (or 2 on error) into the request's completion word in the
  * rank's arena slice and rings the rank's doorbell.
  *
+ * Under an emulated network (p2p/wire.ts) the engine never waits: each run keeps a virtual
+ * clock, the latest modelled arrival among the frames it has consumed (and, on this node, of
+ * the runs it exchanged with). What it sends is stamped as handed to the node's adapter at
+ * that clock (or now, if later), and its completion carries the clock to the rank, which
+ * takes it only once the wire has it (offload-client.ts). Reductions and copies add no
+ * virtual time beyond the real time they take.
+ *
  * Its inputs, dispatched to it by the engine (runtime/engine.ts): the ranks' records
  * (`onRecord`) and other engines' frames (`onFrame`), both laid out in offload-records.ts; a
  * message to another node leaves as one frame per fragment (net/fragment.ts). Core code: no
@@ -29,9 +36,10 @@ import { MatchTable } from '../p2p/match-table.js';
 import { copyBytes, copyRegion } from '../shm/copy.js';
 import { forEachFragment, fragmentCount } from '../net/fragment.js';
 import { KIND_POST, KIND_SCHED } from '../shm/layout.js';
+import { isAfter, type Wire } from '../p2p/wire.js';
 import {
-  COMM_RELEASE, decodeOffloadRecord, decodePost, OF_CTX, OF_DST, OF_ID, OF_OFFSET, OF_SRC, OF_TAG, OF_TOTAL, offloadHeader, POST_TWO_LEVEL_WORDS,
-  POST_WORDS, recordRoom, type OffloadRecord, type RegionRef,
+  COMM_RELEASE, COMPLETION_BYTES, decodeOffloadRecord, decodePost, OF_ARRIVE, OF_BYTES, OF_CTX, OF_DST, OF_ID, OF_OFFSET, OF_SRC, OF_TAG,
+  OF_TOTAL, offloadHeader, POST_TWO_LEVEL_WORDS, POST_WORDS, recordRoom, type OffloadRecord, type RegionRef,
 } from './offload-records.js';
 import { decodeSchedule } from './wire.js';
 import { Interpreter, Run, type Port } from './interpreter.js';
@@ -67,11 +75,13 @@ export interface OffloadHost {
   /** The schedule the engines of a two-level collective run among themselves (one per node). */
   interNode(coll: InterNodeColl, s: InterNodeShape): Schedule;
   /**
-   * Stores `value` into the completion word at (slice, offset) and wakes rank endpoint `ep`;
-   * first `arrive`, when given and not 0, into the word after it: the tick the emulated network
-   * delivers the result at, which the rank waits out (offload-client.ts).
+   * Stores `value` into the completion word at (slice, offset), and `arrive` (the tick the
+   * collective completes at under an emulated network; 0: now) into the word after it, first;
+   * wakes rank endpoint `ep`.
    */
-  complete(ep: number, slice: number, offset: number, value: number, arrive?: number): void;
+  complete(ep: number, slice: number, offset: number, value: number, arrive: number): void;
+  /** The emulated network (p2p/wire.ts), or null: frames are stamped with their modelled arrival. */
+  readonly wire?: Wire | null;
   /**
    * Runs the engines' exchange of an `agg` call (barrier, reduce, allreduce) through the
    * aggregation fabric; `fallback` runs it among the engines instead (the fabric refused the
@@ -128,11 +138,27 @@ class OffloadRun extends Run {
     readonly bufs: readonly [Uint8Array, Uint8Array, Uint8Array],
     readonly slotSlice: number,
     readonly slotOffset: number,
-    /** Engine-level schedules (two-level designs) report here instead of a completion word. */
-    readonly onDone?: (ok: boolean) => void,
+    /** Engine-level schedules (two-level designs) report here instead of a completion word, with their clock. */
+    readonly onDone?: (ok: boolean, clock: number) => void,
   ) {
     super(sched);
   }
+
+  /**
+   * Virtual time (wire.ts ticks) under an emulated network: the latest modelled arrival of
+   * what the run has consumed; 0: none yet (the run's real time).
+   */
+  clock = 0;
+
+  /** Moves the clock on to `tick` if that is later (0: no stamp). */
+  advance(tick: number): void {
+    if (tick !== 0 && (this.clock === 0 || isAfter(tick, this.clock))) this.clock = tick;
+  }
+}
+
+/** The later of two ticks (0: none). */
+function laterTick(a: number, b: number): number {
+  return a === 0 || (b !== 0 && isAfter(b, a)) ? b : a;
 }
 
 interface TwoLevelPost extends Member {
@@ -162,6 +188,8 @@ interface Arrival {
   data: Uint8Array;
   /** Sent by a run that had already failed (its frames' tag carried TAG_INVALID). */
   invalid: boolean;
+  /** Its modelled arrival (its last fragment's; 0: unstamped). */
+  arrive: number;
 }
 
 /**
@@ -186,7 +214,7 @@ export class OffloadEngine implements Port<OffloadRun> {
   private readonly posted = new MatchTable<Waiting>();
   private readonly localSends = new MatchTable<Waiting>();
   private readonly arrived = new MatchTable<Arrival>();
-  private readonly assembling = new Map<string, { data: Uint8Array; got: number }>();
+  private readonly assembling = new Map<string, { data: Uint8Array; got: number; arrive: number }>();
   /** Two-level collectives waiting for the rest of their node's members. */
   private readonly groups = new Map<string, TwoLevelPost[]>();
   private readonly layouts = new WeakMap<Int32Array, NodeLayout>();
@@ -241,7 +269,7 @@ export class OffloadEngine implements Port<OffloadRun> {
     const { slotSlice: slot, slotOffset } = rec;
     const slices = this.host.slices;
     const slotBytes = slices[slot]?.byteLength ?? 0;
-    if (slot !== ep || slotOffset < 0 || slotOffset % 4 !== 0 || slotOffset + 4 > slotBytes) {
+    if (slot !== ep || slotOffset < 0 || slotOffset % 4 !== 0 || slotOffset + COMPLETION_BYTES > slotBytes) {
       throw new NbcInternalError(`rank ${ep} posted an offloaded collective whose completion word (slice ${slot}, ` +
         `offset ${slotOffset}) is not in its own arena slice of ${slices[ep]!.byteLength} bytes`);
     }
@@ -249,7 +277,7 @@ export class OffloadEngine implements Port<OffloadRun> {
     const twoLevel = rec.id === 0;
     const need = (twoLevel ? POST_TWO_LEVEL_WORDS : POST_WORDS) * 4;
     if (rec.bytes < need || rec.bytes > recordRoom(rec.len)) {
-      this.host.complete(ep, slot, slotOffset, DONE_ERROR);
+      this.host.complete(ep, slot, slotOffset, DONE_ERROR, 0);
       return `its post record declares ${rec.bytes} bytes of arguments in a ${rec.len}-byte record; expected ${need}`;
     }
     const p = decodePost(i32, rec.words, twoLevel);
@@ -391,7 +419,7 @@ export class OffloadEngine implements Port<OffloadRun> {
     slotSlice: number, slotOffset: number): string | null {
     const why = this.refusal(ep, id, ctx, rank, [send, recv, tmp]);
     if (why !== null) {
-      this.host.complete(ep, slotSlice, slotOffset, DONE_ERROR);
+      this.host.complete(ep, slotSlice, slotOffset, DONE_ERROR, 0);
       return why;
     }
     const sched = this.schedules.get(ep)!.get(id)!;
@@ -414,7 +442,7 @@ export class OffloadEngine implements Port<OffloadRun> {
     const why = worldRanks === undefined ? this.refused.get(`c${ep}:${ctx}`) ?? `communicator ${ctx} was never registered`
       : this.twoLevelRefusal(ctx, worldRanks, rank, send, recv, call);
     if (why !== null || worldRanks === undefined) {
-      this.host.complete(ep, slotSlice, slotOffset, DONE_ERROR);
+      this.host.complete(ep, slotSlice, slotOffset, DONE_ERROR, 0);
       return why;
     }
     let layout = this.layouts.get(worldRanks);
@@ -436,16 +464,17 @@ export class OffloadEngine implements Port<OffloadRun> {
     this.groups.delete(key);
     const posts = g.sort((a, b) => a.rank - b.rank);
     const plan = planTwoLevel(layout, posts);
+    // `arrive`: the engines' exchange's clock (0 where the fabric reduced it).
     const complete = (value: number, arrive = 0): void => {
       const ok = value === DONE_OK || value === DONE_FABRIC;
       const v = ok && !plan.ok ? DONE_ERROR : value;
       if (v === DONE_OK || v === DONE_FABRIC) plan.finish();
       for (const p of posts) this.host.complete(p.ep, p.slotSlice, p.slotOffset, v, arrive);
     };
-    const finish = (ok: boolean): void => complete(ok ? DONE_OK : DONE_ERROR);
+    const finish = (ok: boolean, clock: number): void => complete(ok ? DONE_OK : DONE_ERROR, clock);
     const inter = plan.inter;
     if (inter === null) {
-      finish(true);
+      finish(true, 0);
       return null;
     }
     const engines = (): void => {
@@ -462,7 +491,7 @@ export class OffloadEngine implements Port<OffloadRun> {
     if (agg && this.host.aggregate !== undefined && (coll === 'allreduce' || coll === 'reduce' || coll === 'barrier')) {
       this.host.aggregate(`${ctx}:${worldRanks[0]}`, layout,
         { coll, rootNode: inter.shape.root, op: inter.shape.op, dtype: inter.shape.dtype, send: inter.send, recv: inter.recv },
-        engines, complete);
+        engines, (value, arrive) => complete(value, arrive));
       return null;
     }
     engines();
@@ -484,6 +513,7 @@ export class OffloadEngine implements Port<OffloadRun> {
   onFrame(from: number, header: Int32Array, payload: Uint8Array): void {
     const total = header[OF_TOTAL]!;
     const rawTag = header[OF_TAG]!;
+    let arrive = header[OF_ARRIVE]!;
     let data: Uint8Array;
     if (total === payload.byteLength && header[OF_OFFSET] === 0) {
       data = payload;
@@ -491,14 +521,16 @@ export class OffloadEngine implements Port<OffloadRun> {
       const id = `${from}:${header[OF_ID]}`;
       let a = this.assembling.get(id);
       if (a === undefined) {
-        a = { data: new Uint8Array(total), got: 0 };
+        a = { data: new Uint8Array(total), got: 0, arrive: 0 };
         this.assembling.set(id, a);
       }
       a.data.set(payload, header[OF_OFFSET]!);
       a.got += payload.byteLength;
+      a.arrive = laterTick(a.arrive, header[OF_ARRIVE]!);
       if (a.got < total) return;
       this.assembling.delete(id);
       data = a.data;
+      arrive = a.arrive;
     }
     const dst = header[OF_DST]!;
     const ctx = header[OF_CTX]!;
@@ -506,9 +538,10 @@ export class OffloadEngine implements Port<OffloadRun> {
     const tag = rawTag & TAG_BITS;
     const w = this.posted.take(dst, ctx, src, tag);
     if (w !== null) {
+      w.run.advance(arrive);
       this.interp.settle(w.run, w.action, this.fill(w, data, rawTag < 0));
     } else {
-      this.arrived.push(dst, ctx, { src, tag, data: data === payload ? payload.slice() : data, invalid: rawTag < 0 });
+      this.arrived.push(dst, ctx, { src, tag, data: data === payload ? payload.slice() : data, invalid: rawTag < 0, arrive });
     }
   }
 
@@ -555,6 +588,10 @@ export class OffloadEngine implements Port<OffloadRun> {
       this.localSends.push(dstWorld, r.ctx, { src: r.rank, tag, run: r, action: i, view: a, invalid });
       return false;
     }
+    // Met inside the engine: each side is done no earlier than the other got there.
+    const met = laterTick(r.clock, w.run.clock);
+    r.advance(met);
+    w.run.advance(met);
     this.interp.settle(w.run, w.action, this.fill(w, a, invalid));
     return true;
   }
@@ -581,6 +618,9 @@ export class OffloadEngine implements Port<OffloadRun> {
     const waiting: Waiting = { src, tag, run: r, action: i, view: this.region(r, s.bufA[i]!, s.offA[i]!, s.bytesA[i]!), invalid: false };
     const sender = this.localSends.take(myWorld, r.ctx, src, tag);
     if (sender !== null) {
+      const met = laterTick(r.clock, sender.run.clock);
+      r.advance(met);
+      sender.run.advance(met);
       const err = this.fill(waiting, sender.view, sender.invalid);
       this.interp.settle(sender.run, sender.action, null);
       if (err !== null) throw err;
@@ -588,6 +628,7 @@ export class OffloadEngine implements Port<OffloadRun> {
     }
     const got = this.arrived.take(myWorld, r.ctx, src, tag);
     if (got !== null) {
+      r.advance(got.arrive);
       const err = this.fill(waiting, got.data, got.invalid);
       if (err !== null) throw err;
       return true;
@@ -612,17 +653,22 @@ export class OffloadEngine implements Port<OffloadRun> {
   }
 
   finished(r: OffloadRun, error: Error | null): void {
-    if (r.onDone !== undefined) r.onDone(error === null);
+    if (r.onDone !== undefined) r.onDone(error === null, r.clock);
     else {
       const v = error === null ? DONE_OK : error instanceof PeerGoneError ? DONE_PEER_GONE + error.world
         : error instanceof NbcPeerFailedError ? DONE_INVALID : DONE_ERROR;
-      this.host.complete(r.ep, r.slotSlice, r.slotOffset, v);
+      this.host.complete(r.ep, r.slotSlice, r.slotOffset, v, r.clock);
     }
   }
 
-  /** A message to another node: one frame per fragment (net/fragment.ts); the send settles once all left. */
+  /**
+   * A message to another node: one frame per fragment (net/fragment.ts); the send settles once
+   * all left. Under an emulated network each fragment is stamped as handed to the adapter at
+   * the run's clock (or now, if later).
+   */
   private sendRemote(r: OffloadRun, i: number, dstWorld: number, tag: number, data: Uint8Array): void {
     const node = this.host.nodeOfRank[dstWorld]!;
+    const wire = this.host.wire ?? null;
     const id = this.nextFrameId++;
     const total = data.byteLength;
     let left = fragmentCount(total);
@@ -631,7 +677,8 @@ export class OffloadEngine implements Port<OffloadRun> {
     };
     // The region stays untouched until the send action finishes, which is after the last write.
     forEachFragment(total, (off, n) => {
-      this.host.sendFrame(node, offloadHeader(dstWorld, r.ctx, tag, r.rank, total, off, id), data.subarray(off, off + n), written);
+      const arrive = wire === null ? 0 : r.clock === 0 ? wire.stamp(node, OF_BYTES + n) : wire.stampAfter(r.clock, node, OF_BYTES + n);
+      this.host.sendFrame(node, offloadHeader(dstWorld, r.ctx, tag, r.rank, total, off, id, arrive), data.subarray(off, off + n), written);
     });
   }
 }
