@@ -27,6 +27,7 @@ import { compareResults } from '../bench/compare.js';
 import { formatBytes, formatCsv, formatOsu, formatTable } from '../bench/report.js';
 import type { BenchResult, BenchRow } from '../bench/result.js';
 import { parseSizeRange } from '../runtime/env.js';
+import { wireModeFromEnv } from '../runtime/wire-clock.js';
 import { launch } from '../runtime/launcher.js';
 import { LINK_HELP, parseLinkSpec } from '../runtime/link-spec.js';
 import { fabricFromEnv, parseAggSpec } from '../agg/fabric.js';
@@ -71,7 +72,9 @@ function resolvedTransport(o: BenchOptions): 'ucx' | 'tcp' {
   const choice: TransportChoice = o.transport !== undefined ? parseTransport(o.transport)
     : env !== undefined && env !== '' ? parseTransport(env, 'NBC_TRANSPORT') : 'auto';
   if (choice === 'ucx') return 'ucx';
-  return choice === 'auto' && o.link === undefined && ucxUnavailable() === null ? 'ucx' : 'tcp';
+  // An emulated link rides UCX too when stamped (p2p/wire.ts); the engines' queue (NBC_WIRE=queue) needs TCP.
+  const linkOk = o.link === undefined || wireModeFromEnv() === 'stamp';
+  return choice === 'auto' && linkOk && ucxUnavailable() === null ? 'ucx' : 'tcp';
 }
 
 /** `--transport` for launch(): as given, else undefined (NBC_TRANSPORT or auto). */

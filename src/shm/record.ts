@@ -119,6 +119,12 @@ export function encodeUcxRts(i32: Int32Array, w: number, ctx: number, src: numbe
   i32[w + 13] = 0;
 }
 /**
+ * UCX RTS whose payload left with it, under an emulated network (p2p/wire.ts): the tick the
+ * payload's last byte arrives at, in H_OFFSET (which a UCX RTS does not use otherwise), or 0.
+ */
+export function ucxRtsPayloadArrive(i32: Int32Array, w: number): number { return i32[w + 9 /* H_OFFSET */]!; }
+export function setUcxRtsPayloadArrive(i32: Int32Array, w: number, tick: number): void { i32[w + 9 /* H_OFFSET */] = tick | 0 || 1; }
+/**
  * Readdresses a copied RTS for another node (engine, TCP): the payload waits at node `node`
  * under the sending engine's message id `message`, to be pulled.
  */
