@@ -75,9 +75,11 @@ function closedBy(socket: Socket, ms = 6000): Promise<boolean> {
 }
 
 describe('aggregation fabric faults', () => {
+  // These tests need hops that take real time, to kill something while operations are in
+  // flight: the fabric's timer queue (wireMode 'queue'), not stamps that only the ranks wait out.
   test('SIGKILL of an AN mid-operation fails every pending reduce with NBC_ERR_PEER_FAILED within 5 s, naming it; a new join gets a fresh group around it', T, async () => {
     const shape = { radix: 2, levels: 2 };
-    const f = await startFabric({ ...shape, link: { latencyUs: 1000 }, log: () => {} });
+    const f = await startFabric({ ...shape, link: { latencyUs: 1000 }, wireMode: 'queue', log: () => {} });
     const job = await connectJob(f, [0, 1, 2, 3]);
     try {
       const groups = await joinAll(job, 'world');
@@ -118,7 +120,7 @@ describe('aggregation fabric faults', () => {
 
   test('SIGKILL of a member node fails the others\' pending reduces within 5 s and releases its reservations', T, async () => {
     // Emulated hops keep the 200 operations going long after the kill, even on a fast machine.
-    const f = await startFabric({ radix: 2, levels: 2, link: { latencyUs: 500 }, log: () => {} });
+    const f = await startFabric({ radix: 2, levels: 2, link: { latencyUs: 500 }, wireMode: 'queue', log: () => {} });
     const job = await connectJob(f, [0, 1, 2], 'job-member-kill');
     const child = spawn(process.execPath, ['--import', 'tsx', fixture('agg-member.ts'), `${f.manager.host}:${f.manager.port}`,
       f.secret.toString('hex'), job.id, job.key.toString('hex'), '3', '3', '4'], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -158,7 +160,7 @@ describe('aggregation fabric faults', () => {
 
   test('killing the AM fails pending reduces; the daemons survive and a restarted AM (same port and secret) adopts them', T, async () => {
     const shape = { radix: 2, levels: 2 };
-    const f = await startFabric({ ...shape, link: { latencyUs: 500 }, log: () => {} });
+    const f = await startFabric({ ...shape, link: { latencyUs: 500 }, wireMode: 'queue', log: () => {} });
     let f2: FabricHandle | null = null;
     const job = await connectJob(f, [0, 1, 2, 3]);
     try {
@@ -180,7 +182,7 @@ describe('aggregation fabric faults', () => {
       }
       assert.ok(await waitGone([f.pids[0]!], 2000));
       assert.deepEqual(f.pids.slice(1).filter((p) => !isRunning(p)), [], 'every AN survives the AM');
-      f2 = await startFabric({ ...shape, port: f.manager.port, secret: f.secret, adopt: true, link: { latencyUs: 500 }, log: () => {} });
+      f2 = await startFabric({ ...shape, port: f.manager.port, secret: f.secret, adopt: true, link: { latencyUs: 500 }, wireMode: 'queue', log: () => {} });
       assert.deepEqual(f2.pids.slice(1), f.pids.slice(1), 'the new AM adopted the same daemons');
       const j2 = await connectJob(f2, [0, 1, 2, 3]);
       try {

@@ -7,12 +7,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { launch, type LaunchResult } from 'nbcoll';
+import { fatTreeMismatch } from '../src/agg/placement.ts';
 import { jobPath } from './helpers.ts';
 
 const T = { timeout: 240_000 };
 
-async function runAgg(ranks: number, ppn: number, agg: string, args: string[], env?: Record<string, string>): Promise<LaunchResult> {
-  const r = await launch(jobPath('coll.ts'), { ranks, ppn, args, agg, output: 'pipe', timeoutMs: 180_000, env });
+async function runAgg(ranks: number, ppn: number, agg: string, args: string[], env?: Record<string, string>, link?: string): Promise<LaunchResult> {
+  const r = await launch(jobPath('coll.ts'), { ranks, ppn, args, agg, link, output: 'pipe', timeoutMs: 180_000, env });
   assert.equal(r.exitCode, 0, `${args.join(' ')} on ${ranks} ranks (ppn ${ppn}), fabric ${agg}: ${r.failure}\n${r.stderr}\n${r.stdout}`);
   assert.doesNotMatch(r.stderr, /uses host algorithms/, 'the fabric served every communicator');
   // The private fabric's teardown after a successful job is routine: no daemon's "lost the
@@ -69,5 +70,27 @@ describe('agg executor against the sequential reference', () => {
     const r = await launch(jobPath('coll.ts'), { ranks: 4, ppn: 2, args: ['execstats'], output: 'pipe', timeoutMs: 120_000, env: { NBC_AGG_MANAGER: '' } });
     assert.equal(r.exitCode, 0, `${r.failure}\n${r.stderr}`);
     for (const x of r.ranks) assert.deepEqual(x.result, { ...mix, onFabric: 0, amongEngines: 2 }, `rank ${x.rank}`);
+  });
+});
+
+describe('agg executor under the emulated network as time', () => {
+  // Flat, latency=1ms: a node's contribution reaches the one daemon (at the switch) half a
+  // host-to-host hop later, 0.5 ms, and the result comes back as far: no allreduce returns
+  // within 1 ms of its call, whatever the host's speed (the ranks wait out the stamp; the
+  // daemons and engines never wait).
+  test('an agg allreduce on 2 nodes under --link latency=1ms returns no sooner than up and down the tree (1 ms), with the reference result', T, async () => {
+    const r = await runAgg(2, 1, 'radix=2,levels=1', ['aggwire', '10'], { NBC_WIRE: 'stamp' }, 'latency=1ms');
+    for (const x of r.ranks) {
+      const got = x.result as { minMs: number; onFabric: number };
+      assert.equal(got.onFabric, 10, `rank ${x.rank}: the fabric reduced every call`);
+      // 0.002 ms: the ranks' and daemons' reads of the host clock agree to well under a microsecond
+      assert.ok(got.minMs >= 1 - 0.002, `rank ${x.rank}: an allreduce returned after ${got.minMs.toFixed(3)} ms; expected at least 1 ms`);
+    }
+  });
+
+  test('with a fat-tree topology the fabric must have its radix and a leaf daemon for every leaf switch', () => {
+    assert.equal(fatTreeMismatch({ radix: 4, levels: 2 }, 4, 16), null);
+    assert.match(fatTreeMismatch({ radix: 2, levels: 3 }, 4, 16)!, /radix 2 is not the fat tree's 4; expected radix=4/);
+    assert.match(fatTreeMismatch({ radix: 4, levels: 1 }, 4, 8)!, /8 nodes sit under 2 leaf switches.*expected levels=2/);
   });
 });

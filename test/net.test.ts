@@ -627,9 +627,10 @@ test('a wire that waits out the last microseconds of a frame gives its core away
   assert.ok(yields > 0, 'the sub-millisecond wait yielded its core');
 });
 
-test('--link takes the presets gige and ib, and names them when a setting is wrong', () => {
+test('--link takes the presets gige, ib, edr and ddr, and names them when a setting is wrong', () => {
   assert.deepEqual(parseLinkSpec('gige'), { latencyUs: 50, bandwidthBytesPerSec: 125e6 });
-  assert.deepEqual(parseLinkSpec('ib'), { latencyUs: 2, bandwidthBytesPerSec: 4e9 });
+  assert.deepEqual(parseLinkSpec('ib'), { latencyUs: 1.5, bandwidthBytesPerSec: 4.5e9, switchUs: 0.1 });
+  assert.deepEqual(parseLinkSpec('edr'), { latencyUs: 0.7, bandwidthBytesPerSec: 12.5e9, switchUs: 0.09 });
   assert.deepEqual(parseLinkSpec('gige'), parseLinkSpec(LINK_PRESETS.gige!));
   assert.deepEqual(parseLinkSpec('latency=1ms,bandwidth=8mbit'), { latencyUs: 1000, bandwidthBytesPerSec: 1e6 });
   assert.throws(() => parseLinkSpec('ethernet'), (e: unknown) => e instanceof NbcError && e.code === 'NBC_ERR_ARG' && /gige or ib/.test(e.message));

@@ -11,16 +11,25 @@
  * operations of a group form one sequence, sent in order while fewer than `slots` of them lack
  * their result (the credit window: exactly what the group reserved at each AN). Operations
  * complete in issue order.
+ *
+ * Under the emulated network (`--link`) each fragment leaves stamped with its modelled arrival
+ * at the leaf daemon (the node's adapter: the engine's Wire where the node has one), no earlier
+ * than the result that returned its credit, and each operation completes with the latest of its
+ * results' stamps, which the rank waits out (stamps.ts); nothing here waits for a stamp.
  */
 import { Buffer } from 'node:buffer';
 import { NbcArgError, NbcAuthError, NbcCommError, NbcPeerFailedError, type NbcError } from '../errors.js';
 import { SECRET_BYTES } from '../net/auth.js';
 import type { LinkEmulation } from '../net/emulate.js';
+import { isAfter, upLatencyUs, type Wire } from '../p2p/wire.js';
+import { wireModelOf, type LinkSpec } from '../runtime/link-spec.js';
+import { wireModeFromEnv } from '../runtime/wire-clock.js';
 import { dial, sendCtrl, type AggConn } from './conn.js';
+import { AggTiming, laterStamp, type Port } from './stamps.js';
 import {
   aggSupports, decodeCtrl, FRAG_HEADER_BYTES, fragmentBytes, fragmentCount, fragmentUnit, FrameType,
   GERROR_HEADER_BYTES, MAX_FRAGMENTS, MAX_NODE_ID, memberConnectorId, num, RESULT_HAS_DATA, RESULT_HEADER_BYTES,
-  str, writeFragHeader, type Ctrl,
+  RESULT_STAMP, str, writeFragHeader, type Ctrl,
 } from './wire.js';
 
 export { AGG_DTYPES, AGG_OPS, aggSupports } from './wire.js';
@@ -33,8 +42,16 @@ export interface AggClientOptions {
   jobKey: Buffer;
   /** This node's id in the job, 0..65535. */
   nodeId: number;
-  /** Emulates this node's sends to ANs. */
-  link?: LinkEmulation;
+  /**
+   * The emulated network: this node's sends to its daemon are stamped (with NBC_WIRE=queue,
+   * delayed in a timer queue instead).
+   */
+  link?: LinkSpec | LinkEmulation;
+  /**
+   * The node's adapter under the emulated network as time (the engine's Wire), shared with the
+   * ranks' traffic; without it the client keeps a port of its own per daemon link.
+   */
+  wire?: Wire | null;
   log?: (line: string) => void;
   /** How long the AM waits for every member of a join (default 5000 ms). */
   joinTimeoutMs?: number;
@@ -55,14 +72,18 @@ export interface AggGroup {
    * contribution (0 bytes: a barrier) and must not change until `done`; root -1: every member
    * gets the result in `out`; root k: only member k (out may be null elsewhere). `done` is
    * called exactly once, in issue order: null, or an NbcError (NbcPeerFailedError when the group
-   * was revoked or a connection on its path broke).
+   * was revoked or a connection on its path broke); with null, `arrive` is the result's modelled
+   * arrival (ticks of the host clock, stamps.ts; 0: none), which whoever consumes it waits out.
    */
-  reduce(data: Uint8Array, out: Uint8Array | null, op: number, dtype: number, root: number, done: (err: Error | null) => void): void;
+  reduce(data: Uint8Array, out: Uint8Array | null, op: number, dtype: number, root: number, done: AggDone): void;
   /** Non-null once the group failed; later reduce() calls fail at once with it. */
   readonly failed: Error | null;
   /** Leaves the group (the AM releases it once every member has left). */
   leave(): void;
 }
+
+/** A reduce's completion: an error, or null and the result's modelled arrival (0: none). */
+export type AggDone = (err: Error | null, arrive?: number) => void;
 
 const RECONNECT_MS = 500;
 
@@ -78,13 +99,15 @@ interface OpRec {
   sent: number;
   completed: number;
   got: Uint8Array;
-  done: (err: Error | null) => void;
+  /** The latest of its results' stamps (0: none). */
+  arrive: number;
+  done: AggDone;
 }
 
 /** Calls a user callback; what it throws surfaces on its own, not inside our socket handler. */
-function callSafely(cb: (err: Error | null) => void, err: Error | null): void {
+function callSafely(cb: AggDone, err: Error | null, arrive = 0): void {
   try {
-    cb(err);
+    cb(err, arrive);
   } catch (e) {
     process.nextTick(() => {
       throw e;
@@ -98,6 +121,8 @@ class AnLink {
   /** Frames sent before the connection opened, in order. */
   readonly queue: { type: number; parts: Uint8Array[] }[] = [];
   readonly groups = new Set<Group>();
+  /** This link's port in virtual time, where the node has no Wire. */
+  readonly port: Port = { busy: 0 };
   closed = false;
   constructor(readonly an: number) {}
 
@@ -129,7 +154,7 @@ class Group implements AggGroup {
     readonly link: AnLink,
   ) {}
 
-  reduce(data: Uint8Array, out: Uint8Array | null, op: number, dtype: number, root: number, done: (err: Error | null) => void): void {
+  reduce(data: Uint8Array, out: Uint8Array | null, op: number, dtype: number, root: number, done: AggDone): void {
     if (this.failed !== null) {
       const err = this.failed;
       queueMicrotask(() => callSafely(done, err));
@@ -148,10 +173,10 @@ class Group implements AggGroup {
     const nfrags = fragmentCount(data.byteLength, fragBytes);
     this.ops.push({
       seq: this.nextSeq, data, out: root === -1 || root === this.index ? out : null, op, dtype, root, fragBytes, nfrags,
-      sent: 0, completed: 0, got: new Uint8Array(nfrags), done,
+      sent: 0, completed: 0, got: new Uint8Array(nfrags), arrive: 0, done,
     });
     this.nextSeq = (this.nextSeq + 1) >>> 0;
-    this.pump();
+    this.pump(0);
   }
 
   private check(data: Uint8Array, out: Uint8Array | null, op: number, dtype: number, root: number): string | null {
@@ -169,17 +194,21 @@ class Group implements AggGroup {
     return null;
   }
 
-  /** Sends fragments while the credit window has room. */
-  private pump(): void {
+  /**
+   * Sends fragments while the credit window has room, stamped to leave no earlier than tick
+   * `after` (the result that returned the credit; 0: now).
+   */
+  private pump(after: number): void {
     while (this.inflight < this.slots && this.sendIdx < this.ops.length) {
       const o = this.ops[this.sendIdx]!;
       const f = o.sent++;
+      const start = f * o.fragBytes;
+      const end = Math.min(o.data.byteLength, start + o.fragBytes);
       const header = Buffer.allocUnsafe(FRAG_HEADER_BYTES);
       writeFragHeader(header, {
         group: this.id, epoch: this.epoch, seq: o.seq, frag: f, member: this.index, op: o.op, dtype: o.dtype, root: o.root,
+        stamp: this.client.stampUp(this.link, after, FRAG_HEADER_BYTES + end - start),
       });
-      const start = f * o.fragBytes;
-      const end = Math.min(o.data.byteLength, start + o.fragBytes);
       this.link.send([header, o.data.subarray(start, end)], FrameType.Frag);
       this.inflight++;
       if (o.sent === o.nfrags) this.sendIdx++;
@@ -212,6 +241,8 @@ class Group implements AggGroup {
     }
     o.got[frag] = 1;
     o.completed++;
+    const stamp = body.readInt32LE(RESULT_STAMP);
+    o.arrive = laterStamp(o.arrive, stamp);
     this.inflight--;
     // Complete in issue order.
     while (this.head < this.ops.length) {
@@ -219,7 +250,7 @@ class Group implements AggGroup {
       if (h.completed < h.nfrags) break;
       this.ops[this.head] = undefined as unknown as OpRec;
       this.head++;
-      callSafely(h.done, null);
+      callSafely(h.done, null, h.arrive);
       if (this.failed !== null) return;
     }
     if (this.head > 256 && this.head * 2 > this.ops.length) {
@@ -227,7 +258,7 @@ class Group implements AggGroup {
       this.sendIdx -= this.head;
       this.head = 0;
     }
-    this.pump();
+    this.pump(stamp);
   }
 
   /** Fails every pending operation (in issue order) and every later one. */
@@ -259,9 +290,35 @@ export class AggClient {
   private closed = false;
   private reconnectTimer: NodeJS.Timeout | null = null;
   private readonly log: (line: string) => void;
+  /** The emulated network as time without the node's Wire: this process's clock and hops. */
+  private readonly timing: AggTiming | null;
+  /** Ticks from this node to its leaf daemon, with the node's Wire. */
+  private readonly wireHop: number;
+  /** NBC_WIRE=queue: what the daemon links delay in a timer queue; else undefined. */
+  private readonly emulation: LinkEmulation | undefined;
 
   private constructor(private readonly o: AggClientOptions) {
     this.log = o.log ?? (() => {});
+    const stamps = o.wire != null || (o.link !== undefined && wireModeFromEnv() === 'stamp');
+    this.timing = o.wire == null && stamps ? new AggTiming(wireModelOf(o.link!)) : null;
+    this.wireHop = o.wire == null ? 0 : Math.round(upLatencyUs(o.wire.model, 1) * 10);
+    this.emulation = stamps ? undefined : o.link;
+  }
+
+  /**
+   * The stamp of a frame of `bytes` this node sends its leaf daemon over `link`, leaving no
+   * earlier than now and tick `after` (0: none); 0 without the emulated network as time.
+   */
+  /** @internal */
+  stampUp(link: AnLink, after: number, bytes: number): number {
+    const wire = this.o.wire;
+    if (wire != null) {
+      const now = wire.now();
+      return (wire.take(after !== 0 && isAfter(after, now) ? after : now, bytes) + this.wireHop) | 0 || 1;
+    }
+    const t = this.timing;
+    if (t === null) return 0;
+    return t.stamp(link.port, laterStamp(t.now(), after), bytes, t.nodeHop);
   }
 
   /**
@@ -459,7 +516,7 @@ export class AggClient {
     const link = new AnLink(an);
     this.anLinks.set(an, link);
     dial(host, port, Buffer.from(this.o.jobKey), memberConnectorId(this.jobIndex, this.o.nodeId),
-      this.o.connectTimeoutMs ?? 5000, this.o.link)
+      this.o.connectTimeoutMs ?? 5000, this.emulation)
       .then((conn) => {
         if (link.closed) {
           conn.close('link closed');

@@ -16,6 +16,11 @@
  * evaluated from the right (reduceRegions(op, dt, c[i], acc) for i = n-2 .. 0), whatever order
  * the copies arrived in: the result is bitwise the same run after run.
  *
+ * Under the emulated network (`--link`) every FRAG and RESULT carries its modelled arrival, and
+ * the daemon never waits for one: a reduced fragment's time is the latest of its copies'
+ * stamps, and what it sends on is stamped from there (stamps.ts). With NBC_WIRE=queue instead,
+ * each connection delays its outgoing frames in a timer queue (net/emulate.ts).
+ *
  * Faults: a lost connection fails, at once, every group whose path used it; the AN sends GERROR
  * to the group's other neighbours (so members learn it within one hop per level) and reports
  * the fault to the AM, which revokes the group. Without an AM the AN drops its groups, redials
@@ -25,11 +30,13 @@ import { Buffer } from 'node:buffer';
 import type { LinkEmulation } from '../net/emulate.js';
 import { AuthListener } from '../net/listener.js';
 import { reduceRegions } from '../ops/regions.js';
+import type { WireModel } from '../p2p/wire.js';
 import { dial, sendCtrl, type AggConn } from './conn.js';
+import { AggTiming, laterStamp, type Port } from './stamps.js';
 import {
   aggSupports, decodeCtrl, encodeGroupError, FRAG_HEADER_BYTES, fragmentUnit, FrameType, FROM_AN,
   GERROR_HEADER_BYTES, MAX_BODY, MAX_FRAGMENTS, MAX_JOB_INDEX, num, parentOf, readFragHeader, RESULT_HAS_DATA,
-  RESULT_HEADER_BYTES, splitConnectorId, str, writeFragHeader, writeResultHeader, type Ctrl, type FragHeader,
+  RESULT_HEADER_BYTES, RESULT_STAMP, splitConnectorId, str, writeFragHeader, writeResultHeader, type Ctrl, type FragHeader,
 } from './wire.js';
 
 export interface DaemonOptions {
@@ -40,7 +47,10 @@ export interface DaemonOptions {
   manager: { host: string; port: number };
   secret: Buffer;
   listenHost: string;
+  /** NBC_WIRE=queue: each connection delays what it sends in a timer queue (net/emulate.ts). */
   link?: LinkEmulation;
+  /** The emulated network as time: frames carry their modelled arrival (stamps.ts). */
+  wire?: WireModel;
   testDelayUs?: number;
   orphanSeconds: number;
   /**
@@ -64,6 +74,8 @@ interface Pending {
   bytes: number;
   parts: (Buffer | undefined)[];
   arrived: number;
+  /** The latest of the copies' stamps (0: none stamped). */
+  stamp: number;
 }
 
 interface Group {
@@ -102,6 +114,10 @@ export class Daemon {
   /** Members ("job:node") that said goodbye; forgotten when the AM says their job is gone. */
   private readonly departed = new Set<string>();
   private readonly groups = new Map<number, Group>();
+  /** The emulated network as time, or null (stamps.ts). */
+  private readonly timing: AggTiming | null;
+  /** Each connection's port: when its last frame leaves, in virtual time. */
+  private readonly ports = new WeakMap<AggConn, Port>();
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
   private readonly counters = {
@@ -116,6 +132,7 @@ export class Daemon {
   private readonly listener: AuthListener;
 
   constructor(private readonly o: DaemonOptions) {
+    this.timing = o.wire === undefined ? null : new AggTiming(o.wire);
     this.listener = new AuthListener({
       secret: (claimed) => this.keyFor(claimed), host: o.listenHost, maxBody: MAX_BODY, log: o.log,
       rejectPrefix: '', errorPrefix: 'listener error: ',
@@ -495,7 +512,10 @@ export class Daemon {
         this.failGroup(g, `aggregation group ${g.id}: a member exceeded the credit window of ${g.slots} slots at AN ${this.o.id}`, null, true);
         return;
       }
-      p = { op: h.op, dtype: h.dtype, root: h.root, bytes: payload.length, parts: new Array<Buffer | undefined>(g.children.length), arrived: 0 };
+      p = {
+        op: h.op, dtype: h.dtype, root: h.root, bytes: payload.length, parts: new Array<Buffer | undefined>(g.children.length),
+        arrived: 0, stamp: 0,
+      };
       g.inflight.set(key, p);
     } else if (p.op !== h.op || p.dtype !== h.dtype || p.root !== h.root || p.bytes !== payload.length) {
       this.failGroup(g, `aggregation group ${g.id}: members disagree on operation ${h.seq} ` +
@@ -507,6 +527,7 @@ export class Daemon {
       return;
     }
     p.parts[ci] = payload;
+    p.stamp = laterStamp(p.stamp, h.stamp);
     if (++p.arrived < g.children.length) return;
     g.inflight.delete(key);
     this.counters.reduced++;
@@ -518,23 +539,39 @@ export class Daemon {
     acc.set(p.parts[n - 1]!);
     for (let i = n - 2; i >= 0; i--) reduceRegions(p.op, p.dtype as never, p.parts[i]!, acc);
     if (g.hasParent) {
-      const header = Buffer.allocUnsafe(FRAG_HEADER_BYTES);
-      writeFragHeader(header, { ...h, member: FROM_AN });
       if (this.parent === null) {
         this.failGroup(g, `AN ${this.o.id} has no link to its parent`, null, true);
         return;
       }
+      const header = Buffer.allocUnsafe(FRAG_HEADER_BYTES);
+      const stamp = this.stampFor(this.parent, p.stamp, FRAG_HEADER_BYTES + p.bytes, this.timing?.switchHop ?? 0);
+      writeFragHeader(header, { ...h, member: FROM_AN, stamp });
       this.parent.send(FrameType.Frag, [header, acc]);
     } else {
-      this.down(g, h.seq, h.frag, p.root, acc);
+      this.down(g, h.seq, h.frag, p.root, acc, p.stamp);
     }
   }
 
-  /** Sends a result down: the data toward every child for allreduce, toward the root's child for reduce. */
-  private down(g: Group, seq: number, frag: number, root: number, data: Buffer): void {
-    const withData = Buffer.allocUnsafe(RESULT_HEADER_BYTES);
-    writeResultHeader(withData, g.id, g.epoch, seq, frag, RESULT_HAS_DATA, root);
-    let without: Buffer | null = null;
+  /**
+   * The stamp of a frame of `bytes` sent on `conn` no earlier than tick `at` (0: now) over a hop
+   * of `hop` ticks; 0 without the emulated network as time.
+   */
+  private stampFor(conn: AggConn, at: number, bytes: number, hop: number): number {
+    if (this.timing === null) return 0;
+    let port = this.ports.get(conn);
+    if (port === undefined) {
+      port = { busy: 0 };
+      this.ports.set(conn, port);
+    }
+    return this.timing.stamp(port, at, bytes, hop);
+  }
+
+  /**
+   * Sends a result down: the data toward every child for allreduce, toward the root's child for
+   * reduce; each copy stamped from `at`, the result's time (0: none).
+   */
+  private down(g: Group, seq: number, frag: number, root: number, data: Buffer, at: number): void {
+    const t = this.timing;
     const rootChild = root < 0 ? -1 : g.under[root]!;
     for (let ci = 0; ci < g.children.length; ci++) {
       const c = g.children[ci]!;
@@ -544,15 +581,12 @@ export class Daemon {
         this.failGroup(g, `AN ${this.o.id} has no connection to ${c.kind === 'an' ? `child AN ${c.an}` : `member ${c.member} (node ${c.node})`}`, null, true);
         return;
       }
-      if (root < 0 || ci === rootChild) {
-        conn.send(FrameType.Result, [withData, data]);
-      } else {
-        if (without === null) {
-          without = Buffer.allocUnsafe(RESULT_HEADER_BYTES);
-          writeResultHeader(without, g.id, g.epoch, seq, frag, 0, root);
-        }
-        conn.send(FrameType.Result, [without]);
-      }
+      const withData = root < 0 || ci === rootChild;
+      const header = Buffer.allocUnsafe(RESULT_HEADER_BYTES);
+      const hop = t === null ? 0 : c.kind === 'an' ? t.switchHop : t.nodeHop;
+      const stamp = this.stampFor(conn, at, RESULT_HEADER_BYTES + (withData ? data.length : 0), hop);
+      writeResultHeader(header, g.id, g.epoch, seq, frag, withData ? RESULT_HAS_DATA : 0, root, stamp);
+      conn.send(FrameType.Result, withData ? [header, data] : [header]);
     }
   }
 
@@ -570,7 +604,7 @@ export class Daemon {
     if (data.length > this.o.payloadPerSlot) throw new Error(`RESULT of ${data.length} payload bytes exceeds the slot size`);
     const root = body.readInt16LE(18);
     if (root < -1 || root >= g.under.length) throw new Error(`RESULT root ${root} out of range for group ${id}`);
-    this.down(g, body.readUInt32LE(8), body.readUInt32LE(12), root, data);
+    this.down(g, body.readUInt32LE(8), body.readUInt32LE(12), root, data, body.readInt32LE(RESULT_STAMP));
   }
 
   private onGroupError(body: Buffer, from: AggConn | null, peer?: Peer): void {

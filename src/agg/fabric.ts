@@ -12,7 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { NbcArgError, NbcError, NbcLaunchError, NbcPeerFailedError, NbcTimeoutError } from '../errors.js';
 import { SECRET_BYTES } from '../net/auth.js';
 import { checkEmulation } from '../net/emulate.js';
-import { parseLinkSpec } from '../runtime/link-spec.js';
+import { parseLinkSpec, wireModelOf, type LinkSpec } from '../runtime/link-spec.js';
+import { wireModeFromEnv, type WireMode } from '../runtime/wire-clock.js';
 import { dial, sendCtrl } from './conn.js';
 import type { ManagerOptions } from './manager.js';
 import { isRunning, killQuietly, waitGone } from './procs.js';
@@ -33,8 +34,18 @@ export interface FabricOptions {
   port?: number;
   /** 32-byte fabric secret, default random. */
   secret?: Buffer;
-  /** Emulation the ANs apply on every hop they send. */
-  link?: { latencyUs?: number; bandwidthBytesPerSec?: number };
+  /**
+   * The emulated network (`--link`): every hop of the fabric is modelled as a daemon at a
+   * switch (stamps.ts): node to leaf daemon half the host-to-host latency, each level above
+   * `switchUs`, each port at `bandwidth`.
+   */
+  link?: LinkSpec;
+  /**
+   * How `link` is emulated (default NBC_WIRE, else 'stamp'): 'stamp', frames carry their
+   * modelled arrival and only the rank waits for it; 'queue', each hop delays its frames in a
+   * timer queue (net/emulate.ts), latency and bandwidth only.
+   */
+  wireMode?: WireMode;
   /** The fabric dies with this process (AM stdin is a pipe from it; ANs die with the AM). */
   private?: boolean;
   /** Test hook: each AN delays handling each fragment by a random 0..testDelayUs. */
@@ -106,10 +117,12 @@ function managerConfig(o: FabricOptions): ManagerOptions {
     throw new NbcArgError(`Cannot start an aggregation fabric: testDelayUs ${o.testDelayUs} is not a finite number >= 0`);
   }
   if (o.link !== undefined) checkEmulation(o.link);
+  const stamps = o.link !== undefined && (o.wireMode ?? wireModeFromEnv()) === 'stamp';
+  const link = o.link === undefined || stamps ? undefined : { latencyUs: o.link.latencyUs, bandwidthBytesPerSec: o.link.bandwidthBytesPerSec };
   return {
     radix: o.radix, levels: o.levels, payloadPerSlot, slotsPerAn,
     jobQuotaSlots: o.jobQuotaSlots ?? Math.max(1, Math.floor(slotsPerAn / 2)),
-    listenHost: o.listenHost ?? '127.0.0.1', port: o.port ?? 0, link: o.link, testDelayUs: o.testDelayUs, spinUs: o.spinUs,
+    listenHost: o.listenHost ?? '127.0.0.1', port: o.port ?? 0, link, wire: stamps ? wireModelOf(o.link!) : undefined, testDelayUs: o.testDelayUs, spinUs: o.spinUs,
     orphanSeconds: o.orphanSeconds ?? 30, private: o.private === true, adopt: o.adopt === true,
     daemonMain: aggScript('daemon-main'),
   };

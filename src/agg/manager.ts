@@ -24,6 +24,7 @@ import { Buffer } from 'node:buffer';
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { LinkEmulation } from '../net/emulate.js';
 import { AuthListener } from '../net/listener.js';
+import type { WireModel } from '../p2p/wire.js';
 import { sendCtrl, type AggConn } from './conn.js';
 import { groupConfig, liveLeaf, trimToMembers } from './placement.js';
 import { killQuietly, waitGone } from './procs.js';
@@ -43,7 +44,10 @@ export interface ManagerOptions {
   jobQuotaSlots: number;
   listenHost: string;
   port: number;
+  /** NBC_WIRE=queue: the daemons delay what they send in a timer queue (DaemonOptions.link). */
   link?: LinkEmulation;
+  /** The emulated network as time: the daemons stamp what they send (DaemonOptions.wire). */
+  wire?: WireModel;
   testDelayUs?: number;
   /** The daemons' DaemonOptions.spinUs. */
   spinUs?: number;
@@ -184,7 +188,7 @@ export class Manager {
   private spawnDaemon(an: An): void {
     const config = {
       id: an.id, radix: this.o.radix, levels: this.o.levels, payloadPerSlot: this.o.payloadPerSlot,
-      manager: { host: this.o.listenHost, port: this.port }, listenHost: this.o.listenHost, link: this.o.link,
+      manager: { host: this.o.listenHost, port: this.port }, listenHost: this.o.listenHost, link: this.o.link, wire: this.o.wire,
       testDelayUs: this.o.testDelayUs, orphanSeconds: this.o.orphanSeconds, spinUs: this.o.spinUs,
     };
     const args = [this.o.daemonMain, JSON.stringify(config)];

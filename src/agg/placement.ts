@@ -72,3 +72,24 @@ export function groupConfig(radix: number, g: PlacedGroup, a: number): Ctrl {
     hasParent: a !== g.root, children, under,
   };
 }
+
+/**
+ * Why a fabric of `shape` cannot sit at the switches of a fat tree of `radix` hosts per leaf
+ * switch (`--topology fat-tree:radix=R`) over `nodes` nodes, or null. It can when its radix is
+ * R, so that node n's leaf daemon is the one of leaf switch floor(n / R) (defaultLeaf) and each
+ * daemon's children are the switches below it, and when it has a leaf daemon for every leaf
+ * switch the nodes use (else nodes of different switches would share one).
+ */
+export function fatTreeMismatch(shape: TreeShape, radix: number, nodes: number): string | null {
+  if (shape.radix !== radix) {
+    return `the fabric's radix ${shape.radix} is not the fat tree's ${radix}; expected radix=${radix}, so that each daemon sits at a switch`;
+  }
+  const switches = Math.ceil(nodes / radix);
+  if (leafCount(shape) < switches) {
+    let levels = 1;
+    while (radix ** (levels - 1) < switches) levels++;
+    return `${nodes} nodes sit under ${switches} leaf switches, but ${shape.levels} levels of radix ${radix} have ` +
+      `${leafCount(shape)} leaf daemons; expected levels=${levels} or more`;
+  }
+  return null;
+}

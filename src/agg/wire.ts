@@ -7,18 +7,23 @@
  *
  *   CTRL    1  UTF-8 JSON object with a `t` field: control messages (AM <-> AN, AM <-> client,
  *              AM <-> admin, AN -> AN hello). Never on a hot path.
- *   FRAG    2  one fragment going up:   FragHeader (24 B) | payload
- *   RESULT  3  one fragment coming down: ResultHeader (20 B) | payload (empty when flags has no
+ *   FRAG    2  one fragment going up:   FragHeader (28 B) | payload
+ *   RESULT  3  one fragment coming down: ResultHeader (24 B) | payload (empty when flags has no
  *              RESULT_HAS_DATA: a completion for a member that is not the root of a reduce)
  *   GERROR  4  a group failed on this path: group u32 | epoch u32 | reason (UTF-8)
  *
  * All integers little-endian. FRAG body:
  *   0 group u32 | 4 epoch u32 | 8 seq u32 (operation number in the group, from 0) |
  *   12 frag u32 (fragment index in the operation) | 16 member u32 (sender's member index when a
- *   member sends; 0xffffffff between ANs) | 20 op u8 | 21 dtype u8 | 22 root i16 (-1: all)
+ *   member sends; 0xffffffff between ANs) | 20 op u8 | 21 dtype u8 | 22 root i16 (-1: all) |
+ *   24 stamp i32
  * RESULT body:
  *   0 group u32 | 4 epoch u32 | 8 seq u32 | 12 frag u32 | 16 flags u8 | 17 zero |
- *   18 root i16 (so each AN on the way down routes the data only toward the root member)
+ *   18 root i16 (so each AN on the way down routes the data only toward the root member) |
+ *   20 stamp i32
+ *
+ * `stamp`: under the emulated network (`--link`), the tick of the host clock the frame's
+ * modelled network delivers it at (0: none); nobody in the fabric waits for it (stamps.ts).
  */
 import { Buffer } from 'node:buffer';
 import { NbcArgError } from '../errors.js';
@@ -28,8 +33,10 @@ import { FABRIC_DTYPES, FABRIC_OPS } from '../sched/agg-executor.js';
 
 export const FrameType = { Ctrl: 1, Frag: 2, Result: 3, GroupError: 4 } as const;
 
-export const FRAG_HEADER_BYTES = 24;
-export const RESULT_HEADER_BYTES = 20;
+export const FRAG_HEADER_BYTES = 28;
+export const RESULT_HEADER_BYTES = 24;
+/** Offset of the stamp in a RESULT body. */
+export const RESULT_STAMP = 20;
 export const GERROR_HEADER_BYTES = 8;
 /** `member` field of a FRAG sent by an AN (not a member). */
 export const FROM_AN = 0xffff_ffff;
@@ -184,6 +191,8 @@ export interface FragHeader {
   op: number;
   dtype: number;
   root: number;
+  /** Modelled arrival, ticks of the host clock (0: none; stamps.ts). */
+  stamp: number;
 }
 
 /** Writes a FRAG header into the first FRAG_HEADER_BYTES of `b`. */
@@ -196,6 +205,7 @@ export function writeFragHeader(b: Buffer, h: FragHeader): void {
   b[20] = h.op;
   b[21] = h.dtype;
   b.writeInt16LE(h.root, 22);
+  b.writeInt32LE(h.stamp | 0, 24);
 }
 
 /** Reads a FRAG header; the caller has checked body.length >= FRAG_HEADER_BYTES. */
@@ -203,11 +213,12 @@ export function readFragHeader(b: Buffer): FragHeader {
   return {
     group: b.readUInt32LE(0), epoch: b.readUInt32LE(4), seq: b.readUInt32LE(8), frag: b.readUInt32LE(12),
     member: b.readUInt32LE(16), op: b[20]!, dtype: b[21]!, root: b.readInt16LE(22),
+    stamp: b.readInt32LE(24),
   };
 }
 
 export function writeResultHeader(
-  b: Buffer, group: number, epoch: number, seq: number, frag: number, flags: number, root: number,
+  b: Buffer, group: number, epoch: number, seq: number, frag: number, flags: number, root: number, stamp: number,
 ): void {
   b.writeUInt32LE(group, 0);
   b.writeUInt32LE(epoch, 4);
@@ -216,6 +227,7 @@ export function writeResultHeader(
   b[16] = flags;
   b[17] = 0;
   b.writeInt16LE(root, 18);
+  b.writeInt32LE(stamp | 0, RESULT_STAMP);
 }
 
 export function encodeGroupError(group: number, epoch: number, reason: string): Buffer {

@@ -51,6 +51,10 @@ export interface BenchResult {
   algorithm: string;
   /** Emulated network spec, e.g. 'latency=50us,bandwidth=1gbit'; null for none. */
   link: string | null;
+  /** Where the emulated nodes sat (`--topology`: 'flat', 'fat-tree:radix=4'); null without a link. Absent in older results. */
+  topology?: string | null;
+  /** How the link was emulated (NBC_WIRE: 'stamp' or 'queue'); null without a link. Absent in older results. */
+  wire?: 'stamp' | 'queue' | null;
   /**
    * How ranks reached other nodes: 'ucx (UCX_TLS=...)' or 'tcp'; null on one node. Absent in
    * results written before the UCX transport.

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { Option, type Command } from 'commander';
 import { parseAppArgs } from '../apps/run.js';
 import { launch } from '../runtime/launcher.js';
-import { LINK_HELP, linkSpecOf, parseLinkSpec } from '../runtime/link-spec.js';
+import { LINK_HELP, linkSpecOf, parseLinkSpec, TOPOLOGY_HELP } from '../runtime/link-spec.js';
 import { parseTransport } from '../runtime/node-main.js';
 import { positiveInt } from './args.js';
 
@@ -29,7 +29,7 @@ const FLAG: Record<(typeof FORWARDED)[number], string> = {
 };
 
 type AppCliOptions = Partial<Record<(typeof FORWARDED)[number], string>> & {
-  ranks: number; ppn?: number; link?: string; transport?: string; timeout?: number; verbose?: boolean; quiet?: boolean;
+  ranks: number; ppn?: number; link?: string; topology?: string; transport?: string; timeout?: number; verbose?: boolean; quiet?: boolean;
 };
 
 function register(program: Command, app: 'cg' | 'pcg', description: string): Command {
@@ -38,6 +38,7 @@ function register(program: Command, app: 'cg' | 'pcg', description: string): Com
     .option('--ranks <N>', 'ranks of the emulated cluster', positiveInt, 4)
     .option('--ppn <P>', 'ranks per node (default: all on one node)', positiveInt)
     .option('--link <gige|ib|spec>', LINK_HELP)
+    .option('--topology <flat|fat-tree:radix=R[,levels=L]>', TOPOLOGY_HELP)
     .option('--transport <t>', 'between nodes: ucx, tcp or auto (default NBC_TRANSPORT, else auto)')
     .option('--timeout <seconds>', 'kill the job after this many seconds', positiveInt)
     .option('--n <N>', `unknowns per rank per dimension (default ${app === 'pcg' ? 40 : 30})`)
@@ -70,7 +71,7 @@ function register(program: Command, app: 'cg' | 'pcg', description: string): Com
     if (o.link !== undefined) args.push('--link', o.link);
     parseAppArgs(app, args); // every rank parses them too: a bad value fails here, once, before any start
     const r = await launch(JOBS[app], {
-      ranks: o.ranks, ppn: o.ppn, args, link, transport: o.transport === undefined ? undefined : parseTransport(o.transport),
+      ranks: o.ranks, ppn: o.ppn, args, link, topology: o.topology, transport: o.transport === undefined ? undefined : parseTransport(o.transport),
       timeoutMs: o.timeout === undefined ? undefined : o.timeout * 1000, handleSignals: true,
     });
     process.exitCode = r.exitCode;

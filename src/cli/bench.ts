@@ -29,7 +29,7 @@ import type { BenchResult, BenchRow } from '../bench/result.js';
 import { parseSizeRange } from '../runtime/env.js';
 import { wireModeFromEnv } from '../runtime/wire-clock.js';
 import { launch } from '../runtime/launcher.js';
-import { LINK_HELP, parseLinkSpec } from '../runtime/link-spec.js';
+import { checkTopology, LINK_HELP, parseLinkSpec, TOPOLOGY_HELP } from '../runtime/link-spec.js';
 import { fabricFromEnv, parseAggSpec } from '../agg/fabric.js';
 
 const OP_JOB = fileURLToPath(new URL('../bench/op-job.js', import.meta.url));
@@ -61,7 +61,7 @@ export function parseSizes(text: string): number[] {
 
 interface BenchOptions {
   ranks: string; ppn?: string; sizes: string; iters: string; warmup: string; warmupTime: string; executor: string;
-  algorithm?: string; testInterval: string; compute: string; link?: string; noise?: string;
+  algorithm?: string; testInterval: string; compute: string; link?: string; topology?: string; noise?: string;
   stat: string; perRank?: boolean; json?: string; csv?: boolean; osu?: boolean; chart?: string;
   plain?: boolean; window: string; label?: string; metric?: string; transport?: string; agg?: string;
 }
@@ -80,6 +80,12 @@ function resolvedTransport(o: BenchOptions): 'ucx' | 'tcp' {
 /** `--transport` for launch(): as given, else undefined (NBC_TRANSPORT or auto). */
 function transportOf(o: BenchOptions): TransportChoice | undefined {
   return o.transport === undefined ? undefined : parseTransport(o.transport);
+}
+
+/** The emulated network a result was measured on, for its JSON: `--link`, `--topology` and NBC_WIRE (null without `--link`). */
+function emulation(o: BenchOptions): Pick<BenchResult, 'link' | 'topology' | 'wire'> {
+  if (o.link === undefined) return { link: null, topology: null, wire: null };
+  return { link: o.link, topology: o.topology ?? 'flat', wire: wireModeFromEnv() };
 }
 
 function writeJson(file: string, value: unknown): void {
@@ -124,7 +130,7 @@ async function runOp(op: string, o: BenchOptions, ranks: number, ppn: number, si
     if (process.stderr.isTTY) bar.update(rows.length, { size: `${bytes} B` });
     const r = await launch(OP_JOB, {
       ranks, ppn, args: [JSON.stringify({ ...common, sizes: [bytes] })], output: 'pipe', timeoutMs: 600_000, link: o.link,
-      transport: transportOf(o), agg: o.agg,
+      topology: o.topology, transport: transportOf(o), agg: o.agg,
     });
     if (r.exitCode !== 0) {
       if (process.stderr.isTTY) bar.stop();
@@ -187,7 +193,9 @@ async function benchP2p(o: BenchOptions, ranks: number, ppn: number, sizes: numb
     ucxLimit = await ucxPerftestLimit(bwBytes, process.env.UCX_TLS ?? 'tcp,self');
   }
   process.stderr.write('done\nrunning the benchmark job... ');
-  const r = await launch(P2P_JOB, { ranks, ppn, args: [JSON.stringify(args)], output: 'pipe', timeoutMs: 600_000, link: o.link, transport: transportOf(o) });
+  const r = await launch(P2P_JOB, { ranks, ppn, args: [JSON.stringify(args)], output: 'pipe', timeoutMs: 600_000, link: o.link, topology: o.topology,
+    transport: transportOf(o),
+  });
   process.stderr.write('done\n');
   if (r.exitCode !== 0) {
     process.stderr.write(r.stderr);
@@ -236,7 +244,7 @@ async function benchP2p(o: BenchOptions, ranks: number, ppn: number, sizes: numb
   }
   if (o.json) {
     writeJson(o.json, {
-      op: 'p2p', kind: 'p2p', ranks, ppn, path, transport, buffers: o.plain ? 'plain' : 'registered', machine: machineInfo(),
+      op: 'p2p', kind: 'p2p', ranks, ppn, path, transport, ...emulation(o), buffers: o.plain ? 'plain' : 'registered', machine: machineInfo(),
       limits: { latencyUs: limitLatencyUs, kind: intra ? 'atomics-ping-pong' : 'tcp-ping-pong', ucxPerftest: ucxLimit },
       ...(transport === 'ucx' ? { ucxErrMode: errMode } : {}), results: rows,
     });
@@ -259,6 +267,7 @@ export function registerBench(program: Command): void {
     .option('--test-interval <x>', 'time (10us) or data (64KiB, dgemm) between test() calls while computing; 0 = none', '0')
     .option('--compute <kind>', 'busy | dgemm: what runs between start and wait', 'busy')
     .option('--link <gige|ib|spec>', LINK_HELP)
+    .option('--topology <flat|fat-tree:radix=R[,levels=L]>', TOPOLOGY_HELP)
     .option('--transport <t>', 'between nodes: ucx, tcp or auto (default NBC_TRANSPORT, else auto)')
     .option('--agg <spec>', 'a private aggregation fabric for each run (executor agg), e.g. radix=4,levels=2')
     .option('--noise <d@f>', 'per-rank CPU noise while computing, e.g. 100us@1kHz')
@@ -297,6 +306,10 @@ export function registerBench(program: Command): void {
       const ranks = intAtLeast('--ranks', o.ranks, 1);
       const sizes = parseSizes(o.sizes);
       if (o.link !== undefined) parseLinkSpec(o.link);
+      // The topology needs a link, and a fat tree of fixed levels must hold the job's nodes.
+      const benchPpn = o.ppn === undefined ? (op === 'p2p' ? 2 : ranks) : intAtLeast('--ppn', o.ppn, 1);
+      checkTopology(o.topology, o.link, Math.ceil(ranks / benchPpn));
+      wireModeFromEnv(); // a bad NBC_WIRE fails before measuring
       if (!STATS.includes(o.stat as Stat)) throw new NbcArgError(`Cannot use --stat ${o.stat}: expected one of ${STATS.join(', ')}`);
       if (o.compute !== 'busy' && o.compute !== 'dgemm') throw new NbcArgError(`Cannot use --compute ${o.compute}: expected busy or dgemm`);
       if (o.executor !== 'host' && o.executor !== 'offload' && o.executor !== 'agg') {
@@ -319,7 +332,7 @@ export function registerBench(program: Command): void {
       const rows = await runOp(op, o, ranks, ppn, sizes);
       if (rows === null) return;
       const result: BenchResult = {
-        op, kind: opKind(op), ranks, ppn, executor: o.executor, algorithm: o.algorithm ?? 'auto', link: o.link ?? null,
+        op, kind: opKind(op), ranks, ppn, executor: o.executor, algorithm: o.algorithm ?? 'auto', ...emulation(o),
         transport: ppn >= ranks ? null : resolvedTransport(o) === 'ucx' ? `ucx (UCX_TLS=${process.env.UCX_TLS ?? 'tcp,self'})` : 'tcp',
         compute: opKind(op) === 'blocking' ? null : (o.compute as 'busy' | 'dgemm'), testInterval: o.testInterval,
         noise: o.noise ?? null, stat: o.stat as Stat, ...(o.label ? { label: o.label } : {}),

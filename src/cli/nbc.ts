@@ -10,7 +10,7 @@ import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { NbcError } from '../errors.js';
 import { detectWireup } from '../runtime/env.js';
 import { checkJobFile, launch } from '../runtime/launcher.js';
-import { LINK_HELP, parseLinkSpec } from '../runtime/link-spec.js';
+import { checkTopology, LINK_HELP, parseLinkSpec, TOPOLOGY_HELP } from '../runtime/link-spec.js';
 import { parseTransport, runNode, type TransportChoice } from '../runtime/node-main.js';
 import { registerAgg } from './agg.js';
 import { registerApps } from './apps.js';
@@ -68,16 +68,19 @@ program.command('run')
   .option('--ppn <P>', 'ranks per node (default: all on one node)', positiveInt)
   .option('--tag-output', 'prefix every output line with its rank')
   .option('--link <gige|ib|spec>', LINK_HELP)
+  .option('--topology <flat|fat-tree:radix=R[,levels=L]>', TOPOLOGY_HELP)
   .option('--transport <t>', 'between nodes: ucx, tcp or auto (default NBC_TRANSPORT, else auto: UCX where every node has it)')
   .option('--timeout <seconds>', 'kill the job after this many seconds (exit code 124)', positiveInt)
   .option('--agg <spec>', 'a private aggregation fabric for this job (executor agg), e.g. radix=4,levels=2[,payload=256]')
   .argument('<job>', 'job file (.js or .ts)')
   .argument('[args...]', 'arguments for the job')
   .passThroughOptions()
-  .action(async (job: string, args: string[], o: { np: number; ppn?: number; tagOutput?: boolean; link?: string; timeout?: number; transport?: string; agg?: string }) => {
+  .action(async (job: string, args: string[], o: {
+    np: number; ppn?: number; tagOutput?: boolean; link?: string; topology?: string; timeout?: number; transport?: string; agg?: string;
+  }) => {
     if (o.link !== undefined) parseLinkSpec(o.link); // fail fast on a bad spec
     const r = await launch(job, {
-      ranks: o.np, ppn: o.ppn, args, tagOutput: o.tagOutput, link: o.link, transport: transportOption(o.transport),
+      ranks: o.np, ppn: o.ppn, args, tagOutput: o.tagOutput, link: o.link, topology: o.topology, transport: transportOption(o.transport),
       timeoutMs: o.timeout === undefined ? undefined : o.timeout * 1000, handleSignals: true, agg: o.agg,
     });
     process.exitCode = r.exitCode;
@@ -87,14 +90,16 @@ program.command('node')
   .description('run one node of a job started by another launcher (mpirun, srun, ...)')
   .requiredOption('--ppn <P>', 'ranks on this node', positiveInt)
   .option('--tag-output', 'prefix every output line with its rank')
-  .option('--link <gige|ib|spec>', 'emulated network to other nodes: gige, ib, or latency=..,bandwidth=..')
+  .option('--link <gige|ib|spec>', LINK_HELP)
+  .option('--topology <flat|fat-tree:radix=R[,levels=L]>', TOPOLOGY_HELP)
   .option('--bind <host>', 'address this node listens on (default 127.0.0.1, or NBC_BIND_ADDR)')
   .option('--transport <t>', 'to other nodes: ucx, tcp or auto (default NBC_TRANSPORT, else auto)')
   .argument('<job>', 'job file (.js or .ts)')
   .argument('[args...]', 'arguments for the job')
   .passThroughOptions()
-  .action(async (job: string, args: string[], o: { ppn: number; tagOutput?: boolean; link?: string; bind?: string; transport?: string }) => {
+  .action(async (job: string, args: string[], o: { ppn: number; tagOutput?: boolean; link?: string; topology?: string; bind?: string; transport?: string }) => {
     const wireup = detectWireup();
+    checkTopology(o.topology, o.link, wireup.nodes);
     const ringKb = envInt('NBC_RING_KB');
     const arenaMb = envInt('NBC_ARENA_MB');
     const creditKb = envInt('NBC_EAGER_CREDIT_KB');
@@ -107,6 +112,7 @@ program.command('node')
       tagOutput: o.tagOutput,
       bindHost: o.bind ?? process.env.NBC_BIND_ADDR,
       link: o.link !== undefined ? parseLinkSpec(o.link) : undefined,
+      topology: o.topology,
       ringBytes: ringKb === undefined ? undefined : ringKb * 1024,
       sliceBytes: arenaMb === undefined ? undefined : arenaMb * 1024 * 1024,
       eagerLimit: envInt('NBC_EAGER_LIMIT'),

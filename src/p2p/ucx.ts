@@ -49,7 +49,7 @@ export function isUcxAddon(addon: NativeAddon | null): addon is NativeAddon & Uc
 export type UcxErrMode = 'peer' | 'none';
 
 /**
- * H_AUX of an RTS header whose payload the sender holds until asked (KIND_UCX_PULL): a small
+ * `held` (H_OFFSET) of an RTS header whose payload the sender holds until asked (KIND_UCX_PULL): a small
  * message sent without eager credit (path-ucx.ts), which UCX would otherwise deliver eagerly.
  */
 export const UCX_HELD = 1;

@@ -168,6 +168,12 @@ export class Waiter {
     Atomics.store(c, this.sleepIdx, 1);
     const seen = Atomics.load(c, this.doorbellIdx);
     if (!this.host.workBeforePark() && !req.done && Atomics.load(c, kAbortWord) === 0) {
+      // The last look may have found a record on the wire that came in before the flag went up
+      // (its writer rang no doorbell): sleep no longer than until it arrives.
+      if (wire !== null && wire.held !== 0) {
+        ms = Math.min(ms, Math.max(0, wire.heldMs() - wire.parkLateMs));
+        wire.held = 0;
+      }
       // With UCX, sleep in poll(2) on the worker's events and this rank's eventfd doorbell,
       // which wake() rings for a sleeping UCX rank besides the futex.
       const t0 = wire === null ? 0 : performance.now();

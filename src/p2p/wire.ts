@@ -17,8 +17,9 @@
  *
  * L is the one-way latency between two hosts on one switch, S each further switch hop.
  *
- * Clock: ticks of 0.1 us of the host's monotonic clock, in an Int32 word (modulo 2^32: every
- * comparison is of a difference, `(a - b) | 0`, good while stamps lie within 214 s of now).
+ * Clock: ticks of 0.1 us of the host's monotonic clock. A record's stamp is an Int32 word
+ * (modulo 2^32: every comparison is of a difference, `(a - b) | 0`, good while stamps lie
+ * within 214 s of now); the adapter's busy-until is a whole 64-bit tick.
  * Every thread of every process of the host reads the same clock, so the processes of an
  * emulated cluster agree on it; across hosts they would not, and the emulation is for one host.
  */
@@ -38,8 +39,6 @@ export interface WireModel {
 
 /** Ticks per millisecond: a tick is 0.1 us. */
 export const TICKS_PER_MS = 1e4;
-/** A NIC busy-until more than this far ahead of now is stale (wrapped), not a queue. */
-const MAX_QUEUE_TICKS = 1 << 30;
 
 /** Whether `tick` is later than `now` (modular). */
 export function isAfter(tick: number, now: number): boolean {
@@ -84,6 +83,9 @@ export function serialSeconds(m: WireModel, bytes: number): number {
  */
 export class Wire {
   private readonly ticksPerByte: number;
+  /** The node's adapter: busy-until, a whole tick (shm/layout.ts kNicBusy). */
+  private readonly nic: BigInt64Array;
+  private readonly nicIdx = kNicBusy >> 1;
   /** Path latency from this node to each node, ticks. */
   private readonly pathTicks: Int32Array;
   /**
@@ -98,16 +100,22 @@ export class Wire {
    * @param originMs added to `performance.now()` makes the host's monotonic clock in ms (the
    *   runtime measures it per thread: runtime/env.ts wireOrigin).
    */
-  constructor(readonly model: WireModel, private readonly control: Int32Array, readonly nodeId: number,
+  constructor(readonly model: WireModel, control: Int32Array, readonly nodeId: number,
     nodes: number, private readonly originMs: number) {
+    this.nic = new BigInt64Array(control.buffer, control.byteOffset, (control.byteLength >> 3));
     this.ticksPerByte = Number.isFinite(model.bandwidthBytesPerSec) ? (1000 * TICKS_PER_MS) / model.bandwidthBytesPerSec : 0;
     this.pathTicks = new Int32Array(nodes);
     for (let n = 0; n < nodes; n++) this.pathTicks[n] = Math.round(pathLatencyUs(model, nodeId, n) * 10);
   }
 
-  /** Now, in ticks. */
+  /** Now, in ticks (modulo 2^32, as records carry them). */
   now(): number {
     return ((performance.now() + this.originMs) * TICKS_PER_MS) | 0;
+  }
+
+  /** Now, in whole ticks (exact in a double for centuries of uptime). */
+  private nowWhole(): number {
+    return Math.floor((performance.now() + this.originMs) * TICKS_PER_MS);
   }
 
   /** Ticks `bytes` occupy the adapter (at least one tick per message: a message rate of 10 M/s). */
@@ -125,14 +133,16 @@ export class Wire {
    * leaves. The adapter's busy-until word is shared by the node's threads (a CAS loop).
    */
   take(after: number, bytes: number): number {
-    const c = this.control;
+    const nic = this.nic;
+    const i = this.nicIdx;
     const ser = this.serialTicks(bytes);
+    const now = this.nowWhole();
+    const from = now + ((after - (now | 0)) | 0); // `after`, a wrapped tick near now, made whole
     for (;;) {
-      const busy = Atomics.load(c, kNicBusy);
-      const ahead = (busy - after) | 0;
-      const start = ahead > 0 && ahead < MAX_QUEUE_TICKS ? busy : after;
-      const end = (start + ser) | 0;
-      if (Atomics.compareExchange(c, kNicBusy, busy, end) === busy) return end;
+      const seen = Atomics.load(nic, i);
+      const busy = Number(seen);
+      const end = (busy > from ? busy : from) + ser;
+      if (Atomics.compareExchange(nic, i, seen, BigInt(end)) === seen) return end | 0;
     }
   }
 

@@ -25,7 +25,8 @@ import type { NodeLayout } from '../sched/two-level.js';
 export interface FabricGroup {
   readonly failed: Error | null;
   readonly ans: readonly number[];
-  reduce(data: Uint8Array, out: Uint8Array | null, op: number, dtype: number, root: number, done: (err: Error | null) => void): void;
+  /** `done` gets the result's modelled arrival too (ticks; 0: none), which the ranks wait out. */
+  reduce(data: Uint8Array, out: Uint8Array | null, op: number, dtype: number, root: number, done: (err: Error | null, arrive?: number) => void): void;
   leave(): void;
 }
 
@@ -66,8 +67,12 @@ export class AggNode {
     private readonly log: (line: string) => void,
   ) {}
 
-  /** OffloadHost.aggregate: one `agg` call's exchange among nodes. */
-  aggregate(key: string, layout: NodeLayout, x: AggExchange, fallback: () => void, done: (value: number) => void): void {
+  /**
+   * OffloadHost.aggregate: one `agg` call's exchange among nodes. `done` gets the result's
+   * modelled arrival under the emulated network (0: none): the engine passes it to the ranks,
+   * which wait it out (sched/offload-client.ts); nothing on the way waits.
+   */
+  aggregate(key: string, layout: NodeLayout, x: AggExchange, fallback: () => void, done: (value: number, arrive?: number) => void): void {
     let st = this.comms.get(key);
     if (st === undefined) {
       st = { group: null, refused: null, failed: null, waiting: null };
@@ -95,10 +100,10 @@ export class AggNode {
     const out = x.coll === 'barrier' ? EMPTY : root < 0 || root === layout.me ? x.recv : null;
     const op = x.coll === 'barrier' ? BARRIER_OP : x.op;
     const dtype = x.coll === 'barrier' ? BARRIER_DTYPE : x.dtype;
-    group.reduce(x.coll === 'barrier' ? EMPTY : x.send, out, op, dtype, root, (err) => {
+    group.reduce(x.coll === 'barrier' ? EMPTY : x.send, out, op, dtype, root, (err, arrive) => {
       if (err === null) {
         this.stats.aggregated++;
-        done(DONE_FABRIC);
+        done(DONE_FABRIC, arrive ?? 0);
         return;
       }
       this.revoked(key, st, err);

@@ -185,7 +185,7 @@ export class Engine {
       slices: shared.slices.map((sl) => new Uint8Array(sl)),
       sendFrame: (node, header, payload, onWritten) => this.sendOffload(node, header, payload, onWritten),
       interNode: (coll, s) => interNodeSchedule(coll, s, config),
-      complete: (ep, slice, offset, value) => this.completeSlot(ep, slice, offset, value),
+      complete: (ep, slice, offset, value, arrive) => this.completeSlot(ep, slice, offset, value, arrive),
       aggregate: (key, layout, x, fallback, done) => this.agg.aggregate(key, layout, x, fallback, done),
     });
   }
@@ -407,7 +407,9 @@ export class Engine {
   }
 
   /** Stores `value` into a completion word (checked by the caller to lie in `slice`) and wakes endpoint `ep`. */
-  private completeSlot(ep: number, slice: number, offset: number, value: number): void {
+  private completeSlot(ep: number, slice: number, offset: number, value: number, arrive = 0): void {
+    // The stamp first: the rank reads it once it sees the word (offload-client.ts).
+    if (arrive !== 0) Atomics.store(this.sliceWords[slice]!, (offset >> 2) + 1, arrive);
     Atomics.store(this.sliceWords[slice]!, offset >> 2, value);
     wake(this.control, ep);
   }

@@ -13,7 +13,9 @@ import { join, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NbcLaunchError } from '../errors.js';
 import { parseAggSpec, startFabric, type FabricHandle } from '../agg/fabric.js';
-import { parseLinkSpec, type LinkSpec } from './link-spec.js';
+import { fatTreeMismatch } from '../agg/placement.js';
+import { checkTopology, parseLinkSpec, parseTopology, type LinkSpec } from './link-spec.js';
+import { wireModeFromEnv } from './wire-clock.js';
 import { hostBoardBytes } from '../shm/host-board.js';
 import { nodeSizeProblem } from '../shm/node-shared.js';
 import type { NodeToLauncher, TransportChoice } from './node-main.js';
@@ -29,6 +31,12 @@ export interface LaunchOptions {
   tagOutput?: boolean;
   /** Emulated network between nodes, e.g. 'latency=50us,bandwidth=1gbit'. */
   link?: string | LinkSpec;
+  /**
+   * Where the emulated nodes sit on `link`'s network: 'flat' (the default) or
+   * 'fat-tree:radix=R[,levels=L]' (runtime/link-spec.ts); needs `link`. The aggregation
+   * fabric's daemons sit at its switches.
+   */
+  topology?: string;
   /** How ranks reach other nodes: 'ucx', 'tcp' or 'auto' (default: NBC_TRANSPORT, else auto). */
   transport?: TransportChoice;
   /** Kill the job and fail with exit code 124 after this long. */
@@ -76,6 +84,7 @@ function linkText(link: string | LinkSpec | undefined): string | undefined {
   const parts: string[] = [];
   if (link.latencyUs !== undefined) parts.push(`latency=${link.latencyUs}us`);
   if (link.bandwidthBytesPerSec !== undefined) parts.push(`bandwidth=${link.bandwidthBytesPerSec}B`);
+  if (link.switchUs !== undefined) parts.push(`switch=${link.switchUs}us`);
   return parts.join(',');
 }
 
@@ -95,8 +104,13 @@ export function launch(entry: string, opts: LaunchOptions): Promise<LaunchResult
   const tooMany = nodeSizeProblem(Math.min(ppn, n), ringKb > 0 ? ringKb * 1024 : undefined);
   if (tooMany !== null) throw new NbcLaunchError(`Cannot launch ${n} ranks: ${tooMany}`);
   checkJobFile(entry);
+  // Before anything starts: the topology needs a link, and a fat tree of fixed levels must hold every node.
+  checkTopology(opts.topology, opts.link, Math.ceil(n / ppn));
   if (opts.agg === undefined) return launchNodes(entry, opts, {});
   const spec = parseAggSpec(opts.agg); // a bad spec throws here, before anything starts
+  const fatTree = parseTopology(opts.topology).radix;
+  const mismatch = fatTree === 0 ? null : fatTreeMismatch(spec, fatTree, Math.ceil(n / ppn));
+  if (mismatch !== null) throw new NbcLaunchError(`Cannot launch with --agg ${opts.agg} on --topology ${opts.topology}: ${mismatch}`);
   const link = typeof opts.link === 'string' ? parseLinkSpec(opts.link) : opts.link;
   return (async () => {
     let fabric: FabricHandle;
@@ -118,7 +132,9 @@ export function launch(entry: string, opts: LaunchOptions): Promise<LaunchResult
       const spinEnv = opts.env?.NBC_AGG_SPIN_US ?? process.env.NBC_AGG_SPIN_US;
       const spinUs = spinEnv !== undefined && spinEnv !== '' ? Number(spinEnv)
         : n + Math.ceil(n / (opts.ppn ?? n)) + daemons <= availableParallelism() ? 1000 : 0;
-      fabric = await startFabric({ ...spec, link, private: true, log, spinUs, ...(delay ? { testDelayUs: Number(delay) } : {}) });
+      // The fabric emulates the link as the nodes do (NBC_WIRE of their environment).
+      const wireMode = wireModeFromEnv({ ...process.env, ...opts.env });
+      fabric = await startFabric({ ...spec, link: link ?? spec.link, wireMode, private: true, log, spinUs, ...(delay ? { testDelayUs: Number(delay) } : {}) });
     } catch (err) {
       throw new NbcLaunchError(`Cannot launch with --agg ${opts.agg}: the aggregation fabric did not start: ${(err as Error).message}`, { cause: err });
     }
@@ -333,6 +349,7 @@ class NodeJob {
     const args = [CLI, 'node', '--ppn', String(this.ranksOf(node))];
     if (opts.tagOutput) args.push('--tag-output');
     if (this.link) args.push('--link', this.link);
+    if (opts.topology !== undefined) args.push('--topology', opts.topology);
     if (opts.transport !== undefined) args.push('--transport', opts.transport);
     args.push(this.job, ...(opts.args ?? []));
     const child = spawn(process.execPath, [...this.nodeArgs, ...args], {

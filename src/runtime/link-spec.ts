@@ -1,5 +1,5 @@
 /**
- * `--link latency=50us,bandwidth=1gbit[,switch=90ns]` and `--topology flat|fat-tree:radix=R`:
+ * `--link latency=50us,bandwidth=1gbit[,switch=90ns]` and `--topology flat|fat-tree:radix=R[,levels=L]`:
  * the emulated network between nodes (p2p/wire.ts models it; docs/wire.md).
  * Latency and switch take ns, us, ms or s; bandwidth takes bit/s or byte/s units (kbit, mbit,
  * gbit, KB, MB, GB per second; `1gbit` is 1e9 bit/s). A preset name stands for its spec.
@@ -39,7 +39,7 @@ export const LINK_PRESETS: Readonly<Record<string, string>> = {
 };
 
 /** How `--topology` is described in help texts. */
-export const TOPOLOGY_HELP = 'where the emulated nodes sit: flat (one hop between any two, the default) or fat-tree:radix=R (R hosts per leaf switch, R children per switch; host to host crosses 2l-1 switches, l the level of their lowest common switch)';
+export const TOPOLOGY_HELP = 'where the emulated nodes sit: flat (one hop between any two, the default) or fat-tree:radix=R[,levels=L] (R hosts per leaf switch, R children per switch, L levels holding R^L hosts; host to host crosses 2l-1 switches, l the level of their lowest common switch); needs --link';
 
 /** How `--link` is described in help texts. */
 export const LINK_HELP = `emulated network between nodes, on every transport: ${Object.entries(LINK_PRESETS).map(([k, v]) => `${k} = ${v}`).join('; ')}; or latency=..,bandwidth=..[,switch=..]`;
@@ -83,25 +83,61 @@ function bad(part: string): NbcArgError {
     `and bandwidth=<n>(bit|kbit|mbit|gbit|B|KB|MB|GB), optionally switch=<n>(ns|us), e.g. --link latency=50us,bandwidth=1gbit`);
 }
 
-/** `flat` or `fat-tree:radix=R`: hosts per leaf switch (0: flat). */
-export function parseTopology(text: string | undefined): number {
+/** Where the emulated nodes sit: `radix` hosts per leaf switch (0: flat), and how many levels of switches (null: as many as the nodes need). */
+export interface WireTopology {
+  radix: number;
+  levels: number | null;
+}
+
+function badTopology(t: string, why: string): NbcArgError {
+  return new NbcArgError(`Cannot parse --topology '${t}': ${why}; expected flat or fat-tree:radix=R[,levels=L] with R >= 2 hosts per leaf switch and L >= 1 levels, e.g. fat-tree:radix=4,levels=2`);
+}
+
+/** `flat` or `fat-tree:radix=R[,levels=L]` (the two settings in either order). */
+export function parseTopology(text: string | undefined): WireTopology {
   const t = (text ?? 'flat').trim();
-  if (t === 'flat') return 0;
-  const m = /^fat-tree:radix=(\d+)$/.exec(t);
-  const radix = m === null ? NaN : Number(m[1]);
-  if (!(radix >= 2)) {
-    throw new NbcArgError(`Cannot parse --topology '${t}': expected flat or fat-tree:radix=R with R >= 2 hosts per leaf switch, e.g. fat-tree:radix=4`);
+  if (t === 'flat') return { radix: 0, levels: null };
+  if (!t.startsWith('fat-tree:')) throw badTopology(t, 'unknown kind');
+  const settings = new Map<string, number>();
+  for (const part of t.slice('fat-tree:'.length).split(',')) {
+    const m = /^\s*(radix|levels)\s*=\s*(\d+)\s*$/.exec(part);
+    if (m === null) throw badTopology(t, `cannot read '${part.trim()}'`);
+    if (settings.has(m[1]!)) throw badTopology(t, `${m[1]} given twice`);
+    settings.set(m[1]!, Number(m[2]));
   }
-  return radix;
+  const radix = settings.get('radix');
+  if (radix === undefined) throw badTopology(t, 'radix missing');
+  if (radix < 2) throw badTopology(t, `radix ${radix} is below 2`);
+  const levels = settings.get('levels') ?? null;
+  if (levels !== null && levels < 1) throw badTopology(t, `levels ${levels} is below 1`);
+  return { radix, levels };
+}
+
+/**
+ * Checks `--topology` against the job: it needs `--link` (it places nodes on the emulated
+ * network), and a fat tree of L levels holds R^L hosts, which the job's `nodes` must fit in.
+ */
+export function checkTopology(topology: string | undefined, link: unknown, nodes?: number): void {
+  if (topology === undefined) return;
+  if (link === undefined || link === null) {
+    throw new NbcArgError(`Cannot use --topology ${topology} without --link: the topology places nodes on the emulated network, which --link describes (e.g. --link ib --topology ${topology})`);
+  }
+  const topo = parseTopology(topology);
+  if (nodes === undefined || topo.levels === null) return;
+  const hosts = topo.radix ** topo.levels;
+  if (nodes > hosts) {
+    throw new NbcArgError(`Cannot place ${nodes} nodes on --topology ${topology}: a fat tree of ${topo.levels} level(s) of radix ${topo.radix} holds ${hosts} hosts; raise levels or radix, or drop levels=`);
+  }
 }
 
 /** The wire model of `--link` (a spec, a preset name or parsed) and `--topology`. */
-export function wireModelOf(link: string | LinkSpec, topology?: string): WireModel {
+export function wireModelOf(link: string | LinkSpec, topology?: string, nodes?: number): WireModel {
   const spec = typeof link === 'string' ? parseLinkSpec(link) : link;
+  checkTopology(topology, link, nodes);
   return {
     latencyUs: spec.latencyUs ?? 0,
     bandwidthBytesPerSec: spec.bandwidthBytesPerSec ?? Infinity,
     switchUs: spec.switchUs ?? 0,
-    radix: parseTopology(topology),
+    radix: parseTopology(topology).radix,
   };
 }

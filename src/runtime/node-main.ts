@@ -45,7 +45,7 @@ export interface NodeOptions {
   /** Address this node's links listen on (default 127.0.0.1). */
   bindHost?: string;
   link?: LinkSpec;
-  /** Where the emulated nodes sit (`--topology`: flat or fat-tree:radix=R; runtime/link-spec.ts). */
+  /** Where the emulated nodes sit (`--topology`: flat or fat-tree:radix=R[,levels=L]; runtime/link-spec.ts). */
   topology?: string;
   ringBytes?: number;
   sliceBytes?: number;
@@ -143,10 +143,10 @@ export async function runNode(o: NodeOptions): Promise<number> {
   ranksWaited = waitWatcher(life.control, o.ranks);
   const policy = waitPolicy(o, cores, nodes, useUcx);
   const engine = startEngine(life, shared, place, cores, policy);
-  const wire = o.link !== undefined && wireModeFromEnv() === 'stamp' ? wireModelOf(o.link, o.topology) : null;
+  const wire = o.link !== undefined && wireModeFromEnv() === 'stamp' ? wireModelOf(o.link, o.topology, nodes) : null;
   if (wire !== null) engine.wire = new Wire(wire, life.control, nodeRank, nodes, hostClockOriginMs());
   // Joined before the ranks start, so a rank's first agg call finds the node's answer ready.
-  life.aggNode = await joinFabric(o, secret);
+  life.aggNode = await joinFabric(o, secret, engine.wire);
   engine.useAgg(life.aggNode);
 
   // ---- ranks ------------------------------------------------------------------------
@@ -229,7 +229,7 @@ function startEngine(life: NodeLife, shared: NodeShared, p: RankPlacement, cores
 }
 
 /** The node's side of the aggregation fabric (the agg executor), where the job has one. */
-async function joinFabric(o: NodeOptions, secret: Buffer): Promise<AggNode> {
+async function joinFabric(o: NodeOptions, secret: Buffer, wire: Wire | null): Promise<AggNode> {
   const nodeRank = o.wireup.nodeRank;
   const fabric = fabricFromEnv(process.env);
   if (fabric === null) {
@@ -238,7 +238,7 @@ async function joinFabric(o: NodeOptions, secret: Buffer): Promise<AggNode> {
   try {
     const jobKey = createHmac('sha256', secret).update(`nbc-agg-v1|${o.wireup.jobId}`).digest();
     const client = await AggClient.connect({
-      manager: fabric.manager, fabricSecret: fabric.secret, jobId: o.wireup.jobId, jobKey, nodeId: nodeRank, link: o.link, log: rawLog,
+      manager: fabric.manager, fabricSecret: fabric.secret, jobId: o.wireup.jobId, jobKey, nodeId: nodeRank, link: o.link, wire, log: rawLog,
     });
     return new AggNode(client, '', log);
   } catch (err) {

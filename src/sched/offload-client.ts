@@ -9,11 +9,17 @@
  * when the collective is posted, and the receive buffer copied out when its completion is
  * seen. Scratch (TMP) and the
  * completion word come from the arena too and are returned at completion.
+ *
+ * Under the emulated network (p2p/wire.ts) the engine may write, beside the completion word,
+ * the tick the network delivers the result at (an `agg` call's result from the fabric: the
+ * engine and daemons never wait for it): the rank holds the request until then, and its wait
+ * sleeps until the earliest such tick as for a record held in its ring.
  */
 import { NbcArgError, NbcNoMemError, NbcPeerFailedError } from '../errors.js';
 import { REPORTED_ELSEWHERE } from '../p2p/constants.js';
 import { Request } from '../p2p/request.js';
 import type { Transport } from '../p2p/transport.js';
+import type { Wire } from '../p2p/wire.js';
 import type { AggExecutorStats, CollTarget, Executor, ExecutorStats, Plan } from './executor.js';
 import {
   DONE_FABRIC, DONE_INVALID, DONE_OK, DONE_PEER_FAILED, DONE_PEER_GONE, offloadPeerGoneMessage, REGISTERED_SCHEDULES,
@@ -27,8 +33,16 @@ class OffloadRequest extends Request {
   slotIndex = 0;
   slot!: Int32Array;
 
+  /** The rank's emulated network, or null. */
+  wire: Wire | null = null;
+
   override ready(): boolean {
-    return this.done || Atomics.load(this.slot, this.slotIndex) !== 0;
+    return this.done || (Atomics.load(this.slot, this.slotIndex) !== 0 && this.delivered());
+  }
+
+  /** Whether the result's stamp (the word after the completion word; 0: none) has passed; else notes it held. */
+  delivered(): boolean {
+    return this.wire === null || this.wire.arrived(Atomics.load(this.slot, this.slotIndex + 1));
   }
 
   /** Recv data to copy out of the arena at completion (plain user buffer), or null. */
@@ -148,6 +162,7 @@ export class OffloadClient implements Executor {
     }
     const req = new OffloadRequest(this.t);
     req.spinUs = this.spinUs;
+    req.wire = this.t.wire;
     const same = send.buffer === recv.buffer && send.byteOffset === recv.byteOffset && send.byteLength === recv.byteLength;
     const r = this.region(recv, req, true);
     const s = same ? r : this.region(send, req, true);
@@ -162,12 +177,13 @@ export class OffloadClient implements Executor {
     req.slotIndex = slotOff >> 2;
     req.slot = this.slot;
     Atomics.store(this.slot, req.slotIndex, 0);
+    Atomics.store(this.slot, req.slotIndex + 1, 0);
     return slotOff;
   }
 
-  /** True when the engine has set a pending request's completion word (read only). */
+  /** True when the engine has set a pending request's completion word and its stamp has passed (read only). */
   private completed(): boolean {
-    for (let i = 0; i < this.pending.length; i++) if (Atomics.load(this.slot, this.pending[i]!.slotIndex) !== 0) return true;
+    for (let i = 0; i < this.pending.length; i++) if (this.pending[i]!.ready()) return true;
     return false;
   }
 
@@ -179,7 +195,7 @@ export class OffloadClient implements Executor {
     for (let i = 0; i < this.pending.length; i++) {
       const req = this.pending[i]!;
       const v = Atomics.load(this.slot, req.slotIndex);
-      if (v === 0) {
+      if (v === 0 || !req.delivered()) {
         this.pending[w++] = req;
         continue;
       }

@@ -66,8 +66,12 @@ export interface OffloadHost {
   sendFrame(node: number, header: Int32Array, payload: Uint8Array, onWritten: () => void): void;
   /** The schedule the engines of a two-level collective run among themselves (one per node). */
   interNode(coll: InterNodeColl, s: InterNodeShape): Schedule;
-  /** Stores `value` into the completion word at (slice, offset) and wakes rank endpoint `ep`. */
-  complete(ep: number, slice: number, offset: number, value: number): void;
+  /**
+   * Stores `value` into the completion word at (slice, offset) and wakes rank endpoint `ep`;
+   * first `arrive`, when given and not 0, into the word after it: the tick the emulated network
+   * delivers the result at, which the rank waits out (offload-client.ts).
+   */
+  complete(ep: number, slice: number, offset: number, value: number, arrive?: number): void;
   /**
    * Runs the engines' exchange of an `agg` call (barrier, reduce, allreduce) through the
    * aggregation fabric; `fallback` runs it among the engines instead (the fabric refused the
@@ -75,7 +79,7 @@ export interface OffloadHost {
    * (the engines did, through `fallback`'s schedule), DONE_ERROR or DONE_PEER_FAILED.
    * Absent when the node has no fabric: the exchange then runs among the engines.
    */
-  aggregate?(key: string, layout: NodeLayout, inter: AggExchange, fallback: () => void, done: (value: number) => void): void;
+  aggregate?(key: string, layout: NodeLayout, inter: AggExchange, fallback: () => void, done: (value: number, arrive?: number) => void): void;
 }
 
 /** What the fabric reduces for one `agg` call: the node's folded data and where the result goes. */
@@ -432,11 +436,11 @@ export class OffloadEngine implements Port<OffloadRun> {
     this.groups.delete(key);
     const posts = g.sort((a, b) => a.rank - b.rank);
     const plan = planTwoLevel(layout, posts);
-    const complete = (value: number): void => {
+    const complete = (value: number, arrive = 0): void => {
       const ok = value === DONE_OK || value === DONE_FABRIC;
       const v = ok && !plan.ok ? DONE_ERROR : value;
       if (v === DONE_OK || v === DONE_FABRIC) plan.finish();
-      for (const p of posts) this.host.complete(p.ep, p.slotSlice, p.slotOffset, v);
+      for (const p of posts) this.host.complete(p.ep, p.slotSlice, p.slotOffset, v, arrive);
     };
     const finish = (ok: boolean): void => complete(ok ? DONE_OK : DONE_ERROR);
     const inter = plan.inter;

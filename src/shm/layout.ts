@@ -24,10 +24,12 @@ export const LINE_WORDS = 16;
 export const kAbortWord = 0;
 /**
  * Node-wide, under an emulated network (p2p/wire.ts): the tick at which the node's adapter
- * has sent everything handed to it so far. The node's ranks and its engine share it, so their
- * concurrent sends queue on one adapter.
+ * has sent everything handed to it so far, as a 64-bit word (Int32 words 2 and 3; its index
+ * in a BigInt64Array view is kNicBusy / 2). The node's ranks and its engine share it, so their
+ * concurrent sends queue on one adapter. 64 bits, not a wrapping 32-bit tick: an adapter idle
+ * for minutes must not read as busy far into the future.
  */
-export const kNicBusy = 1;
+export const kNicBusy = 2;
 /** First word of endpoint e's line is kEndpointBase + e * LINE_WORDS. */
 export const kEndpointBase = LINE_WORDS;
 /** Per endpoint: bumped (only) when a producer finds the endpoint asleep; parking waits on it. */
@@ -75,7 +77,7 @@ export function ringBase(from: number, to: number, endpoints: number, ringBytes:
 
 // ---- message records -----------------------------------------------------------------
 /**
- * A message record: a 56-byte header of Int32 words, then the payload, padded to 8 bytes.
+ * A message record: a 48-byte header of Int32 words, then the payload, padded to 8 bytes.
  * The same header travels inside TCP frames between engines and as UCX header messages.
  * shm/record.ts encodes and decodes every kind (nothing else writes these words). The words
  * per kind (-: unused, written -1 or 0):
@@ -83,22 +85,22 @@ export function ringBase(from: number, to: number, endpoints: number, ringBytes:
  *   word        EAGER  RTS          ACK    PULL     DATA    FRAG     E_CREDIT CREDIT UCX_PULL FIN  POST/SCHED/COMM
  *   0 KIND      kind ------------------------------------------------------------------------------------------->
  *   1 LEN       record bytes, header included, padded to 8 ------------------------------------------------------>
- *   2 CTX       ctx    ctx          -      -        -       ctx      -        -      -        -    ctx
+ *   2 CTX       ctx    ctx          -      -        pull id ctx      -        -      -        -    ctx
  *   3 SRC       src    src          -      -        -       src      -        -      -        -    rank
  *   4 TAG       tag    tag          -      -        -       tag      -        -      -        -    tag (COMM: release)
  *   5 BYTES     bytes  bytes        -      bytes    bytes   bytes    0        credit 0        0    payload bytes
  *   6 DST       dst    dst          -      sender   -       dst      to       -      to       dst  schedule id
  *   7 TOKEN     -      token|msg id token  msg id   token   msg id   credit   -      token    -    -
- *   8 SLICE     -      slice|-1     slice  pull id  slice   (slice)  -        -      -        -    POST: slot
- *   9 OFFSET    -      offset|node  -      node     offset  frag off -        -      -        -    POST: slot offset
+ *   8 SLICE     -      slice|-1     slice  pull id  slice   pushed   -        -      -        -    POST: slot
+ *   9 OFFSET    -      offset|node|held -  node     offset  frag off -        -      -        -    POST: slot offset
  *   10 SRC_WORLD from  from         -      from     -       from     from     -      from     rank from
- *   11 AUX      -      UCX: held    -      -        pull id pushed   -        -      -        -    -
- *   12 ARRIVE   the tick the emulated network delivers it (p2p/wire.ts), or 0: delivered as it comes -------->
- *   13 (spare, 0: keeps the payload 8-byte aligned)
+ *   11 ARRIVE   the tick the emulated network delivers it (p2p/wire.ts), or 0: delivered as it comes -------->
  *
- * RTS: `slice|-1`, `offset|node`, `token|msg id`: a payload in an arena slice of this node, or
- * (H_SLICE = -1) one that waits on node `node` under its engine's message id (TCP) or at the
- * sender under `token` (UCX). PULL's `node` and `pull id` only rank -> engine.
+ * RTS: `slice|-1`, `offset|node|held`, `token|msg id`: a payload in an arena slice of this node,
+ * or (H_SLICE = -1) one that waits on node `node` under its engine's message id (TCP) or at the
+ * sender under `token` (UCX; `held` 1 until a UCX_PULL asks for it). PULL's `node` and `pull id` only rank -> engine.
+ * A UCX RTS's SLICE is instead the tick its payload arrives at on an emulated network (0: none;
+ * record.ts ucxRtsPayloadArrive).
  */
 export const H_KIND = 0;
 /** Record length in bytes, header included, padded to 8. */
@@ -120,14 +122,14 @@ export const H_SLICE = 8;
 export const H_OFFSET = 9;
 /** Sender's world rank. */
 export const H_SRC_WORLD = 10;
-export const H_AUX = 11;
 /**
  * Under an emulated network (p2p/wire.ts): the tick (0.1 us of the host's monotonic clock,
  * modulo 2^32) at which the wire delivers the record; the reader treats it as not yet arrived
- * until then. 0: no stamp (within a node, or no emulation).
+ * until then. 0: no stamp (within a node, or no emulation). It keeps the header at twelve
+ * words, so an 8-byte eager message with its ring stamp is one 64-byte line.
  */
-export const H_ARRIVE = 12;
-export const HEADER_WORDS = 14;
+export const H_ARRIVE = 11;
+export const HEADER_WORDS = 12;
 export const HEADER_BYTES = HEADER_WORDS * 4;
 
 /** Filler to the end of the ring; the consumer skips it. */
@@ -152,7 +154,7 @@ export const KIND_COMM = 8;
  * sender engine's message id). Once it is matched, the receiving rank asks its engine to PULL
  * it (H_SLICE: the rank's pull id); the engine reserves arena room, forwards the PULL to the
  * sender's engine, which streams the fragments, and hands the reassembled payload to the rank
- * as DATA (H_SLICE/H_OFFSET: where it lies, H_TOKEN: what to ACK, H_AUX: the pull id).
+ * as DATA (H_SLICE/H_OFFSET: where it lies, H_TOKEN: what to ACK, H_CTX: the pull id).
  */
 export const KIND_PULL = 9;
 export const KIND_DATA = 10;

@@ -12,7 +12,7 @@
  * arguments was not inlined into the eager send: 10% of its time).
  */
 import {
-  H_ARRIVE, H_AUX, H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_OFFSET, H_SLICE, H_SRC, H_SRC_WORLD, H_TAG, H_TOKEN, HEADER_BYTES,
+  H_ARRIVE, H_BYTES, H_CTX, H_DST, H_KIND, H_LEN, H_OFFSET, H_SLICE, H_SRC, H_SRC_WORLD, H_TAG, H_TOKEN, HEADER_BYTES,
   KIND_ACK, KIND_CREDIT, KIND_DATA, KIND_EAGER, KIND_EAGER_CREDIT, KIND_FIN, KIND_FRAG, KIND_PULL, KIND_RTS,
   KIND_UCX_PULL,
 } from './layout.js';
@@ -26,7 +26,7 @@ import {
  * the lean exchange than before the transport was split).
  */
 if (H_KIND !== 0 || H_LEN !== 1 || H_CTX !== 2 || H_SRC !== 3 || H_TAG !== 4 || H_BYTES !== 5 || H_DST !== 6 ||
-  H_TOKEN !== 7 || H_SLICE !== 8 || H_OFFSET !== 9 || H_SRC_WORLD !== 10 || H_AUX !== 11 || H_ARRIVE !== 12) {
+  H_TOKEN !== 7 || H_SLICE !== 8 || H_OFFSET !== 9 || H_SRC_WORLD !== 10 || H_ARRIVE !== 11) {
   throw new Error('shm/record.ts: its header word indices disagree with shm/layout.ts');
 }
 
@@ -41,9 +41,9 @@ export function recFrom(i32: Int32Array, w: number): number { return i32[w + 10 
 /** The destination world rank, by which engines route (EAGER, RTS, FRAG, EAGER_CREDIT, UCX_PULL; -1 for a FIN to all). */
 export function recDst(i32: Int32Array, w: number): number { return i32[w + 6 /* H_DST */]!; }
 /** The tick the emulated wire delivers the record at (p2p/wire.ts), or 0: no stamp. */
-export function recArrive(i32: Int32Array, w: number): number { return i32[w + 12 /* H_ARRIVE */]!; }
+export function recArrive(i32: Int32Array, w: number): number { return i32[w + 11 /* H_ARRIVE */]!; }
 /** Stamps the record with the tick the emulated wire delivers it at (never 0: see recArrive). */
-export function setRecArrive(i32: Int32Array, w: number, tick: number): void { i32[w + 12 /* H_ARRIVE */] = tick | 0 || 1; }
+export function setRecArrive(i32: Int32Array, w: number, tick: number): void { i32[w + 11 /* H_ARRIVE */] = tick | 0 || 1; }
 
 // ---- EAGER and RTS: a message's envelope (FRAG keeps it) --------------------------------
 /** Communicator context id. */
@@ -70,9 +70,7 @@ export function encodeEager(i32: Int32Array, w: number, len: number, ctx: number
   i32[w + 8 /* H_SLICE */] = -1;
   i32[w + 9 /* H_OFFSET */] = 0;
   i32[w + 10 /* H_SRC_WORLD */] = from;
-  i32[w + 11 /* H_AUX */] = 0;
-  i32[w + 12 /* H_ARRIVE */] = 0;
-  i32[w + 13] = 0;
+  i32[w + 11 /* H_ARRIVE */] = 0;
 }
 
 // ---- RTS -------------------------------------------------------------------------------
@@ -93,9 +91,7 @@ export function encodeRts(i32: Int32Array, w: number, ctx: number, src: number, 
   i32[w + 8 /* H_SLICE */] = slice;
   i32[w + 9 /* H_OFFSET */] = offset;
   i32[w + 10 /* H_SRC_WORLD */] = from;
-  i32[w + 11 /* H_AUX */] = 0;
-  i32[w + 12 /* H_ARRIVE */] = 0;
-  i32[w + 13] = 0;
+  i32[w + 11 /* H_ARRIVE */] = 0;
 }
 /**
  * RTS over UCX: the payload comes as a UCX data message tagged with `token`; `held` (1) when
@@ -111,19 +107,17 @@ export function encodeUcxRts(i32: Int32Array, w: number, ctx: number, src: numbe
   i32[w + 5 /* H_BYTES */] = bytes;
   i32[w + 6 /* H_DST */] = dst;
   i32[w + 7 /* H_TOKEN */] = token;
-  i32[w + 8 /* H_SLICE */] = -1;
-  i32[w + 9 /* H_OFFSET */] = 0;
+  i32[w + 8 /* H_SLICE */] = 0; // the payload's arrival under an emulated network (setUcxRtsPayloadArrive)
+  i32[w + 9 /* H_OFFSET */] = held;
   i32[w + 10 /* H_SRC_WORLD */] = from;
-  i32[w + 11 /* H_AUX */] = held;
-  i32[w + 12 /* H_ARRIVE */] = 0;
-  i32[w + 13] = 0;
+  i32[w + 11 /* H_ARRIVE */] = 0;
 }
 /**
  * UCX RTS whose payload left with it, under an emulated network (p2p/wire.ts): the tick the
- * payload's last byte arrives at, in H_OFFSET (which a UCX RTS does not use otherwise), or 0.
+ * payload's last byte arrives at, in H_SLICE (which a UCX RTS does not use otherwise), or 0.
  */
-export function ucxRtsPayloadArrive(i32: Int32Array, w: number): number { return i32[w + 9 /* H_OFFSET */]!; }
-export function setUcxRtsPayloadArrive(i32: Int32Array, w: number, tick: number): void { i32[w + 9 /* H_OFFSET */] = tick | 0 || 1; }
+export function ucxRtsPayloadArrive(i32: Int32Array, w: number): number { return i32[w + 8 /* H_SLICE */]!; }
+export function setUcxRtsPayloadArrive(i32: Int32Array, w: number, tick: number): void { i32[w + 8 /* H_SLICE */] = tick | 0 || 1; }
 /**
  * Readdresses a copied RTS for another node (engine, TCP): the payload waits at node `node`
  * under the sending engine's message id `message`, to be pulled.
@@ -133,7 +127,6 @@ export function setRtsRemote(i32: Int32Array, w: number, node: number, message: 
   i32[w + 7 /* H_TOKEN */] = message;
   i32[w + 8 /* H_SLICE */] = -1;
   i32[w + 9 /* H_OFFSET */] = node;
-  i32[w + 11 /* H_AUX */] = 0;
 }
 /** Readdresses an RTS whose payload the engine holds: at `offset` of slice `slice`, ACKed by `token`. */
 export function setRtsLocal(i32: Int32Array, w: number, bytes: number, token: number, slice: number, offset: number): void {
@@ -142,7 +135,6 @@ export function setRtsLocal(i32: Int32Array, w: number, bytes: number, token: nu
   i32[w + 7 /* H_TOKEN */] = token;
   i32[w + 8 /* H_SLICE */] = slice;
   i32[w + 9 /* H_OFFSET */] = offset;
-  i32[w + 11 /* H_AUX */] = 0;
 }
 /** What the receiver ACKs (local RTS), or the UCX rendezvous token. */
 export function rtsToken(i32: Int32Array, w: number): number { return i32[w + 7 /* H_TOKEN */]!; }
@@ -155,7 +147,7 @@ export function rtsNode(i32: Int32Array, w: number): number { return i32[w + 9 /
 /** Remote RTS (TCP): the sending engine's message id, named in the PULL. */
 export function rtsMessage(i32: Int32Array, w: number): number { return i32[w + 7 /* H_TOKEN */]!; }
 /** UCX RTS: 1 when the payload waits for a KIND_UCX_PULL. */
-export function rtsHeld(i32: Int32Array, w: number): number { return i32[w + 11 /* H_AUX */]!; }
+export function rtsHeld(i32: Int32Array, w: number): number { return i32[w + 9 /* H_OFFSET */]!; }
 
 // ---- ACK -------------------------------------------------------------------------------
 /** ACK: the RTS payload at slice `slice` named by `token` was copied; its owner may free it. */
@@ -171,9 +163,7 @@ export function encodeAck(i32: Int32Array, w: number, token: number, slice: numb
   i32[w + 8 /* H_SLICE */] = slice;
   i32[w + 9 /* H_OFFSET */] = 0;
   i32[w + 10 /* H_SRC_WORLD */] = -1;
-  i32[w + 11 /* H_AUX */] = 0;
-  i32[w + 12 /* H_ARRIVE */] = 0;
-  i32[w + 13] = 0;
+  i32[w + 11 /* H_ARRIVE */] = 0;
 }
 export function ackToken(i32: Int32Array, w: number): number { return i32[w + 7 /* H_TOKEN */]!; }
 export function ackSlice(i32: Int32Array, w: number): number { return i32[w + 8 /* H_SLICE */]!; }
@@ -197,9 +187,7 @@ export function encodePull(i32: Int32Array, w: number, bytes: number, sender: nu
   i32[w + 8 /* H_SLICE */] = pull;
   i32[w + 9 /* H_OFFSET */] = node;
   i32[w + 10 /* H_SRC_WORLD */] = from;
-  i32[w + 11 /* H_AUX */] = 0;
-  i32[w + 12 /* H_ARRIVE */] = 0;
-  i32[w + 13] = 0;
+  i32[w + 11 /* H_ARRIVE */] = 0;
 }
 export function pullBytes(i32: Int32Array, w: number): number { return i32[w + 5 /* H_BYTES */]!; }
 /** The sending rank (world), on the node that holds the payload. */
@@ -219,7 +207,7 @@ export function encodeData(i32: Int32Array, w: number, pull: number, bytes: numb
   offset: number): void {
   i32[w /* + H_KIND */] = KIND_DATA;
   i32[w + 1 /* H_LEN */] = HEADER_BYTES;
-  i32[w + 2 /* H_CTX */] = -1;
+  i32[w + 2 /* H_CTX */] = pull;
   i32[w + 3 /* H_SRC */] = -1;
   i32[w + 4 /* H_TAG */] = -1;
   i32[w + 5 /* H_BYTES */] = bytes;
@@ -228,11 +216,9 @@ export function encodeData(i32: Int32Array, w: number, pull: number, bytes: numb
   i32[w + 8 /* H_SLICE */] = slice;
   i32[w + 9 /* H_OFFSET */] = offset;
   i32[w + 10 /* H_SRC_WORLD */] = -1;
-  i32[w + 11 /* H_AUX */] = pull;
-  i32[w + 12 /* H_ARRIVE */] = 0;
-  i32[w + 13] = 0;
+  i32[w + 11 /* H_ARRIVE */] = 0;
 }
-export function dataPull(i32: Int32Array, w: number): number { return i32[w + 11 /* H_AUX */]!; }
+export function dataPull(i32: Int32Array, w: number): number { return i32[w + 2 /* H_CTX */]!; }
 export function dataBytes(i32: Int32Array, w: number): number { return i32[w + 5 /* H_BYTES */]!; }
 export function dataToken(i32: Int32Array, w: number): number { return i32[w + 7 /* H_TOKEN */]!; }
 export function dataSlice(i32: Int32Array, w: number): number { return i32[w + 8 /* H_SLICE */]!; }
@@ -249,14 +235,13 @@ export function encodeFrag(i32: Int32Array, w: number, len: number, message: num
   i32[w /* + H_KIND */] = KIND_FRAG;
   i32[w + 1 /* H_LEN */] = len;
   i32[w + 7 /* H_TOKEN */] = message;
+  i32[w + 8 /* H_SLICE */] = pushed;
   i32[w + 9 /* H_OFFSET */] = fragOffset;
-  i32[w + 11 /* H_AUX */] = pushed;
-  i32[w + 12 /* H_ARRIVE */] = 0;
-  i32[w + 13] = 0;
+  i32[w + 11 /* H_ARRIVE */] = 0;
 }
 export function fragMessage(i32: Int32Array, w: number): number { return i32[w + 7 /* H_TOKEN */]!; }
 export function fragOffset(i32: Int32Array, w: number): number { return i32[w + 9 /* H_OFFSET */]!; }
-export function fragPushed(i32: Int32Array, w: number): number { return i32[w + 11 /* H_AUX */]!; }
+export function fragPushed(i32: Int32Array, w: number): number { return i32[w + 8 /* H_SLICE */]!; }
 
 // ---- the control records: EAGER_CREDIT, CREDIT, UCX_PULL, FIN ---------------------------
 /**
@@ -275,9 +260,7 @@ function encodeControl(i32: Int32Array, w: number, kind: number, bytes: number, 
   i32[w + 8 /* H_SLICE */] = -1;
   i32[w + 9 /* H_OFFSET */] = 0;
   i32[w + 10 /* H_SRC_WORLD */] = from;
-  i32[w + 11 /* H_AUX */] = 0;
-  i32[w + 12 /* H_ARRIVE */] = 0;
-  i32[w + 13] = 0;
+  i32[w + 11 /* H_ARRIVE */] = 0;
 }
 
 // ---- EAGER_CREDIT ----------------------------------------------------------------------
@@ -329,9 +312,7 @@ export function encodeOffload(i32: Int32Array, w: number, kind: number, len: num
   i32[w + 8 /* H_SLICE */] = slot;
   i32[w + 9 /* H_OFFSET */] = slotOffset;
   i32[w + 10 /* H_SRC_WORLD */] = from;
-  i32[w + 11 /* H_AUX */] = 0;
-  i32[w + 12 /* H_ARRIVE */] = 0;
-  i32[w + 13] = 0;
+  i32[w + 11 /* H_ARRIVE */] = 0;
 }
 export function offCtx(i32: Int32Array, w: number): number { return i32[w + 2 /* H_CTX */]!; }
 export function offRank(i32: Int32Array, w: number): number { return i32[w + 3 /* H_SRC */]!; }

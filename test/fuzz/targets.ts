@@ -639,12 +639,12 @@ const fragHeaderArb: fc.Arbitrary<FragHeader> = fc.record({
   group: fc.integer({ min: 0, max: 0xffff_ffff }), epoch: fc.integer({ min: 0, max: 0xffff_ffff }),
   seq: fc.integer({ min: 0, max: 0xffff_ffff }), frag: fc.integer({ min: 0, max: 0xffff_ffff }),
   member: fc.integer({ min: 0, max: 0xffff_ffff }), op: fc.integer({ min: 0, max: 255 }), dtype: fc.integer({ min: 0, max: 255 }),
-  root: fc.integer({ min: -32768, max: 32767 }),
+  root: fc.integer({ min: -32768, max: 32767 }), stamp: fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }),
 });
 
 const aggFragHeader: FuzzTarget = {
   name: 'agg: fragment headers',
-  checks: 'FRAG headers of any field values round-trip through writeFragHeader/readFragHeader; any 24 bytes read back as in-range fields',
+  checks: 'FRAG headers of any field values round-trip through writeFragHeader/readFragHeader; any 28 bytes read back as in-range fields',
   property: () => fc.property(fragHeaderArb, fc.uint8Array({ minLength: FRAG_HEADER_BYTES, maxLength: FRAG_HEADER_BYTES }), (h, raw) => {
     const b = Buffer.alloc(FRAG_HEADER_BYTES);
     writeFragHeader(b, h);

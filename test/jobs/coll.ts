@@ -18,6 +18,8 @@
  *                    that disagree (2 ranks)
  *   aggnb            the agg executor's non-blocking and persistent forms, several in flight
  *   aggbits          random floats summed by the fabric: a digest of the result's bits
+ *   aggwire N        N agg allreduces, each timed from its call to its return: the shortest,
+ *                    and how many the fabric reduced (under an emulated link)
  *   aggfault         agg allreduce in a loop until the fabric fails under it, then a dup'ed
  *                    communicator recovers
  *   lent             reductions over comm.alloc buffers past the eager limit (sent from in
@@ -744,6 +746,21 @@ function aggBits(w: Communicator): string {
   return h.toString(16);
 }
 
+function aggWire(w: Communicator, iters: number): { minMs: number; onFabric: number } {
+  const before = w.stats().executors.agg.onFabric;
+  let minMs = Infinity;
+  for (let i = 0; i < iters; i++) {
+    const send = Float64Array.from([w.rank + i, 1, -w.rank, i]);
+    const out = new Float64Array(4);
+    const t0 = performance.now();
+    w.allreduce(send, out, 'sum', { executor: 'agg' });
+    minMs = Math.min(minMs, performance.now() - t0);
+    const p = w.size;
+    eq(`allreduce ${i}`, Array.from(out), [(p * (p - 1)) / 2 + p * i, p, -(p * (p - 1)) / 2, p * i]);
+  }
+  return { minMs, onFabric: w.stats().executors.agg.onFabric - before };
+}
+
 function badinput(w: Communicator): Record<string, string> {
   const before = w.stats().host.messagesSent;
   const f8 = new Float64Array(8);
@@ -1201,6 +1218,7 @@ export default function main(w: Communicator, args: string[]): unknown {
     case 'aggnb': return aggNonblocking(w);
     case 'execstats': return executorCounts(w);
     case 'aggbits': return aggBits(w);
+    case 'aggwire': return aggWire(w, Number(args[1] ?? 10));
     case 'aggfault': return aggFault(w);
     case 'scrambled': return scrambled(w, (args[1] ?? 'host') as 'host' | 'offload');
     case 'persistent': return persistent(w, Number(args[1] ?? 1000), (args[2] ?? 'host') as 'host' | 'offload', args[3]);

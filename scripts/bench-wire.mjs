@@ -1,0 +1,158 @@
+#!/usr/bin/env node
+/**
+ * `npm run bench:wire`: the emulated network (`--link`, p2p/wire.ts, docs/wire.md) measured
+ * against what it imitates, in one run, in ROUNDS interleaved rounds (default 3), medians:
+ *
+ * - what the instrument costs: 8 B one way between two nodes without `--link` and with
+ *   `--link ib` (1.5 us, far below this host's path: the stamp has passed when the message
+ *   comes, so the link should add nothing), on TCP and, where the native addon has UCX, UCX;
+ * - what it imitates: 1 MiB under `--link gige` as MB/s (osu_bw style, a window of 16) against
+ *   the 125 MB/s of Gigabit Ethernet, and its one-way time against the model's 8.44 ms;
+ * - what a wait costs: the node processes' CPU (user + system, every thread) per second of
+ *   wall time while two ranks ping-pong 8 B under `--link latency=1ms`, with the ranks sleeping
+ *   until the stamp (NBC_WIRE=stamp) and with the engines' timer queue (NBC_WIRE=queue).
+ *
+ * Writes bench/results/wire/summary.json and summary.md (and each run's JSON beside them).
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { launch } from '../dist/index.js';
+import { ucxUnavailable } from '../dist/runtime/node-main.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const CLI = `${ROOT}dist/cli/nbc.js`;
+const JOB = `${ROOT}dist/bench/wire-job.js`;
+const OUT = `${ROOT}bench/results/wire`;
+const ROUNDS = Number(process.env.ROUNDS ?? 3);
+const GIGE_BYTES_PER_SEC = 125e6;
+const MIB = 1 << 20;
+// gige's model for 1 MiB one way: serialisation at 1 Gbit/s, then 50 us.
+const GIGE_1M_ONE_WAY_MS = (MIB / GIGE_BYTES_PER_SEC) * 1e3 + 0.05;
+const WAIT_SPAN_MS = 2000;
+
+mkdirSync(OUT, { recursive: true });
+const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+
+/** `nbc bench p2p` between two nodes; its JSON, or { error } when the run failed. */
+function p2p(name, round, args, env = {}) {
+  const file = `${OUT}/${name}-r${round}.json`;
+  const p = spawnSync(process.execPath, [CLI, 'bench', 'p2p', '--ranks', '2', '--ppn', '1', ...args, '--json', file], {
+    encoding: 'utf8', env: { ...process.env, ...env }, timeout: 300_000,
+  });
+  if (p.status !== 0) {
+    // The cause, where a node named it ("nbc: Cannot ..."), else the launcher's closing line.
+    const lines = `${p.stderr}\n${p.stdout}`.split('\n').filter((l) => l.startsWith('nbc:'));
+    return { error: lines.find((l) => l.includes('Cannot')) ?? lines.at(-1) ?? `exit ${p.status}` };
+  }
+  return JSON.parse(readFileSync(file, 'utf8'));
+}
+
+/** The node processes' CPU per wall second while ranks 0 and 1 ping-pong under `link`. */
+async function waitCpu(wire) {
+  const r = await launch(JOB, {
+    ranks: 2, ppn: 1, link: 'latency=1ms', transport: 'tcp', args: [String(WAIT_SPAN_MS)], output: 'pipe', timeoutMs: 120_000,
+    env: { NBC_WIRE: wire },
+  });
+  if (r.exitCode !== 0) return { error: r.failure };
+  const nodes = r.ranks.map((x) => x.result).filter((x) => x !== null);
+  const wallMs = Math.max(...nodes.map((x) => x.wallMs));
+  const cpuMs = nodes.reduce((a, x) => a + x.cpuMs, 0);
+  return { cpuPerWallSec: cpuMs / wallMs, cpuMs, wallMs, roundTrips: nodes[0].roundTrips, oneWayUs: (wallMs * 1e3) / nodes[0].roundTrips / 2 };
+}
+
+const transports = ucxUnavailable() === null ? ['tcp', 'ucx'] : ['tcp'];
+const runs = {};
+const note = (key, value) => (runs[key] ??= []).push(value);
+for (let round = 1; round <= ROUNDS; round++) {
+  for (const t of transports) {
+    for (const link of ['none', 'ib']) {
+      const r = p2p(`8B-${t}-${link}`, round, ['--transport', t, '--sizes', '8', '--iters', '2000', ...(link === 'none' ? [] : ['--link', link])]);
+      note(`8B-${t}-${link}`, r.error === undefined ? { latencyUs: r.results[0].latencyUs } : r);
+    }
+  }
+  const g = p2p('1M-tcp-gige', round, ['--transport', 'tcp', '--sizes', '1M', '--iters', '200', '--link', 'gige']);
+  note('1M-tcp-gige', g.error === undefined ? { MBs: g.results[0].bandwidthGBs * 1e3, oneWayMs: g.results[0].latencyUs / 1e3 } : g);
+  for (const wire of ['stamp', 'queue']) note(`wait-${wire}`, await waitCpu(wire));
+  process.stderr.write(`round ${round}/${ROUNDS} done\n`);
+}
+
+/** The median of `field` over the rounds of `key`, or the first error. */
+function fig(key, field) {
+  const xs = runs[key] ?? [];
+  const bad = xs.find((x) => x.error !== undefined);
+  if (bad !== undefined) return { error: bad.error };
+  return { median: median(xs.map((x) => x[field])), rounds: xs.map((x) => x[field]) };
+}
+
+const rows = [];
+const fmt = (x, d) => x.toFixed(d);
+for (const t of transports) {
+  const none = fig(`8B-${t}-none`, 'latencyUs');
+  const ib = fig(`8B-${t}-ib`, 'latencyUs');
+  if (ib.error !== undefined || none.error !== undefined) {
+    rows.push({ figure: `8 B one way, ${t}, --link ib`, measured: null, limit: none.median ?? null, unit: 'us', verdict: `not measured: ${ib.error ?? none.error}` });
+    continue;
+  }
+  // The stamp (handover + 1.5 us) has passed before this host's path delivers: the link should
+  // cost only the stamping itself. Verdict: within 10 % of the run without a link.
+  const added = ib.median - none.median;
+  rows.push({
+    figure: `8 B one way, ${t}, --link ib (peer: no --link)`, measured: ib.median, limit: none.median, unit: 'us', rounds: ib.rounds,
+    peerRounds: none.rounds,
+    verdict: `${added >= 0 ? '+' : ''}${fmt(added, 2)} us (${fmt((100 * added) / none.median, 0)} %): ${Math.abs(added) <= 0.1 * none.median ? 'the instrument costs nothing measurable' : 'the instrument adds to the path'}`,
+  });
+}
+const bw = fig('1M-tcp-gige', 'MBs');
+const ow = fig('1M-tcp-gige', 'oneWayMs');
+if (bw.error !== undefined) {
+  rows.push({ figure: '1 MiB streaming, tcp, --link gige', measured: null, limit: 125, unit: 'MB/s', verdict: `not measured: ${bw.error}` });
+} else {
+  const pct = (100 * bw.median) / 125;
+  rows.push({
+    figure: '1 MiB streaming (window 16), tcp, --link gige', measured: bw.median, limit: 125, unit: 'MB/s', rounds: bw.rounds,
+    verdict: `${fmt(pct, 1)} % of Gigabit Ethernet's rate: ${pct > 101 ? 'faster than the link: wrong' : pct >= 90 ? 'imitates it' : 'slower than the link'}`,
+  });
+  rows.push({
+    figure: '1 MiB one way (ping-pong / 2), tcp, --link gige', measured: ow.median, limit: GIGE_1M_ONE_WAY_MS, unit: 'ms', rounds: ow.rounds,
+    verdict: `${fmt(ow.median / GIGE_1M_ONE_WAY_MS, 2)}x the model's serialisation + latency: ${ow.median < GIGE_1M_ONE_WAY_MS * 0.99 ? 'early: wrong' : 'never early (the rendezvous adds its round trip)'}`,
+  });
+}
+const stamp = fig('wait-stamp', 'cpuPerWallSec');
+const queue = fig('wait-queue', 'cpuPerWallSec');
+if (stamp.error !== undefined || queue.error !== undefined) {
+  rows.push({ figure: 'CPU per wall second, ping-pong under --link latency=1ms', measured: null, limit: null, unit: 's/s', verdict: `not measured: ${stamp.error ?? queue.error}` });
+} else {
+  rows.push({
+    figure: 'node CPU per wall second, 8 B ping-pong under --link latency=1ms, NBC_WIRE=stamp (peer: queue)',
+    measured: stamp.median, limit: queue.median, unit: 'CPU s/s', rounds: stamp.rounds, peerRounds: queue.rounds,
+    verdict: `${fmt(stamp.median / queue.median, 2)}x the timer queue's CPU`,
+  });
+  const st = fig('wait-stamp', 'oneWayUs');
+  const qu = fig('wait-queue', 'oneWayUs');
+  rows.push({
+    figure: '8 B one way in that ping-pong, stamp (peer: queue); model 1000 us', measured: st.median, limit: qu.median, unit: 'us', rounds: st.rounds, peerRounds: qu.rounds,
+    verdict: `${fmt(st.median - 1000, 0)} us past the model (queue: ${fmt(qu.median - 1000, 0)} us)`,
+  });
+}
+
+const c = cpus();
+const summary = {
+  command: 'npm run bench:wire', rounds: ROUNDS, machine: { cpu: c[0]?.model ?? 'unknown', cores: c.length, node: process.version },
+  date: new Date().toISOString(), loadAverageAtEnd: loadavg(), transports, rows, runs,
+};
+writeFileSync(`${OUT}/summary.json`, JSON.stringify(summary, null, 2) + '\n');
+const num = (x) => (x === null || x === undefined ? '' : Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 10 ? x.toFixed(1) : x.toFixed(2));
+const md = [
+  `# The emulated wire against what it imitates (\`npm run bench:wire\`)`,
+  '',
+  `${summary.machine.cpu}, ${summary.machine.cores} cores, Node ${summary.machine.node}; medians of ${ROUNDS} interleaved rounds; ${summary.date}; load average at the end ${summary.loadAverageAtEnd.map((x) => x.toFixed(1)).join(' ')}.`,
+  '',
+  '| figure | measured | limit / peer | verdict |',
+  '|---|---|---|---|',
+  ...rows.map((r) => `| ${r.figure} | ${num(r.measured)} ${r.measured === null ? '' : r.unit} | ${num(r.limit)} ${r.limit === null ? '' : r.unit} | ${r.verdict} |`),
+  '',
+];
+writeFileSync(`${OUT}/summary.md`, md.join('\n'));
+process.stdout.write(md.join('\n'));
