@@ -190,7 +190,6 @@ export class UcxRoute implements Path {
 
   /** Handles a UCX header of `len` bytes: `u8` (the inbox, or a copy the wire held), `i32` the same bytes. */
   private handle(u8: Uint8Array, i32: Int32Array, len: number): void {
-    const ucx = this.ucx;
     const kind = recKind(i32, 0);
     const from = recFrom(i32, 0);
     if (kind === KIND_EAGER_CREDIT) {
