@@ -14,6 +14,9 @@
  * operation is kept alive by a napi reference until ucxTest sees it finished. ArrayBuffer and
  * SharedArrayBuffer memory does not move in V8, so UCX reads and writes it in place.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* ppoll: sleeps of a fraction of a millisecond (pollFds) */
+#endif
 #ifdef NBC_HAVE_UCX
 #include <node_api.h>
 #include <uv.h>
@@ -21,6 +24,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 #include <ucp/api/ucp.h>
@@ -593,16 +597,29 @@ static napi_value SignalFd(napi_env env, napi_callback_info info) {
 
 /*
  * pollFds(eventFd, wakeFd, timeoutMs) -> true when either became readable. Sleeps until the
- * UCX worker's event fd or the rank's eventfd is readable, then empties the eventfd.
+ * UCX worker's event fd or the rank's eventfd is readable, or timeoutMs passed (a fraction of
+ * a millisecond too: ppoll, so the emulated wire's waits of 0.05-1 ms neither spin on a
+ * timeout truncated to 0 nor sleep a whole millisecond; negative: no timeout), then empties
+ * the eventfd.
  */
 static napi_value PollFds(napi_env env, napi_callback_info info) {
   ARGS(3);
-  int32_t efd, wfd, ms;
+  int32_t efd, wfd;
+  double ms;
   CHECK(napi_get_value_int32(env, argv[0], &efd));
   CHECK(napi_get_value_int32(env, argv[1], &wfd));
-  CHECK(napi_get_value_int32(env, argv[2], &ms));
+  CHECK(napi_get_value_double(env, argv[2], &ms));
   struct pollfd fds[2] = { { .fd = efd, .events = POLLIN }, { .fd = wfd, .events = POLLIN } };
-  int n = poll(fds, 2, ms);
+  struct timespec ts;
+  struct timespec *timeout = NULL;
+  if (ms >= 0) {
+    if (ms > 1e9) ms = 1e9; /* about 11 days: keeps tv_sec in range */
+    long long ns = (long long)(ms * 1e6);
+    ts.tv_sec = (time_t)(ns / 1000000000LL);
+    ts.tv_nsec = (long)(ns % 1000000000LL);
+    timeout = &ts;
+  }
+  int n = ppoll(fds, 2, timeout, NULL);
   uint64_t count;
   if (fds[1].revents & POLLIN) {
     ssize_t r = read(wfd, &count, sizeof count);

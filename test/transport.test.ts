@@ -100,17 +100,21 @@ describe('UCX without peer error handling (NBC_UCX_ERR_MODE=none)', { skip: ucxM
   });
 });
 
-test('--transport ucx refuses an emulated link, and a node without UCX, saying why; auto falls back to tcp', T, async () => {
-  const withLink = await launch(jobPath('p2p.ts'), { ranks: 2, ppn: 1, args: ['transport'], output: 'pipe', timeoutMs: 60_000, transport: 'ucx', link: 'latency=10us' });
-  assert.notEqual(withLink.exitCode, 0);
-  assert.match(withLink.stderr, /Cannot emulate links \(--link\) with --transport ucx.*expected --transport tcp or auto \[NBC_ERR_ARG\]/);
+test('--transport ucx refuses the engines\' link queue (NBC_WIRE=queue) and a node without UCX, saying why; auto falls back to tcp', T, async () => {
+  const withQueue = await launch(jobPath('p2p.ts'), {
+    ranks: 2, ppn: 1, args: ['transport'], output: 'pipe', timeoutMs: 60_000, transport: 'ucx', link: 'latency=10us', env: { NBC_WIRE: 'queue' },
+  });
+  assert.notEqual(withQueue.exitCode, 0);
+  assert.match(withQueue.stderr, /Cannot emulate links \(--link\) with --transport ucx under NBC_WIRE=queue.*expected --transport tcp, or NBC_WIRE=stamp \[NBC_ERR_ARG\]/);
   const noAddon = await runOn('ucx', 'p2p.ts', 2, 1, ['transport'], { NBC_NO_NATIVE: '1' });
   assert.notEqual(noAddon.exitCode, 0);
   assert.match(noAddon.stderr, /Cannot use --transport ucx on node \d: the native addon is disabled by NBC_NO_NATIVE=1; expected --transport tcp or auto/);
   const auto = await runOn('auto', 'p2p.ts', 2, 1, ['transport'], { NBC_NO_NATIVE: '1' });
   assert.equal(auto.exitCode, 0, auto.stderr);
   assert.deepEqual(auto.ranks.map((x) => (x.result as { interNode: string }).interNode), ['tcp', 'tcp']);
+  // An emulated link stamps messages on either transport (p2p/wire.ts): auto still picks UCX where it can.
   const linked = await launch(jobPath('p2p.ts'), { ranks: 2, ppn: 1, args: ['transport'], output: 'pipe', timeoutMs: 60_000, link: 'latency=10us' });
   assert.equal(linked.exitCode, 0, linked.stderr);
-  assert.deepEqual(linked.ranks.map((x) => (x.result as { interNode: string }).interNode), ['tcp', 'tcp'], 'auto keeps emulated links on the TCP path');
+  const expected = ucxMissing() === false ? 'ucx' : 'tcp';
+  assert.deepEqual(linked.ranks.map((x) => (x.result as { interNode: string }).interNode), [expected, expected]);
 });

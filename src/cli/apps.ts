@@ -39,7 +39,7 @@ function register(program: Command, app: 'cg' | 'pcg', description: string): Com
     .option('--ppn <P>', 'ranks per node (default: all on one node)', positiveInt)
     .option('--link <gige|ib|spec>', LINK_HELP)
     .option('--topology <flat|fat-tree:radix=R[,levels=L]>', TOPOLOGY_HELP)
-    .option('--transport <t>', 'between nodes: ucx, tcp or auto')
+    .option('--transport <t>', 'between nodes: ucx, tcp or auto (default NBC_TRANSPORT, else auto)')
     .option('--timeout <seconds>', 'kill the job after this many seconds', positiveInt)
     .option('--n <N>', `unknowns per rank per dimension (default ${app === 'pcg' ? 40 : 30})`)
     .option('--global <NX,NY,NZ>', 'global grid instead of --n (split as evenly as the process grid allows)')

@@ -27,9 +27,9 @@ import { compareResults } from '../bench/compare.js';
 import { formatBytes, formatCsv, formatOsu, formatTable } from '../bench/report.js';
 import type { BenchResult, BenchRow } from '../bench/result.js';
 import { parseSizeRange } from '../runtime/env.js';
+import { wireModeFromEnv } from '../runtime/wire-clock.js';
 import { launch } from '../runtime/launcher.js';
 import { checkTopology, LINK_HELP, parseLinkSpec, TOPOLOGY_HELP } from '../runtime/link-spec.js';
-import { wireModeFromEnv } from '../runtime/wire-clock.js';
 import { fabricFromEnv, parseAggSpec } from '../agg/fabric.js';
 
 const OP_JOB = fileURLToPath(new URL('../bench/op-job.js', import.meta.url));
@@ -72,7 +72,9 @@ function resolvedTransport(o: BenchOptions): 'ucx' | 'tcp' {
   const choice: TransportChoice = o.transport !== undefined ? parseTransport(o.transport)
     : env !== undefined && env !== '' ? parseTransport(env, 'NBC_TRANSPORT') : 'auto';
   if (choice === 'ucx') return 'ucx';
-  return choice === 'auto' && o.link === undefined && ucxUnavailable() === null ? 'ucx' : 'tcp';
+  // An emulated link rides UCX too when stamped (p2p/wire.ts); the engines' queue (NBC_WIRE=queue) needs TCP.
+  const linkOk = o.link === undefined || wireModeFromEnv() === 'stamp';
+  return choice === 'auto' && linkOk && ucxUnavailable() === null ? 'ucx' : 'tcp';
 }
 
 /** `--transport` for launch(): as given, else undefined (NBC_TRANSPORT or auto). */

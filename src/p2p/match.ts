@@ -45,7 +45,7 @@ export interface Unexpected {
   bytes: number;
   /** EAGER: a private copy of the payload. */
   data: Uint8Array | null;
-  /** RTS: where the payload waits and whom to ACK (UCX: whom to ask, by world rank). */
+  /** RTS: where the payload waits and whom to ACK (UCX: whom to ask, by world rank; `offset`: the payload's modelled arrival on an emulated wire, or 0). */
   slice: number;
   offset: number;
   token: number;

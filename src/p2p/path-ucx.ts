@@ -10,7 +10,8 @@ import { copyAt, copyBytes } from '../shm/copy.js';
 import { HEADER_BYTES, KIND_EAGER, KIND_EAGER_CREDIT, KIND_FIN, KIND_RTS, KIND_UCX_PULL } from '../shm/layout.js';
 import {
   eagerCreditBytes, encodeEager, encodeEagerCredit, encodeFin, encodeUcxPull, encodeUcxRts, finRank, msgBytes, msgCtx,
-  msgSrc, msgTag, recFrom, recKind, rtsHeld, rtsToken, ucxPullToken,
+  msgSrc, msgTag, recFrom, recKind, rtsHeld, rtsToken, setRecArrive, setUcxRtsPayloadArrive, ucxPullToken,
+  ucxRtsPayloadArrive,
 } from '../shm/record.js';
 import { TAG_BITS } from './constants.js';
 import type { Unexpected } from './match.js';
@@ -19,6 +20,8 @@ import type { Path, PathHost } from './path.js';
 import { Request } from './request.js';
 import type { Waitable } from './wait.js';
 import { UCX_HEADERS_IN_FLIGHT, UCX_HELD, type UcxPath } from './ucx.js';
+import { UcxHold } from './ucx-hold.js';
+import type { Wire } from './wire.js';
 
 export class UcxRoute implements Path {
   /** Operations UCX finished through a callback (counted so progress reports them as work). */
@@ -26,12 +29,24 @@ export class UcxRoute implements Path {
   /** UCX sends held until their receiver asks for the payload (KIND_UCX_PULL), by token. */
   private readonly held = new Map<number, SendRequest>();
   private nextToken = 1;
+  /** The stamp of the pull `payloadArrive` reckoned last, for `ask` to send (emulated network). */
+  private pullStamp = 0;
   /** This rank has returned from its job: payloads offered to it are taken and dropped. */
   private finishing = false;
   private readonly eagerWait: UcxEagerWait;
+  /**
+   * The emulated network (wire.ts), or null. Under it every header to another node carries
+   * its modelled arrival, and `hold` keeps what has not arrived yet (ucx-hold.ts).
+   */
+  private readonly wire: Wire | null;
+  private readonly hold: UcxHold | null;
+  private readonly nodeOfRank: Int32Array;
 
   constructor(private readonly host: PathHost, readonly ucx: UcxPath) {
     this.eagerWait = new UcxEagerWait(host);
+    this.wire = host.wire;
+    this.hold = host.wire === null ? null : new UcxHold(host.wire, (u8, i32, len) => this.handle(u8, i32, len));
+    this.nodeOfRank = host.placement.nodeOfRank;
   }
 
   // ---- sending -----------------------------------------------------------------------
@@ -57,6 +72,7 @@ export class UcxRoute implements Path {
     const len = HEADER_BYTES + bytes;
     encodeEager(ucx.stage32, 0, len, ctx, src, tag, bytes, dstWorld, h.placement.worldRank);
     copyBytes(view, ucx.stage, HEADER_BYTES, bytes);
+    if (this.wire !== null) this.stampOut(dstWorld, len);
     countSend(h.stats, h.peerUsed, dstWorld, bytes, true);
     if (req !== undefined) {
       const done = (err: Error | null): void => {
@@ -90,6 +106,7 @@ export class UcxRoute implements Path {
     // until the receive is posted. A small one UCX would send eagerly, into the receiver's
     // memory, which is what the missing credit forbids: it waits for KIND_UCX_PULL.
     encodeUcxRts(ucx.stage32, 0, req.ctx, req.src, req.tag, bytes, req.dstWorld, token, small ? UCX_HELD : 0, h.placement.worldRank);
+    if (this.wire !== null) this.stampRts(req.dstWorld, bytes, small);
     ucx.sendHeader(req.dstWorld, HEADER_BYTES);
     countSend(h.stats, h.peerUsed, req.dstWorld, bytes, true);
     if (small) {
@@ -106,11 +123,29 @@ export class UcxRoute implements Path {
     });
   }
 
+  /** Under an emulated network: stamps the header in the stage, `len` bytes on the wire to `dstWorld`'s node. */
+  private stampOut(dstWorld: number, len: number): void {
+    setRecArrive(this.ucx.stage32, 0, this.wire!.stamp(this.nodeOfRank[dstWorld]!, len));
+  }
+
+  /**
+   * `stampOut` for an RTS. A payload sent with it (not held) takes the adapter right behind
+   * it, and the RTS carries the tick its last byte arrives at (the receive completes no
+   * earlier). A held payload leaves once asked: its receiver reckons its arrival (ask).
+   */
+  private stampRts(dstWorld: number, bytes: number, held: boolean): void {
+    const node = this.nodeOfRank[dstWorld]!;
+    const wire = this.wire!;
+    setRecArrive(this.ucx.stage32, 0, wire.stamp(node, HEADER_BYTES));
+    if (!held) setUcxRtsPayloadArrive(this.ucx.stage32, 0, wire.stamp(node, bytes));
+  }
+
   /** A receive took an eager message of `bytes` from `from`: its credit is owed back, in batches. */
   private owe(from: number, bytes: number): void {
     const n = this.host.credit.owe(from, bytes);
     if (n === 0) return;
     encodeEagerCredit(this.ucx.stage32, 0, from, n, this.host.placement.worldRank);
+    if (this.wire !== null) this.stampOut(from, HEADER_BYTES);
     this.ucx.sendHeader(from, HEADER_BYTES);
   }
 
@@ -118,22 +153,43 @@ export class UcxRoute implements Path {
 
   /** Handles what the worker brought. True when anything happened (a header, a finished operation). */
   poll(): boolean {
+    if (this.hold !== null) return this.pollOnWire(this.hold);
     const reaped = this.reaped;
+    const ucx = this.ucx;
     let any = false;
     // One progress of the worker, then what it brought without another (ucx.ts, poll).
-    let len = this.ucx.poll();
+    let len = ucx.poll();
     while (len >= 0) {
-      this.handle(len);
+      this.handle(ucx.inbox, ucx.inbox32, len);
       any = true;
-      len = this.ucx.poll(false);
+      len = ucx.poll(false);
     }
     return any || this.reaped !== reaped;
   }
 
-  /** Handles the UCX header of `len` bytes now in the inbox. */
-  private handle(len: number): void {
+  /**
+   * `poll` under an emulated network: first what the wire has delivered since the last look
+   * (kept headers, payloads), then the worker's headers, each handled if it has arrived and
+   * nothing from its sender waits before it, else kept (ucx-hold.ts).
+   */
+  private pollOnWire(hold: UcxHold): boolean {
+    const reaped = this.reaped;
     const ucx = this.ucx;
-    const i32 = ucx.inbox32;
+    let any = hold.releaseDue();
+    if (hold.release()) any = true;
+    let len = ucx.poll();
+    while (len >= 0) {
+      if (!hold.keep(recFrom(ucx.inbox32, 0), ucx.inbox, ucx.inbox32, len)) {
+        this.handle(ucx.inbox, ucx.inbox32, len);
+        any = true;
+      }
+      len = ucx.poll(false);
+    }
+    return any || this.reaped !== reaped;
+  }
+
+  /** Handles a UCX header of `len` bytes: `u8` (the inbox, or a copy the wire held), `i32` the same bytes. */
+  private handle(u8: Uint8Array, i32: Int32Array, len: number): void {
     const kind = recKind(i32, 0);
     const from = recFrom(i32, 0);
     if (kind === KIND_EAGER_CREDIT) {
@@ -149,6 +205,8 @@ export class UcxRoute implements Path {
       const held = this.held.get(token);
       if (held === undefined || held.dstWorld !== from) throw new NbcInternalError(`rank ${from} asked over UCX for the payload of send ${token}, which this rank does not hold for it`);
       this.held.delete(token);
+      // The payload takes this node's adapter now (the pull has arrived); its receiver reckons its arrival itself (ask).
+      if (this.wire !== null) this.wire.take(this.wire.now(), held.view.byteLength);
       this.sendData(held, token);
       return;
     }
@@ -165,11 +223,11 @@ export class UcxRoute implements Path {
       if (len !== HEADER_BYTES + bytes) throw new NbcInternalError(`a ${len}-byte UCX eager message from rank ${from} announces ${bytes} payload bytes`);
       if (req !== null) {
         this.owe(from, bytes);
-        if (core.finishRecv(req, src, tag, bytes, invalid)) copyAt(ucx.inbox, HEADER_BYTES, req.view, 0, bytes);
+        if (core.finishRecv(req, src, tag, bytes, invalid)) copyAt(u8, HEADER_BYTES, req.view, 0, bytes);
         if (!req.done) req.complete();
         return;
       }
-      const data = ucx.inbox.slice(HEADER_BYTES, HEADER_BYTES + bytes);
+      const data = u8.slice(HEADER_BYTES, HEADER_BYTES + bytes);
       core.arrive(ctx, { kind, src, tag, bytes, data, slice: -1, offset: 0, token: 0, from, invalid, held: false, path: this });
       return;
     }
@@ -179,14 +237,16 @@ export class UcxRoute implements Path {
       this.dropRts(from, bytes, token, held);
       return;
     }
-    if (req !== null) this.receiveRts(req, from, src, tag, bytes, token, invalid, held);
-    else core.arrive(ctx, { kind, src, tag, bytes, data: null, slice: -1, offset: 0, token, from, invalid, held, path: this });
+    // The payload's modelled arrival (0 without an emulated network) rides in `offset` while unexpected.
+    const arrive = ucxRtsPayloadArrive(i32, 0);
+    if (req !== null) this.receiveRts(req, from, src, tag, bytes, token, invalid, held, arrive);
+    else core.arrive(ctx, { kind, src, tag, bytes, data: null, slice: -1, offset: arrive, token, from, invalid, held, path: this });
   }
 
   /** PayloadSource: an unexpected UCX message matched `req`. */
   receive(req: RecvRequest, m: Unexpected): void {
     if (m.kind === KIND_RTS) {
-      this.receiveRts(req, m.from, m.src, m.tag, m.bytes, m.token, m.invalid, m.held);
+      this.receiveRts(req, m.from, m.src, m.tag, m.bytes, m.token, m.invalid, m.held, m.offset);
       return;
     }
     this.owe(m.from, m.bytes);
@@ -202,8 +262,10 @@ export class UcxRoute implements Path {
     }
     const into = new Uint8Array(m.bytes);
     const req = new Request(this.host);
-    this.ucx.recvData(m.from, m.token, into, (err) => req.complete(err ?? undefined));
-    if (m.held) this.ask(m.from, m.token);
+    const arrive = this.wire === null ? 0 : this.payloadArrive(m.from, m.bytes, m.held, m.offset);
+    this.ucx.recvData(m.from, m.token, into, this.hold === null ? (err) => req.complete(err ?? undefined)
+      : (err) => this.hold!.complete(req, arrive, err));
+    if (m.held) this.ask(m.from, m.token, arrive);
     this.host.waitUntil(req);
     if (req.error) throw req.error;
     return into;
@@ -220,14 +282,46 @@ export class UcxRoute implements Path {
    * sender completes, and the receive fails with NBC_ERR_TRUNCATE.
    */
   private receiveRts(req: RecvRequest, from: number, src: number, tag: number, bytes: number, token: number,
-    invalid: boolean, held: boolean): void {
+    invalid: boolean, held: boolean, sentArrive: number): void {
     const fits = this.host.core.finishRecv(req, src, tag, bytes, invalid);
     const into = fits ? req.view.subarray(0, bytes) : new Uint8Array(bytes);
+    if (this.hold !== null) {
+      this.receiveRtsOnWire(req, from, bytes, token, held, sentArrive, into, this.hold);
+      return;
+    }
     this.ucx.recvData(from, token, into, (err) => {
       this.reaped++;
       if (!req.done) req.complete(err ?? undefined);
     });
-    if (held) this.ask(from, token);
+    if (held) this.ask(from, token, 0);
+  }
+
+  /** `receiveRts` under an emulated network: the receive completes no earlier than the payload's modelled arrival. */
+  private receiveRtsOnWire(req: RecvRequest, from: number, bytes: number, token: number, held: boolean, sentArrive: number,
+    into: Uint8Array, hold: UcxHold): void {
+    const arrive = this.payloadArrive(from, bytes, held, sentArrive);
+    this.ucx.recvData(from, token, into, (err) => {
+      this.reaped++;
+      hold.complete(req, arrive, err);
+    });
+    if (held) this.ask(from, token, arrive);
+  }
+
+  /**
+   * The tick a rendezvous payload of `bytes` from `from` arrives at on the emulated wire. Sent
+   * with its RTS: the sender's stamp (`sentArrive`). Held: it leaves when this rank's pull
+   * reaches the sender, so it arrives a path latency and its serialisation after that: this
+   * rank reckons it from its own Wire (path latencies are symmetric and every rank knows the
+   * model), stamping the pull now, which `ask` then carries. That leaves out the sender's
+   * adapter queue at that moment (other sends of its node ahead of the payload): an
+   * approximation, since the data message carries no stamp of its own.
+   */
+  private payloadArrive(from: number, bytes: number, held: boolean, sentArrive: number): number {
+    if (!held) return sentArrive;
+    const wire = this.wire!;
+    const node = this.nodeOfRank[from]!;
+    this.pullStamp = wire.stamp(node, HEADER_BYTES);
+    return (this.pullStamp + wire.serialTicks(bytes) + wire.latencyTo(node)) | 0 || 1;
   }
 
   /**
@@ -240,9 +334,13 @@ export class UcxRoute implements Path {
     this.ucx.recvData(from, token, new Uint8Array(bytes), () => { this.reaped++; });
   }
 
-  /** Asks `from` for the payload of its held send `token`; the receive for it is posted first. */
-  private ask(from: number, token: number): void {
+  /**
+   * Asks `from` for the payload of its held send `token`; the receive for it is posted first.
+   * Under an emulated network the pull carries the stamp `payloadArrive` gave it.
+   */
+  private ask(from: number, token: number, arrive: number): void {
     encodeUcxPull(this.ucx.stage32, 0, from, token, this.host.placement.worldRank);
+    if (arrive !== 0) setRecArrive(this.ucx.stage32, 0, this.pullStamp);
     this.ucx.sendHeader(from, HEADER_BYTES);
   }
 

@@ -60,7 +60,7 @@ export interface NativeAddon {
   wakeFd?(): number;
   /** Rings an eventfd; any thread may. */
   signalFd?(fd: number): void;
-  /** Sleeps until either fd is readable or `timeoutMs` passes; empties `wakeFd`. */
+  /** Sleeps until either fd is readable or `timeoutMs` passes (fractions of a ms too: ppoll); empties `wakeFd`. */
   pollFds?(eventFd: number, wakeFd: number, timeoutMs: number): boolean;
   /** Calls `callback` once from this thread's event loop when `fd` is readable; does not keep the loop alive. */
   watchFd?(fd: number, callback: () => void): void;

@@ -25,7 +25,7 @@ export function jobSecret(w: Wireup): Buffer {
   return w.nodes > 1 ? createHash('sha256').update(`nbcoll-derived|${w.jobId}`).digest() : randomBytes(32);
 }
 
-/** Refuses what this node's options cannot run: emulated links over UCX, UCX where it is missing. */
+/** Refuses what this node's options cannot run: links emulated by the engines' queue over UCX, UCX where it is missing. */
 export function checkTransport(o: NodeOptions, noUcx: string | null): TransportChoice {
   const choice = o.transport ?? 'auto';
   const { nodeRank, nodes } = o.wireup;
@@ -80,7 +80,7 @@ export async function wireUp(o: NodeOptions, life: NodeLife, secret: Buffer, cho
   const advertised = nodeRank === 0 && isWildcard(addr.host) ? o.wireup.masterAddr : addr.host;
   const table = await client.connect({
     secret, nodeId: nodeRank, host: nodeRank === 0 ? serverHost : o.wireup.masterAddr, port: masterPort,
-    hello: { host: advertised, port: addr.port, nranks: o.ranks, extra: { ucx: noUcx === null && o.link === undefined, transport: choice } },
+    hello: { host: advertised, port: addr.port, nranks: o.ranks, extra: { ucx: noUcx === null && (o.link === undefined || wireModeFromEnv() === 'stamp'), transport: choice } },
     timeoutMs: 30_000,
     silenceMs: o.silenceMs,
   });
@@ -96,7 +96,7 @@ export async function wireUp(o: NodeOptions, life: NodeLife, secret: Buffer, cho
   const wantsTcp = extras.some((e) => e.transport === 'tcp');
   const lacking = extras.findIndex((e) => e.ucx !== true);
   if (wantsUcx >= 0 && lacking >= 0) {
-    throw new NbcLaunchError(`Cannot use the UCX transport that node ${wantsUcx} asked for: node ${lacking} cannot (no UCX in its native addon, or --link set there); expected --transport tcp or auto`);
+    throw new NbcLaunchError(`Cannot use the UCX transport that node ${wantsUcx} asked for: node ${lacking} cannot (no UCX in its native addon, or --link set there under NBC_WIRE=queue); expected --transport tcp or auto`);
   }
   return { counts: table.nodes.map((n) => n.nranks), useUcx: wantsUcx >= 0 || (!wantsTcp && lacking < 0) };
 }

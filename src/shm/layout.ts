@@ -99,6 +99,8 @@ export function ringBase(from: number, to: number, endpoints: number, ringBytes:
  * RTS: `slice|-1`, `offset|node|held`, `token|msg id`: a payload in an arena slice of this node,
  * or (H_SLICE = -1) one that waits on node `node` under its engine's message id (TCP) or at the
  * sender under `token` (UCX; `held` 1 until a UCX_PULL asks for it). PULL's `node` and `pull id` only rank -> engine.
+ * A UCX RTS's SLICE is instead the tick its payload arrives at on an emulated network (0: none;
+ * record.ts ucxRtsPayloadArrive).
  */
 export const H_KIND = 0;
 /** Record length in bytes, header included, padded to 8. */

@@ -107,11 +107,17 @@ export function encodeUcxRts(i32: Int32Array, w: number, ctx: number, src: numbe
   i32[w + 5 /* H_BYTES */] = bytes;
   i32[w + 6 /* H_DST */] = dst;
   i32[w + 7 /* H_TOKEN */] = token;
-  i32[w + 8 /* H_SLICE */] = -1;
+  i32[w + 8 /* H_SLICE */] = 0; // the payload's arrival under an emulated network (setUcxRtsPayloadArrive)
   i32[w + 9 /* H_OFFSET */] = held;
   i32[w + 10 /* H_SRC_WORLD */] = from;
   i32[w + 11 /* H_ARRIVE */] = 0;
 }
+/**
+ * UCX RTS whose payload left with it, under an emulated network (p2p/wire.ts): the tick the
+ * payload's last byte arrives at, in H_SLICE (which a UCX RTS does not use otherwise), or 0.
+ */
+export function ucxRtsPayloadArrive(i32: Int32Array, w: number): number { return i32[w + 8 /* H_SLICE */]!; }
+export function setUcxRtsPayloadArrive(i32: Int32Array, w: number, tick: number): void { i32[w + 8 /* H_SLICE */] = tick | 0 || 1; }
 /**
  * Readdresses a copied RTS for another node (engine, TCP): the payload waits at node `node`
  * under the sending engine's message id `message`, to be pulled.
