@@ -179,7 +179,9 @@ export class Waiter {
       const t0 = wire === null ? 0 : performance.now();
       let timedOut = false;
       if (this.ucx !== null) {
-        if (Atomics.load(c, this.doorbellIdx) === seen) this.ucx.sleep(ms);
+        // Under an emulated network no longer than 1 ms: UCX's event fd does not report every
+        // arrival (ucx.ts idleDelayMs), and a rank the wire keeps waiting parks often.
+        if (Atomics.load(c, this.doorbellIdx) === seen) this.ucx.sleep(wire !== null && ms > 1 ? 1 : ms);
         timedOut = true;
       } else {
         timedOut = Atomics.wait(c, this.doorbellIdx, seen, ms) === 'timed-out';
