@@ -208,7 +208,11 @@ describe('records (shm/record.ts)', () => {
       r = fresh();
       rec.encodeUcxRts(r, W, a, b, c, d, e, g, 1, h);
       allWritten(r);
-      assert.deepEqual([rec.msgCtx(r, W), rec.rtsToken(r, W), rec.rtsSlice(r, W), rec.rtsHeld(r, W), rec.recFrom(r, W)], [a, g, -1, 1, h]);
+      assert.deepEqual([rec.msgCtx(r, W), rec.rtsToken(r, W), rec.rtsHeld(r, W), rec.recFrom(r, W), rec.ucxRtsPayloadArrive(r, W), rec.recArrive(r, W)],
+        [a, g, 1, h, 0, 0], 'unstamped until the wire stamps it');
+      rec.setUcxRtsPayloadArrive(r, W, k);
+      rec.setRecArrive(r, W, l);
+      assert.deepEqual([rec.ucxRtsPayloadArrive(r, W), rec.recArrive(r, W), rec.rtsHeld(r, W)], [k || 1, l || 1, 1], 'stamps never read as 0 (unstamped)');
       r = fresh();
       rec.encodeAck(r, W, a, b);
       allWritten(r);
