@@ -135,11 +135,12 @@ function overlapCase(groups, s) {
 }
 
 function machine() {
-  const git = (...a) => spawnSync('git', a, { encoding: 'utf8' }).stdout.trim();
+  // A copy of the tree without its .git (a lent machine) names its commit in NBC_COMMIT.
+  const git = (...a) => (spawnSync('git', a, { encoding: 'utf8' }).stdout ?? '').trim();
   return {
     cores: cpus().length, model: cpus()[0]?.model ?? 'unknown', memoryGiB: +(totalmem() / 2 ** 30).toFixed(1), loadavg: loadavg(),
     os: `${process.platform} ${release()}`, node: process.version, date: new Date().toISOString(),
-    commit: git('rev-parse', 'HEAD'), dirty: git('status', '--porcelain').length > 0,
+    commit: git('rev-parse', 'HEAD') || (process.env.NBC_COMMIT ?? 'unknown'), dirty: git('status', '--porcelain').length > 0,
   };
 }
 
