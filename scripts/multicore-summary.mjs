@@ -140,7 +140,7 @@ function machine() {
   return {
     cores: cpus().length, model: cpus()[0]?.model ?? 'unknown', memoryGiB: +(totalmem() / 2 ** 30).toFixed(1), loadavg: loadavg(),
     os: `${process.platform} ${release()}`, node: process.version, date: new Date().toISOString(),
-    commit: git('rev-parse', 'HEAD') || (process.env.NBC_COMMIT ?? 'unknown'), dirty: git('status', '--porcelain').length > 0,
+    commit: process.env.NBC_COMMIT ?? (git('rev-parse', 'HEAD') || 'unknown'), dirty: git('status', '--porcelain').length > 0,
   };
 }
 
