@@ -688,6 +688,7 @@ const fragArb = fc.record({
   member: fc.oneof(fc.integer({ min: 0, max: 3 }), fc.constantFrom(0xffff_ffff, 1000)),
   op: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 255 })), dtype: fc.oneof(fc.constant(8), fc.integer({ min: 0, max: 255 })),
   root: fc.oneof(fc.constant(-1), fc.integer({ min: -3, max: 4 })),
+  stamp: fc.oneof(fc.constant(0), fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 })),
 }).chain((h) => fc.tuple(fc.constant(h), fc.oneof(fc.constantFrom(0, 8, 16, 64), fc.integer({ min: 0, max: 200 }))));
 
 const childFrameArb = fc.oneof(
