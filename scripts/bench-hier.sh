@@ -8,8 +8,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 nbc() { node dist/cli/nbc.js "$@"; }
-out=bench/results/hier
+out=${OUT:-bench/results/hier}
 mkdir -p "$out" docs/img
+# Between the nodes, seed 004's network (docs/wire.md); LINK=none for the host's own path.
+link=${LINK:-ddr}
+link_arg=(--link "$link")
+[ "$link" = none ] && link_arg=()
 rounds=${ROUNDS:-2}
 iters=${ITERS:-300}
 sizes=${SIZES:-8,64,512,2K,8K,64K}
@@ -24,7 +28,7 @@ for round in $(seq 1 "$rounds"); do
       size_arg=(--sizes "$sizes")
       [ "$op" = barrier ] && size_arg=()
       for alg in ${algs[$op]}; do
-        nbc bench "$op" --ranks 8 --ppn "$ppn" "${size_arg[@]}" --algorithm "$alg" --iters "$iters" \
+        nbc bench "$op" --ranks 8 --ppn "$ppn" "${size_arg[@]}" "${link_arg[@]}" --algorithm "$alg" --iters "$iters" \
           --label "$op $alg ppn $ppn" --json "$out/$op-ppn$ppn-${alg//:/_}-r$round.json" >/dev/null
       done
     done
