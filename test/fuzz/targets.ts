@@ -30,6 +30,7 @@ import { Engine } from '../../src/runtime/engine.ts';
 import { KIND_COMM, KIND_POST, KIND_SCHED } from '../../src/shm/layout.ts';
 import { createNodeShared } from '../../src/shm/node-shared.ts';
 import { DONE_ERROR } from '../../src/sched/offload.ts';
+import { COMPLETION_BYTES } from '../../src/sched/offload-records.ts';
 import {
   decodeCtrl, FRAG_HEADER_BYTES, FrameType, num, numArray, readFragHeader, str, writeFragHeader, type FragHeader,
 } from '../../src/agg/wire.ts';
@@ -551,7 +552,7 @@ const regionArb = (sliceBytes: number) => fc.oneof(
 
 const offloadRecords: FuzzTarget = {
   name: 'offload ring records (engine)',
-  checks: 'a rank writes KIND_COMM, KIND_SCHED (real, mutated or random schedule words) and KIND_POST records (regions inside, across or outside the arena, random ids, ranks, contexts, two-level calls, completion words) into its ring: the engine never throws and never writes outside the posted regions and the completion word; a post it cannot run completes with DONE_ERROR and one log line; only a completion word outside the rank\'s slice fails the node',
+  checks: 'a rank writes KIND_COMM, KIND_SCHED (real, mutated or random schedule words) and KIND_POST records (regions inside, across or outside the arena, random ids, ranks, contexts, two-level calls, completion words) into its ring: the engine never throws and never writes outside the posted regions and the completion (its word and, beside it, its arrival tick); a post it cannot run completes with DONE_ERROR and one log line; only a completion word outside the rank\'s slice fails the node',
   property: () => fc.property(
     scheduleWordsArb, fc.array(fc.integer({ min: -2, max: 5 }), { maxLength: 5 }), fc.boolean(),
     regionArb(16 * 1024), regionArb(16 * 1024), regionArb(16 * 1024),
@@ -574,7 +575,7 @@ const offloadRecords: FuzzTarget = {
       rank.toEngine(KIND_POST, post.ctx, post.rank, 5, post.id, 0, slot.slice, slot.offset, args);
       // As the engine's event loop does: a throw from poll() fails the node (onFatal).
       (engine as unknown as { guard(fn: () => void): void }).guard(() => engine.poll());
-      const slotOk = slot.slice === 0 && slot.offset >= 0 && slot.offset % 4 === 0 && slot.offset + 4 <= slice.length;
+      const slotOk = slot.slice === 0 && slot.offset >= 0 && slot.offset % 4 === 0 && slot.offset + COMPLETION_BYTES <= slice.length;
       if (!slotOk) {
         assert.equal(fatal.length, 1, 'a completion word outside the slice fails the node');
         assert.match(fatal[0]!.message, /completion word/);
@@ -583,7 +584,7 @@ const offloadRecords: FuzzTarget = {
       }
       // No byte outside the posted regions and the completion word changed.
       const inside = (i: number): boolean => [send, recv, tmp].some((r) => r.slice === 0 && i >= r.offset && i < r.offset + r.bytes)
-        || (slotOk && i >= slot.offset && i < slot.offset + 4);
+        || (slotOk && i >= slot.offset && i < slot.offset + COMPLETION_BYTES);
       for (let i = 0; i < slice.length; i++) {
         if (slice[i] !== before[i] && !inside(i)) assert.fail(`byte ${i} of rank 0's slice changed outside the posted regions`);
       }
