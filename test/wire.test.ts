@@ -196,8 +196,7 @@ async function oneWayMs(opts: { ranks: number; link: string; topology?: string; 
 describe('launched: a message is never delivered before its stamp', () => {
   const transports: Array<'tcp' | 'ucx'> = ucxUnavailable() === null ? ['tcp', 'ucx'] : ['tcp'];
   for (const transport of transports) {
-    // --link over UCX: stamped as over TCP once the wire-up lets a job ask for both (todo until then).
-    const opts = { ...T, todo: transport === 'ucx' ? 'the wire-up refuses --transport ucx with --link' : false };
+    const opts = T;
     test(`over ${transport}, --link latency=2ms: 8 B take at least 2 ms one way`, opts, async () => {
       const [small] = await oneWayMs({ ranks: 2, link: 'latency=2ms', transport }, 1, [8]);
       assert.ok(small! >= 2, `8 B one way in ${small} ms`);
