@@ -128,7 +128,7 @@ export class Waiter {
     const waited = performance.now() - start;
     if (waited <= spinMs) return false;
     this.board?.enter();
-    if (this.yieldFn !== null && waited <= spinMs + this.yieldMs) {
+    if (this.yieldFn !== null && waited <= spinMs + this.yieldMs && (this.wire === null || !this.wire.parkFirst())) {
       Atomics.add(this.control, this.waitingIdx, 1);
       this.yieldFn();
     } else {

@@ -95,6 +95,8 @@ export class Wire {
   held = 0;
   /** How late a timed park wakes past its deadline, learnt (ms; wait.ts). */
   parkLateMs = 0.1;
+  /** The shortest one-way latency to another node, ms (Infinity: a job of one node). */
+  readonly minLatencyMs: number;
 
   /**
    * @param originMs added to `performance.now()` makes the host's monotonic clock in ms (the
@@ -105,7 +107,23 @@ export class Wire {
     this.nic = new BigInt64Array(control.buffer, control.byteOffset, (control.byteLength >> 3));
     this.ticksPerByte = Number.isFinite(model.bandwidthBytesPerSec) ? (1000 * TICKS_PER_MS) / model.bandwidthBytesPerSec : 0;
     this.pathTicks = new Int32Array(nodes);
-    for (let n = 0; n < nodes; n++) this.pathTicks[n] = Math.round(pathLatencyUs(model, nodeId, n) * 10);
+    let min = Infinity;
+    for (let n = 0; n < nodes; n++) {
+      this.pathTicks[n] = Math.round(pathLatencyUs(model, nodeId, n) * 10);
+      if (n !== nodeId) min = Math.min(min, pathLatencyUs(model, nodeId, n) / 1000);
+    }
+    this.minLatencyMs = min;
+  }
+
+  /**
+   * Whether a waiting rank should park at once rather than yield its core first (wait.ts):
+   * where every link is slower than a park is late (3x), a record from another node lands in
+   * the ring well before its stamp, so the doorbell's wake-up costs it nothing, and yielding
+   * through the wire's latency would only burn the core. (A message from a rank of the same
+   * node then also waits for a wake-up, which such links dwarf.)
+   */
+  parkFirst(): boolean {
+    return this.minLatencyMs >= 3 * this.parkLateMs;
   }
 
   /** Now, in ticks (modulo 2^32, as records carry them). */
