@@ -126,9 +126,13 @@ export class Waiter {
   private idle(start: number, spinMs: number, req: { done: boolean }): boolean {
     if (this.wire !== null && this.wire.held !== 0) return this.idleOnWire(req);
     const waited = performance.now() - start;
-    if (waited <= spinMs) return false;
+    // Under a link slower than a park is late, neither spin nor yield (Wire.parkFirst): what
+    // the rank waits for crosses the wire, and spinning through its latency (2 ms where ranks
+    // have cores) only burns the core.
+    const parkFirst = this.wire !== null && this.wire.parkFirst();
+    if (waited <= spinMs && !parkFirst) return false;
     this.board?.enter();
-    if (this.yieldFn !== null && waited <= spinMs + this.yieldMs && (this.wire === null || !this.wire.parkFirst())) {
+    if (this.yieldFn !== null && waited <= spinMs + this.yieldMs && !parkFirst) {
       Atomics.add(this.control, this.waitingIdx, 1);
       this.yieldFn();
     } else {
@@ -152,6 +156,11 @@ export class Waiter {
       if (this.yieldFn !== null) this.yieldFn();
     }
     return true;
+  }
+
+  /** The longest a UCX rank sleeps on its worker under an emulated network (parkOnce). */
+  private wireNapMs(wire: Wire): number {
+    return wire.parkFirst() ? Math.max(0.05, wire.minLatencyMs - wire.parkLateMs - 0.05) : 1;
   }
 
   /**
@@ -179,9 +188,11 @@ export class Waiter {
       const t0 = wire === null ? 0 : performance.now();
       let timedOut = false;
       if (this.ucx !== null) {
-        // Under an emulated network no longer than 1 ms: UCX's event fd does not report every
-        // arrival (ucx.ts idleDelayMs), and a rank the wire keeps waiting parks often.
-        if (Atomics.load(c, this.doorbellIdx) === seen) this.ucx.sleep(wire !== null && ms > 1 ? 1 : ms);
+        // Under an emulated network no longer than 1 ms, and where the rank parks first no longer
+        // than a little less than the shortest link's latency: UCX's event fd does not report
+        // every arrival (ucx.ts idleDelayMs), and a message that lands while the rank sleeps
+        // (microseconds after it was sent) must be seen before its stamp.
+        if (Atomics.load(c, this.doorbellIdx) === seen) this.ucx.sleep(wire === null ? ms : Math.min(ms, this.wireNapMs(wire)));
         timedOut = true;
       } else {
         timedOut = Atomics.wait(c, this.doorbellIdx, seen, ms) === 'timed-out';
