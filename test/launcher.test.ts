@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -196,16 +197,32 @@ function mpirunAvailable(): string | false {
   }
 }
 
+/** A TCP port free on 127.0.0.1 at the time of the call. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
 describe('wire-up under other launchers', () => {
-  test("a 2-node job runs under Open MPI's mpirun via nbc node", { ...T, skip: mpirunAvailable() }, () => {
+  test("a 2-node job runs under Open MPI's mpirun via nbc node", { ...T, skip: mpirunAvailable() }, async () => {
+    // The rendezvous port is one this host has free now: the port derived from Open MPI's job
+    // id (masterPortForJob, test/env.test.ts) lies in Linux's ephemeral range and was once
+    // taken by another connection of the suite (EADDRINUSE), as src/runtime/env.ts warns.
     const env = {
       ...process.env,
       OMPI_ALLOW_RUN_AS_ROOT: '1',
       OMPI_ALLOW_RUN_AS_ROOT_CONFIRM: '1',
       OMPI_MCA_rmaps_base_oversubscribe: '1',
       NBC_SECRET: randomBytes(32).toString('hex'),
+      NBC_MASTER_PORT: String(await freePort()),
     };
-    const p = spawnSync('mpirun', ['-np', '2', '-x', 'NBC_SECRET', process.execPath, CLI, 'node', '--ppn', '2', '--tag-output', jobPath('hello.ts'), 'x'], {
+    const p = spawnSync('mpirun', ['-np', '2', '-x', 'NBC_SECRET', '-x', 'NBC_MASTER_PORT', process.execPath, CLI, 'node', '--ppn', '2', '--tag-output', jobPath('hello.ts'), 'x'], {
       encoding: 'utf8', env, timeout: 45_000,
     });
     assert.equal(p.status, 0, `mpirun failed:\n${p.stdout}\n${p.stderr}`);
