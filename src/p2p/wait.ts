@@ -192,7 +192,8 @@ export class Waiter {
         // than a little less than the shortest link's latency: UCX's event fd does not report
         // every arrival (ucx.ts idleDelayMs), and a message that lands while the rank sleeps
         // (microseconds after it was sent) must be seen before its stamp.
-        if (Atomics.load(c, this.doorbellIdx) === seen) this.ucx.sleep(wire === null ? ms : Math.min(ms, this.wireNapMs(wire)));
+        if (wire !== null) ms = Math.min(ms, this.wireNapMs(wire)); // the lateness learnt below is of this sleep
+        if (Atomics.load(c, this.doorbellIdx) === seen) this.ucx.sleep(ms);
         timedOut = true;
       } else {
         timedOut = Atomics.wait(c, this.doorbellIdx, seen, ms) === 'timed-out';
