@@ -11,7 +11,9 @@
  * - what a wait costs: a node process's CPU (user + system, every thread) per second of wall
  *   time while two ranks ping-pong 8 B under `--link latency=1ms`, with the ranks sleeping
  *   until the stamp (NBC_WIRE=stamp, over TCP and UCX) and with the engines' timer queue
- *   (NBC_WIRE=queue, TCP only): the target is under 5 % of a core;
+ *   (NBC_WIRE=queue, TCP only), over 5 s after 200 round trips of warm-up: the target is
+ *   under 5 % of a core; beside it the floor, two sleeps and wake-ups a round trip at what one
+ *   costs a thread of this host (a bare timed Atomics.wait, measured in the same round);
  * - what overlap now has room for: CG on 2 nodes x 1 over `--link gige` with a halo-heavy grid
  *   (40 x 120 x 120, a 115 KiB face), blocking against non-blocking halo, interleaved: the share
  *   of the blocking run's halo wait the non-blocking run hides (target >= 70 %).
@@ -34,7 +36,7 @@ const GIGE_BYTES_PER_SEC = 125e6;
 const MIB = 1 << 20;
 // gige's model for 1 MiB one way: serialisation at 1 Gbit/s, then 50 us.
 const GIGE_1M_ONE_WAY_MS = (MIB / GIGE_BYTES_PER_SEC) * 1e3 + 0.05;
-const WAIT_SPAN_MS = 2000;
+const WAIT_SPAN_MS = 5000;
 
 mkdirSync(OUT, { recursive: true });
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
@@ -67,6 +69,21 @@ async function waitCpu(wire, transport) {
   return { cpuPerWallSec: cpuMs / nodes.length / wallMs, cpuMs, wallMs, roundTrips: nodes[0].roundTrips, oneWayUs: (wallMs * 1e3) / nodes[0].roundTrips / 2 };
 }
 
+/**
+ * The floor under a wait's CPU: what one timed sleep and its wake-up cost a thread of this
+ * process (Atomics.wait for 0.65 ms, 1500 times, on an otherwise idle thread), in us. A rank
+ * that waits out a message sleeps at least twice (until the message is in, then until its
+ * stamp), so a 1 ms ping-pong cannot cost a process less than 2 wake-ups a round trip.
+ */
+function wakeCostUs() {
+  const word = new Int32Array(new SharedArrayBuffer(4));
+  const n = 1500;
+  const cpu0 = process.cpuUsage();
+  for (let i = 0; i < n; i++) Atomics.wait(word, 0, 0, 0.65);
+  const cpu = process.cpuUsage(cpu0);
+  return (cpu.user + cpu.system) / n;
+}
+
 /** CG on 2 nodes x 1 over gige, halo-heavy: ms per iteration and the halo wait per iteration. */
 function cg(mode, round) {
   const file = `${OUT}/cg-2x1-gige-${mode}-r${round}.json`;
@@ -91,6 +108,7 @@ for (let round = 1; round <= ROUNDS; round++) {
     const g = p2p(`1M-${t}-gige`, round, ['--transport', t, '--sizes', '1M', '--iters', '200', '--link', 'gige']);
     note(`1M-${t}-gige`, g.error === undefined ? { MBs: g.results[0].bandwidthGBs * 1e3, oneWayMs: g.results[0].latencyUs / 1e3 } : g);
   }
+  note('wake', { us: wakeCostUs() });
   for (const t of transports) note(`wait-stamp-${t}`, await waitCpu('stamp', t));
   note('wait-queue-tcp', await waitCpu('queue', 'tcp'));
   for (const mode of ['blocking', 'nonblocking']) note(`cg-${mode}`, cg(mode, round));
@@ -142,6 +160,7 @@ for (const t of transports) {
   });
 }
 const queue = fig('wait-queue-tcp', 'cpuPerWallSec');
+const wake = fig('wake', 'us');
 for (const t of transports) {
   const stamp = fig(`wait-stamp-${t}`, 'cpuPerWallSec');
   if (stamp.error !== undefined || queue.error !== undefined) {
@@ -152,6 +171,13 @@ for (const t of transports) {
     figure: `a node process's CPU while its rank waits out --link latency=1ms (8 B ping-pong), stamp, ${t} (peer: the timer queue, tcp)`,
     measured: stamp.median, limit: queue.median, unit: 'core', rounds: stamp.rounds, peerRounds: queue.rounds,
     verdict: `${fmt(100 * stamp.median, 1)} % of a core (${fmt(stamp.median / queue.median, 2)}x the timer queue's): ${stamp.median < 0.05 ? 'met' : 'missed'} (target under 5 %)`,
+  });
+  // The floor: two wake-ups a round trip, at what one costs a thread here (wakeCostUs).
+  const rtUs = 2 * fig(`wait-stamp-${t}`, 'oneWayUs').median;
+  rows.push({
+    figure: `the floor under it: 2 sleeps and wake-ups per ${fmt(rtUs / 1000, 2)} ms round trip, ${fmt(wake.median, 1)} us of CPU each (Atomics.wait of 0.65 ms, same run), ${t}`,
+    measured: stamp.median, limit: (2 * wake.median) / rtUs, unit: 'core', rounds: stamp.rounds, peerRounds: wake.rounds,
+    verdict: `${fmt(stamp.median / ((2 * wake.median) / rtUs), 2)}x the floor of ${fmt((100 * 2 * wake.median) / rtUs, 1)} % of a core`,
   });
   const st = fig(`wait-stamp-${t}`, 'oneWayUs');
   const qu = fig('wait-queue-tcp', 'oneWayUs');

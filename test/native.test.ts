@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { copyAt, copyBytes, NATIVE_COPY_MIN, setNativeCopy } from '../src/shm/copy.ts';
@@ -41,6 +42,23 @@ test('nbc info says whether sched_yield is available and why not, and lists the 
   assert.deepEqual(withAddon.filter((l) => l.what.startsWith('executor ')).map((l) => l.what), ['executor host', 'executor offload', 'executor agg']);
   assert.equal(withAddon.find((l) => l.what === 'transport tcp')!.available, true);
   assert.match(nbc(['info']), /^yes {2}transport tcp/m);
+});
+
+test('timerSlack sets the calling thread\'s timer slack and refuses a non-positive value', (t) => {
+  const { addon, why } = nativeAddon();
+  if (addon?.timerSlack === undefined) return t.skip(`no addon with timerSlack: ${why}`);
+  // /proc/<pid>/timerslack_ns is the slack of the process's main thread, which runs this test
+  const slackNs = (): number => Number(readFileSync(`/proc/${process.pid}/timerslack_ns`, 'utf8'));
+  const before = slackNs();
+  try {
+    assert.equal(addon.timerSlack(1000), true);
+    assert.equal(slackNs(), 1000);
+    assert.throws(() => addon.timerSlack!(0), /timerSlack: expected a positive number of nanoseconds/);
+    assert.throws(() => addon.timerSlack!(-5), /timerSlack: expected a positive number of nanoseconds/);
+    assert.equal(slackNs(), 1000, 'a refused value changes nothing');
+  } finally {
+    addon.timerSlack(before);
+  }
 });
 
 test('8 ranks on one node of 2 cores pass the allreduce and barrier property checks with yielding waits and with plain ones', () => {

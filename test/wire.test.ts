@@ -126,6 +126,23 @@ describe('the node adapter (Wire.take)', () => {
   });
 });
 
+describe('the learnt park lateness (Wire.learnParkLate)', () => {
+  test('settles at the lower quartile of the readings, not their mean, and ignores impossible ones', () => {
+    const wire = new Wire({ latencyUs: 1000, bandwidthBytesPerSec: Infinity, switchUs: 0, radix: 0 }, new Int32Array(4), 0, 2, 0);
+    // Readings of 40..49 us, and one in ten delayed to 300 us by a busy core: the lower
+    // quartile is about 42 us, the mean 70.
+    const readings: number[] = [];
+    for (let i = 0; i < 4000; i++) readings.push(i % 10 === 9 ? 0.3 : 0.04 + (((i * 7919) % 10) / 1000));
+    for (const r of readings) wire.learnParkLate(r);
+    const sorted = [...readings].sort((a, b) => a - b);
+    const q25 = sorted[sorted.length >> 2]!;
+    assert.ok(Math.abs(wire.parkLateMs - q25) <= 0.005, `learnt ${wire.parkLateMs} ms against a lower quartile of ${q25}`);
+    const learnt = wire.parkLateMs;
+    for (const bad of [-0.01, 1, 5, Number.NaN]) wire.learnParkLate(bad);
+    assert.equal(wire.parkLateMs, learnt, 'a negative, NaN or over-1-ms reading teaches nothing');
+  });
+});
+
 describe('--link and --topology', () => {
   test('the presets are the specs they name, with their switch hops', () => {
     assert.deepEqual(parseLinkSpec('gige'), { latencyUs: 50, bandwidthBytesPerSec: 125e6 });

@@ -266,10 +266,12 @@ export class UcxPath {
   /**
    * Sleeps until a UCX event, a ring of this rank's eventfd doorbell (node-shared's `wake`
    * rings it while this rank sleeps), or `timeoutMs`. Returns at once when UCX events are
-   * already waiting.
+   * already waiting. The length of the sleep (ms) when it ran out its time, else -1.
    */
-  sleep(timeoutMs: number): void {
-    if (this.addon.ucxArm(this.worker)) this.addon.pollFds(this.eventFd, this.wakeFd, Math.min(timeoutMs, this.idleDelayMs()));
+  sleep(timeoutMs: number): number {
+    if (!this.addon.ucxArm(this.worker)) return -1;
+    const ms = Math.min(timeoutMs, this.idleDelayMs());
+    return this.addon.pollFds(this.eventFd, this.wakeFd, ms) ? -1 : ms;
   }
 
   /**

@@ -158,9 +158,14 @@ export class Waiter {
     return true;
   }
 
-  /** The longest a UCX rank sleeps on its worker under an emulated network (parkOnce). */
+  /**
+   * The longest a UCX rank sleeps on its worker under an emulated network (parkOnce): where it
+   * parks first, up to 0.1 ms past the shortest latency, so the message it waits for usually
+   * wakes it (UCX's event fd) rather than the nap ending just before it comes; a message whose
+   * arrival the event fd misses is then seen at most 0.1 ms past the earliest stamp it can carry.
+   */
   private wireNapMs(wire: Wire): number {
-    return wire.parkFirst() ? Math.max(0.05, wire.minLatencyMs - wire.parkLateMs - 0.05) : 1;
+    return wire.parkFirst() ? Math.max(0.05, wire.minLatencyMs + 0.1 - wire.parkLateMs) : 1;
   }
 
   /**
@@ -186,23 +191,19 @@ export class Waiter {
       // With UCX, sleep in poll(2) on the worker's events and this rank's eventfd doorbell,
       // which wake() rings for a sleeping UCX rank besides the futex.
       const t0 = wire === null ? 0 : performance.now();
-      let timedOut = false;
+      // How long the sleep ran out its time for (ms), or -1: a doorbell, an event, no sleep.
+      let slept = -1;
       if (this.ucx !== null) {
-        // Under an emulated network no longer than 1 ms, and where the rank parks first no longer
-        // than a little less than the shortest link's latency: UCX's event fd does not report
-        // every arrival (ucx.ts idleDelayMs), and a message that lands while the rank sleeps
-        // (microseconds after it was sent) must be seen before its stamp.
-        if (wire !== null) ms = Math.min(ms, this.wireNapMs(wire)); // the lateness learnt below is of this sleep
-        if (Atomics.load(c, this.doorbellIdx) === seen) this.ucx.sleep(ms);
-        timedOut = true;
-      } else {
-        timedOut = Atomics.wait(c, this.doorbellIdx, seen, ms) === 'timed-out';
+        // Under an emulated network no longer than 1 ms, and where the rank parks first about
+        // the shortest link's latency (wireNapMs): UCX's event fd does not report every arrival
+        // (ucx.ts idleDelayMs), and a message that lands while the rank sleeps (microseconds
+        // after it was sent) must be seen close to its stamp.
+        if (wire !== null) ms = Math.min(ms, this.wireNapMs(wire));
+        if (Atomics.load(c, this.doorbellIdx) === seen) slept = this.ucx.sleep(ms);
+      } else if (Atomics.wait(c, this.doorbellIdx, seen, ms) === 'timed-out') {
+        slept = ms;
       }
-      // Learn how late a timed sleep wakes (the kernel's timer slack, the VM's wake-up).
-      if (wire !== null && timedOut && ms < 100) {
-        const late = performance.now() - t0 - ms;
-        if (late >= 0 && late < 1) wire.parkLateMs += (late - wire.parkLateMs) / 8;
-      }
+      if (wire !== null && slept >= 0 && slept < 100) wire.learnParkLate(performance.now() - t0 - slept);
     }
     Atomics.store(c, this.sleepIdx, 0);
   }

@@ -39,6 +39,8 @@ export interface WireModel {
 
 /** Ticks per millisecond: a tick is 0.1 us. */
 export const TICKS_PER_MS = 1e4;
+/** How far one reading moves the learnt park lateness (ms): 4 us. */
+const LATE_STEP_MS = 0.004;
 
 /** Whether `tick` is later than `now` (modular). */
 export function isAfter(tick: number, now: number): boolean {
@@ -93,7 +95,13 @@ export class Wire {
    * (`arrived`), the waiter reads it to sleep until then, and each progress pass clears it.
    */
   held = 0;
-  /** How late a timed park wakes past its deadline, learnt (ms; wait.ts). */
+  /**
+   * How late a timed park wakes past its deadline (ms; wait.ts): the lower quartile of the
+   * lateness of the sleeps that ran out their time (learnParkLate). A waiting rank sleeps until
+   * a stamp less this, and spins out the rest: the quartile, not the mean, because the mean
+   * follows the few wake-ups that a busy core delays by a tenth of a millisecond, and every
+   * other wait would then spin that long (docs/wire.md, "What a wait costs").
+   */
   parkLateMs = 0.1;
   /** The shortest one-way latency to another node, ms (Infinity: a job of one node). */
   readonly minLatencyMs: number;
@@ -113,6 +121,14 @@ export class Wire {
       if (n !== nodeId) min = Math.min(min, pathLatencyUs(model, nodeId, n) / 1000);
     }
     this.minLatencyMs = min;
+  }
+
+  /** One reading of how late a timed park woke past its deadline (ms). */
+  learnParkLate(lateMs: number): void {
+    if (!(lateMs >= 0) || lateMs >= 1) return; // a clock step or a descheduled thread: no reading
+    // A quantile tracker: up by a quarter step when later than the estimate, down by three
+    // quarters when earlier, so it settles where a quarter of the sleeps wake earlier.
+    this.parkLateMs = Math.max(0, this.parkLateMs + (lateMs > this.parkLateMs ? 0.25 : -0.75) * LATE_STEP_MS);
   }
 
   /**

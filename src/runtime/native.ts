@@ -14,6 +14,11 @@ export interface NativeAddon {
   /** sched_yield(2): this thread's core to another runnable thread, now. */
   schedYield(): void;
   /**
+   * prctl(PR_SET_TIMERSLACK) for this thread: how many nanoseconds the kernel may defer its
+   * timed sleeps (absent in an addon built before it). True when it took.
+   */
+  timerSlack?(ns: number): boolean;
+  /**
    * memmove(3) of `bytes` bytes from `src` at `srcAt` to `dst` at `dstAt` (absent in an addon
    * built before it). V8 copies shared memory word by word; this is the C library's copy.
    */

@@ -87,6 +87,9 @@ const boot = workerData as RankBoot;
 const yieldFn = boot.yieldFromIdle === true ? nativeAddon().addon?.schedYield ?? null : null;
 // Copies that involve shared memory go to the addon's memmove where it is built.
 setNativeCopy(nativeAddon().addon?.copy ?? null);
+// Under an emulated network a waiting rank sleeps until a stamp (p2p/wait.ts): let the kernel
+// defer those sleeps by 1 us rather than its default 50 (docs/wire.md, "What a wait costs").
+if (boot.wire !== undefined) nativeAddon().addon?.timerSlack?.(1000);
 const eagerLimit = boot.eagerLimit ?? 8192;
 let ucx: UcxPath | null = null;
 if (boot.ucx === true) {
