@@ -82,6 +82,23 @@ describe('the proof applications (nbc cg, nbc pcg)', () => {
     assert.ok((r.finalRelResidual as number) < 1e-8);
   });
 
+  test('--algorithm names the inner products\' allreduce only: the halo keeps its own, and every variant still matches the reference', T, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nbc-apps-'));
+    try {
+      for (const [app, variant] of [['pcg', 'alg1'], ['pcg', 'overlap'], ['cg', null]] as const) {
+        const json = join(dir, `${app}-${variant ?? 'cg'}.json`);
+        // The halo is a neighbour exchange, which has no recursive doubling: it used to be refused.
+        await promisify(execFile)(process.execPath, [NBC, app, '--ranks', '4', '--n', '6', ...(variant === null ? [] : ['--variant', variant]),
+          '--algorithm', 'recursive-doubling', '--verify', 'on', '--quiet', '--json', json], { timeout: 60_000 });
+        const r = JSON.parse(readFileSync(json, 'utf8')) as { algorithm: string | null; verification: { ok: boolean } };
+        assert.equal(r.algorithm, 'recursive-doubling');
+        assert.ok(r.verification.ok, `${app} ${variant ?? ''}: verified`);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test('every PCG variant stopped by --max-iter holds the iterate of its last iteration: the reference stopped at the same limit matches it', T, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'nbc-apps-'));
     try {

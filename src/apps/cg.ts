@@ -22,7 +22,7 @@ import { axpy, axpyFromGhost, boundaryBoxes, dot, dotGhost, interiorBox, makeBox
 import { Halo } from './halo.js';
 import { matvecGBs } from './pcg.js';
 import {
-  collOptions, P, Pacer, parseAppArgs, phaseSummary, Phases, placement, report, solveContext, warmUp, type AppOptions, type AppResult, type Verification,
+  collOptions, haloOptions, P, Pacer, parseAppArgs, phaseSummary, Phases, placement, report, solveContext, warmUp, type AppOptions, type AppResult, type Verification,
 } from './run.js';
 
 /** The exact solution's factor along one dimension of N points, at 0-based global index g. */
@@ -53,7 +53,7 @@ export interface CgSolve {
 export function solveCg(cart: Communicator, o: AppOptions, box: Box, phases: Phases, pacer: Pacer,
   log: (it: number, rel: number) => void): CgSolve {
   const opts = collOptions(o);
-  const halo = Halo.cart(cart, box, opts);
+  const halo = Halo.cart(cart, box, haloOptions(o));
   const n = box.rows;
   const [n0, n1, n2] = box.n;
   const [N0, N1, N2] = box.global;

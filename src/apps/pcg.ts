@@ -31,7 +31,7 @@ import {
 } from './grid.js';
 import { Halo } from './halo.js';
 import {
-  collOptions, P, Pacer, parseAppArgs, phaseSummary, Phases, placement, report, solveContext, warmUp, type AppOptions, type AppResult, type Verification,
+  collOptions, haloOptions, P, Pacer, parseAppArgs, phaseSummary, Phases, placement, report, solveContext, warmUp, type AppOptions, type AppResult, type Verification,
 } from './run.js';
 
 /** Above this many unknowns `--verify auto` skips the sequential reference solve. */
@@ -156,7 +156,7 @@ interface PcgEnd {
 function pcgWork(world: Communicator, o: AppOptions, box: Box, phases: Phases, pacer: Pacer,
   log: (it: number, rel: number) => void): PcgWork {
   const opts = collOptions(o);
-  const { halo } = Halo.graph(world, box, opts);
+  const { halo } = Halo.graph(world, box, haloOptions(o));
   const n = box.rows;
   const b = new Float64Array(n).fill(1);
   const bb = new Float64Array(1);

@@ -117,9 +117,18 @@ export function parseAppArgs(app: App, argv: readonly string[]): AppOptions {
   };
 }
 
-/** The options every collective of a solve takes: `--executor` and `--algorithm`. */
+/**
+ * The options of a solve's inner products (allreduces): `--executor` and `--algorithm`. The
+ * halo takes `haloOptions`: `--algorithm` names an allreduce algorithm, which a neighbour
+ * exchange does not have.
+ */
 export function collOptions(o: AppOptions): CollOptions {
   return { executor: o.executor as CollOptions['executor'], ...(o.algorithm === undefined ? {} : { algorithm: o.algorithm }) };
+}
+
+/** The options of a solve's halo exchange: `--executor`. */
+export function haloOptions(o: AppOptions): CollOptions {
+  return { executor: o.executor as CollOptions['executor'] };
 }
 
 /**

@@ -15,6 +15,8 @@ import { NbcLaunchError } from '../errors.js';
 import { parseAggSpec, startFabric, type FabricHandle } from '../agg/fabric.js';
 import { fatTreeMismatch } from '../agg/placement.js';
 import { checkTopology, parseLinkSpec, parseTopology, type LinkSpec } from './link-spec.js';
+import { trainRounds } from './train.js';
+import { v8ThreadArgs, v8ThreadsFromEnv } from './v8-threads.js';
 import { wireModeFromEnv } from './wire-clock.js';
 import { hostBoardBytes } from '../shm/host-board.js';
 import { nodeSizeProblem } from '../shm/node-shared.js';
@@ -215,7 +217,7 @@ class NodeJob {
   private readonly jobId = `${process.pid}-${Date.now().toString(36)}`;
   private readonly pipe: boolean;
   private readonly link: string | undefined;
-  /** Node and V8 flags for the node processes (NBC_NODE_ARGS). */
+  /** Node and V8 flags for the node processes (NBC_V8_THREADS, then NBC_NODE_ARGS). */
   private readonly nodeArgs: string[];
   /** The host board (shm/host-board.ts), or null where none could be made. */
   private readonly board: string | null;
@@ -253,7 +255,13 @@ class NodeJob {
     this.link = linkText(opts.link);
     // NODE_OPTIONS takes only some flags (--cpu-prof, --trace-opt, ...), and the launcher's own
     // flags (--import tsx, --test) must not follow.
-    this.nodeArgs = (opts.env?.NBC_NODE_ARGS ?? process.env.NBC_NODE_ARGS ?? '').split(/\s+/).filter((a) => a !== '');
+    // V8 without its helper threads where the ranks fill the host (v8-threads.ts); the user's
+    // flags after, so theirs win.
+    trainRounds({ ...process.env, ...opts.env }); // a bad NBC_TRAIN is refused here, once, not by every rank
+    this.nodeArgs = [
+      ...v8ThreadArgs(v8ThreadsFromEnv({ ...process.env, ...opts.env }), this.n, availableParallelism()),
+      ...(opts.env?.NBC_NODE_ARGS ?? process.env.NBC_NODE_ARGS ?? '').split(/\s+/).filter((a) => a !== ''),
+    ];
     // Every node of this job runs on this host, and their idle threads yield their cores only
     // while no rank of any node computes.
     this.board = hostBoardPath(this.jobId, this.n);

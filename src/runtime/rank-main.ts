@@ -21,6 +21,7 @@ import { nativeAddon } from './native.js';
 import { openHostBoard } from './host-board.js';
 import { setRankRuntime } from './init.js';
 import { hostClockOriginMs } from './wire-clock.js';
+import { train, trainRounds } from './train.js';
 import type { WireModel } from '../p2p/wire.js';
 import { NbcLaunchError } from '../errors.js';
 
@@ -119,6 +120,8 @@ const rc: RankContext = {
 };
 const world = new Communicator(rc, Array.from({ length: rc.worldSize }, (_, i) => i), 0);
 setRankRuntime({ world, rc, args: boot.args });
+// The library's hot paths warm before the job's first call (train.ts).
+train(world, trainRounds(process.env));
 
 if (/\.[cm]?tsx?$/.test(boot.entry)) {
   const { register } = await import('tsx/esm/api');
