@@ -1,6 +1,6 @@
 /**
- * Training the JIT before a job runs (issue: a fresh job's first thousands of calls run several
- * times slower while V8 tiers its hot paths up, and a short solve never leaves that phase).
+ * Training the JIT before a job runs. A fresh job's first thousands of calls run several times
+ * slower while V8 tiers its hot paths up, and a short solve never leaves that phase.
  *
  * Every rank of a job runs the same short sequence of the library's own calls on a private
  * duplicate of the world, before the job's module is loaded: the schedule interpreter, the
@@ -12,7 +12,7 @@
  * and 24 B allreduces, blocking and non-blocking; a neighbour alltoall of 2 KiB faces on a
  * periodic ring (a halo); a barrier. NBC_TRAIN=<rounds> asks for it; by default a job is not
  * trained, since training costs start-up time about as long as the warm-up it saves (300 rounds:
- * about 0.2 s on 4 ranks of 2 cores; BENCHMARKS.md, "Strong scaling").
+ * 0.14-0.23 s on 4 ranks of 2 cores; BENCHMARKS.md, "Strong scaling").
  */
 import type { Communicator } from '../coll/communicator.js';
 import { NbcArgError } from '../errors.js';
