@@ -1,6 +1,8 @@
-// Summary of scripts/bench-first-calls.sh: per side, the median over rounds of each bucket's
-// median (us per 8 B allreduce, or one way for plain Node TCP), and the CG's ms per iteration
-// after K warm-up solves; a chart in docs/img/first-calls.svg.
+// Summary of scripts/bench-first-calls.sh: per side, the median over rounds of each 100-call
+// bucket's median (us per 8 B allreduce, or one way for plain Node TCP), shown for calls 1-100,
+// 101-1000 and then per 1000; the calls until warm (the first bucket from which every bucket's
+// median is within 1.2x of the last 1000 calls'); and the CG's ms per iteration after K warm-up
+// solves. A chart in docs/img/first-calls.svg.
 import { readFileSync } from 'node:fs';
 import { renderSpec } from '../dist/bench/chart.js';
 
@@ -11,21 +13,32 @@ const load = (name) => JSON.parse(readFileSync(`${dir}/${name}.json`, 'utf8'));
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[(s.length - 1) >> 1]; };
 const each = (f) => Array.from({ length: rounds }, (_, i) => f(i + 1));
 const what = {
-  tcp: 'allreduce, TCP', 'tcp-eager': 'allreduce, TCP, V8 tiers up early', 'tcp-noopt': 'allreduce, TCP, --no-opt',
-  ucx: 'allreduce, UCX', 'node-tcp': 'plain Node TCP ping-pong, one way',
+  tcp: 'allreduce, 2 nodes x 1, TCP', ucx: 'allreduce, 2 nodes x 1, UCX', 'ucx-helpers': 'the same, V8 helper threads kept (before)',
+  'ucx-trained': 'the same, NBC_TRAIN=300', shm4: 'allreduce, 4 ranks of one node (2 cores)', 'shm4-helpers': 'the same, V8 helper threads kept (before)',
+  'shm4-trained': 'the same, NBC_TRAIN=300', 'node-tcp': 'plain Node TCP ping-pong, one way (the peer)',
 };
+const WARM = 1.2;
 
 const first = load(`loop-${sides[0]}-r1`);
+const bucket = first.bucket;
 const buckets = first.medians.length;
-console.log(`${rounds} interleaved rounds, each side a fresh job: median over rounds of the median of each ${first.bucket} calls (us)\n`);
-console.log(`| side | ${Array.from({ length: buckets }, (_, b) => `calls ${b * first.bucket + 1}-${(b + 1) * first.bucket}`).join(' | ')} | first / last |`);
-console.log(`|---|${'---|'.repeat(buckets + 1)}`);
+const perThousand = 1000 / bucket;
+// columns: calls 1-100, 101-1000, then each further 1000 (medians of the 100-call medians)
+const cols = [{ label: `1-${bucket}`, from: 0, to: 1 }, { label: `${bucket + 1}-1000`, from: 1, to: perThousand }];
+for (let k = perThousand; k < buckets; k += perThousand) cols.push({ label: `${k * bucket + 1}-${(k + perThousand) * bucket}`, from: k, to: k + perThousand });
+console.log(`${rounds} interleaved rounds, each side a fresh job: median over rounds of the median of each ${bucket} calls (us)\n`);
+console.log(`| side | ${cols.map((c) => `calls ${c.label}`).join(' | ')} | first 100 / last 1000 | calls until warm (within ${WARM}x of the last 1000) |`);
+console.log(`|---|${'---|'.repeat(cols.length + 2)}`);
 const chart = [];
 for (const s of sides) {
   const runs = each((r) => load(s === 'node-tcp' ? `node-tcp-r${r}` : `loop-${s}-r${r}`).medians);
   const m = Array.from({ length: buckets }, (_, b) => median(runs.map((x) => x[b])));
-  console.log(`| ${what[s]} | ${m.map((x) => x.toFixed(0)).join(' | ')} | ${(m[0] / m[buckets - 1]).toFixed(1)}x |`);
-  m.forEach((us, b) => chart.push({ side: what[s], calls: (b + 1) * first.bucket, us }));
+  const col = cols.map((c) => median(m.slice(c.from, c.to)));
+  const last = col[col.length - 1];
+  let warmFrom = buckets;
+  for (let b = buckets - 1; b >= 0 && m[b] <= WARM * last; b--) warmFrom = b;
+  console.log(`| ${what[s]} | ${col.map((x) => x.toFixed(1)).join(' | ')} | ${(col[0] / last).toFixed(1)}x | ${warmFrom * bucket} |`);
+  m.forEach((us, b) => chart.push({ side: what[s], calls: (b + 1) * bucket, us }));
 }
 console.log('\nnbc cg, 2 nodes x 1 rank, emulated GigE, 40^3 per rank, blocking halo: ms per iteration of the solve timed after K warm-up solves');
 console.log('\n| K | rounds | median | phases (median): halo / inner products / matvec / axpy |\n|---|---|---|---|');
@@ -38,13 +51,13 @@ for (const k of [0, 2, 5, 10]) {
 }
 await renderSpec({
   $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
-  title: 'A fresh job: 8 B allreduce on 2 nodes, median per 1000 calls',
+  title: 'A fresh job: 8 B allreduce, median per 100 calls',
   width: 480, height: 260,
   data: { values: chart },
   mark: { type: 'line', point: true },
   encoding: {
     x: { field: 'calls', type: 'quantitative', title: 'calls since the job started' },
-    y: { field: 'us', type: 'quantitative', scale: { type: 'log' }, title: 'us per call (median of 1000)' },
+    y: { field: 'us', type: 'quantitative', scale: { type: 'log' }, title: 'us per call (median of 100)' },
     color: { field: 'side', type: 'nominal', title: '', legend: { labelLimit: 400, orient: 'bottom', columns: 2 } },
   },
 }, 'docs/img/first-calls.svg');

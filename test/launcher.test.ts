@@ -119,7 +119,8 @@ describe('launcher', () => {
 
   test('NBC_NODE_ARGS gives the node processes (and so their rank threads) Node flags; a bad one fails the job', T, () => {
     const run = (args: string): SpawnSyncReturns<string> => spawnSync(process.execPath, [CLI, 'run', '-n', '2', '--ppn', '1', jobPath('hello.ts')], {
-      encoding: 'utf8', timeout: 30_000, env: { ...process.env, NBC_NODE_ARGS: args, HELLO_EXEC_ARGV: '1' },
+      // NBC_V8_THREADS=on: no --single-threaded of the launcher's own before the user's flags (test/start-up.test.ts)
+      encoding: 'utf8', timeout: 30_000, env: { ...process.env, NBC_NODE_ARGS: args, HELLO_EXEC_ARGV: '1', NBC_V8_THREADS: 'on' },
     });
     const ok = run(' --stack-size=900  --max-semi-space-size=32 ');
     assert.equal(ok.status, 0, ok.stderr);
