@@ -46,4 +46,4 @@ for r in $(seq 1 "$rounds"); do
   done
   echo "round $r of $rounds done"
 done
-node scripts/first-calls-summary.mjs "$out" "$rounds" "$sides"
+node scripts/first-calls-summary.mjs "$out" "$rounds" "$sides" | tee "$out/summary.md"
