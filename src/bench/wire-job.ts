@@ -2,8 +2,9 @@
  * The CPU a wait for the wire costs (`npm run bench:wire`, scripts/bench-wire.mjs): ranks 0
  * and 1, on two nodes, ping-pong 8 B for `ms` milliseconds under an emulated `--link`, while
  * each reads its node process's CPU time (every thread: the rank, the engine, the runtime)
- * and the wall time over the same span, after a warm-up. Under `--link latency=1ms` nearly all of it is spent
- * waiting for stamps (NBC_WIRE=stamp) or for the engines' timer queue (NBC_WIRE=queue).
+ * and the wall time over the same span, after a warm-up. Under `--link latency=1ms` nearly
+ * all of it is spent waiting for stamps (NBC_WIRE=stamp) or for the engines' timer queue
+ * (NBC_WIRE=queue).
  */
 import type { Comm } from '../comm/comm.js';
 
@@ -22,9 +23,9 @@ export default function wireJob(world: Comm, argv: string[]): WireJobResult | nu
   if (world.rank > 1) return null;
   const peer = 1 - world.rank;
   const msg = new Uint8Array(8);
-  // Warm-up outside the span: V8 compiles the wait's hot paths on its helper threads during the
-  // first few hundred round trips (about 1 % of a core over a 2 s span), which is start-up, not
-  // waiting. Both ranks count the same exchanges, so they start the span together.
+  // Warm-up outside the span: V8 compiles the wait's hot paths during the first few hundred
+  // round trips (about 1 % of a core over a 2 s span), which is start-up, not waiting. Both
+  // ranks count the same exchanges, so they start the span together.
   for (let i = 0; i < WARMUP_ROUND_TRIPS; i++) world.sendrecv(msg, peer, 1, new Uint8Array(8), peer, 1);
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
