@@ -13,7 +13,7 @@
  *   and each job's wall time beside it (start-up included);
  * - warm: the solve after 5 untimed ones (`--warmup 5`), and the same with V8's helpers.
  *
- * Targets (the strong-scaling issue): warm <= 1.3x hypre, cold <= 2x, iterations equal to
+ * Targets: warm <= 1.3x hypre, cold <= 2x, iterations equal to
  * hypre's +-1. hypre is C and has no warm-up: its one solve is its cold and its warm time.
  * Writes bench/results/strong/ (OUT): each run's JSON, summary.json, summary.md, and the chart
  * docs/img/strong.svg. Needs libhypre-dev and Open MPI for the peer; without them the nbc
