@@ -14,10 +14,10 @@
  * Without Open MPI the nbc side is measured alone, and says why.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { buildPeer } from './peer-build.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CLI = `${ROOT}dist/cli/nbc.js`;
@@ -36,16 +36,6 @@ const targetOf = (c, bytes) => c.target ?? (bytes <= 8 ? 1.0 : 1.2);
 mkdirSync(OUT, { recursive: true });
 const median = (xs) => [...xs].sort((a, b) => a - b)[(xs.length - 1) >> 1];
 const ompiEnv = { ...process.env, OMPI_ALLOW_RUN_AS_ROOT: '1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM: '1' };
-
-/** mpibench, built here, or the reason it is not measured. */
-function buildPeer() {
-  const src = join(process.env.NBC_PEERS ?? `${ROOT}../shared/peers`, 'mpibench.c');
-  if (spawnSync('mpicc', ['--version'], { stdio: 'ignore' }).status !== 0) return { why: 'mpicc not found (apt-get install libopenmpi-dev openmpi-bin)' };
-  const bin = join(mkdtempSync(join(tmpdir(), 'nbc-mpibench-')), 'mpibench');
-  const cc = spawnSync('mpicc', ['-O2', src, '-o', bin], { encoding: 'utf8' });
-  if (cc.status !== 0) return { why: `${src} did not build: ${(cc.stderr ?? '').trim().split('\n')[0]}` };
-  return { bin };
-}
 
 /** Open MPI's latency per size (us) for case `c`, from one mpibench run. */
 function ompi(bin, c, round) {
@@ -73,7 +63,7 @@ function nbc(c, round) {
   return by;
 }
 
-const peer = buildPeer();
+const peer = buildPeer('mpibench.c');
 if (peer.why !== undefined) process.stderr.write(`bench:two-ranks: Open MPI not measured: ${peer.why}\n`);
 const runs = { nbc: {}, ompi: {} };
 for (let round = 1; round <= ROUNDS; round++) {

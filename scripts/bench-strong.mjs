@@ -20,11 +20,11 @@
  * side is measured alone and says why.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { renderSpec } from '../dist/bench/chart.js';
+import { buildPeer } from './peer-build.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CLI = `${ROOT}dist/cli/nbc.js`;
@@ -46,17 +46,6 @@ const TOL = '1e-8';
 mkdirSync(OUT, { recursive: true });
 const median = (xs) => [...xs].sort((a, b) => a - b)[(xs.length - 1) >> 1];
 
-/** hypre's peer program, built here, or the reason it is not measured. */
-function buildHypre() {
-  const src = process.env.HYPRE_PEER ?? join(process.env.NBC_PEERS ?? `${ROOT}../shared/peers`, 'hypre_pcg.c');
-  if (spawnSync('dpkg', ['-s', 'libhypre-dev'], { stdio: 'ignore' }).status !== 0) return { why: 'libhypre-dev is not installed (apt-get install libhypre-dev)' };
-  if (spawnSync('mpicc', ['--version'], { stdio: 'ignore' }).status !== 0) return { why: 'mpicc not found (apt-get install libopenmpi-dev openmpi-bin)' };
-  const bin = join(mkdtempSync(join(tmpdir(), 'nbc-hypre-')), 'hypre_pcg');
-  const cc = spawnSync('mpicc', ['-O2', src, '-o', bin, '-I/usr/include/hypre', '-lHYPRE', '-lm'], { encoding: 'utf8' });
-  if (cc.status !== 0) return { why: `${src} did not build: ${(cc.stderr ?? '').trim().split('\n')[0]}` };
-  return { bin };
-}
-
 function hypre(bin, { procs, n }) {
   const p = spawnSync('mpirun', ['--oversubscribe', '--allow-run-as-root', '-np', String(procs), bin, String(n), TOL], {
     encoding: 'utf8', timeout: 300_000, env: { ...process.env, OMPI_ALLOW_RUN_AS_ROOT: '1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM: '1' },
@@ -77,7 +66,7 @@ function nbc({ procs, n }, variant, m, round) {
   return { iterations: j.iterations, perIterationMs: j.perIterationMs, solveMs: j.perIterationMs * j.iterations, jobWallMs: wallMs };
 }
 
-const peer = buildHypre();
+const peer = buildPeer('hypre_pcg.c', { flags: ['-I/usr/include/hypre', '-lHYPRE', '-lm'], pkg: 'libhypre-dev', src: process.env.HYPRE_PEER ?? null });
 if (peer.why !== undefined) process.stderr.write(`bench:strong: hypre not measured: ${peer.why}\n`);
 const runs = {};
 const note = (key, value) => (runs[key] ??= []).push(value);
