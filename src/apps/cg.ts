@@ -50,9 +50,25 @@ export interface CgSolve {
   u2: number;
 }
 
-export function solveCg(cart: Communicator, o: AppOptions, box: Box, phases: Phases, pacer: Pacer,
-  log: (it: number, rel: number) => void): CgSolve {
-  const opts = collOptions(o);
+/**
+ * What the solves of a job work with: the halo, the exact solution and right-hand side, the
+ * vectors and the matvec's boxes, built once by `cgSetup` and reset by every solve (solves
+ * that built their own left the garbage collector's marking to the timed one).
+ */
+export interface CgWork {
+  halo: Halo;
+  u: Float64Array;
+  b: Float64Array;
+  x: Float64Array;
+  r: Float64Array;
+  s: Float64Array;
+  p: Float64Array;
+  inner: number[];
+  shell: number[][];
+}
+
+/** Builds the solves' halo, vectors and right-hand side. Collective over `cart` (the halo agrees on its block). */
+export function cgSetup(cart: Communicator, o: AppOptions, box: Box): CgWork {
   const halo = Halo.cart(cart, box, haloOptions(o));
   const n = box.rows;
   const [n0, n1, n2] = box.n;
@@ -70,12 +86,21 @@ export function solveCg(cart: Communicator, o: AppOptions, box: Box, phases: Pha
       }
     }
   }
-  const x = new Float64Array(n);
-  const r = new Float64Array(n);
-  const s = new Float64Array(n);
-  const p = new Float64Array(box.ghosted);
-  const inner = interiorBox(box);
-  const shell = boundaryBoxes(box);
+  return {
+    halo, u, b, x: new Float64Array(n), r: new Float64Array(n), s: new Float64Array(n), p: new Float64Array(box.ghosted),
+    inner: interiorBox(box), shell: boundaryBoxes(box),
+  };
+}
+
+/** Runs one solve from x0 = 0. Collective over `cart`. On `setup` (cgSetup) where the job solves more than once. */
+export function solveCg(cart: Communicator, o: AppOptions, box: Box, phases: Phases, pacer: Pacer,
+  log: (it: number, rel: number) => void, setup?: CgWork): CgSolve {
+  const opts = collOptions(o);
+  const { halo, u, b, x, r, s, p, inner, shell } = setup ?? cgSetup(cart, o, box);
+  const n = box.rows;
+  x.fill(0);
+  s.fill(0);
+  p.fill(0);
   const hook = pacer.active ? pacer : null;
   const blocking = o.mode === 'blocking';
   const one = new Float64Array(1);
@@ -157,8 +182,9 @@ export default async function cg(world: Communicator, args: string[]): Promise<A
   const ctx = solveContext(world, o);
   const { noise, phases, pacer } = ctx;
   const where = placement(world);
-  warmUp(ctx, o, (log) => solveCg(cart, o, box, phases, pacer, log));
-  const res = solveCg(cart, o, box, phases, pacer, ctx.progress);
+  const setup = cgSetup(cart, o, box);
+  warmUp(ctx, o, (log) => solveCg(cart, o, box, phases, pacer, log, setup));
+  const res = solveCg(cart, o, box, phases, pacer, ctx.progress, setup);
   const summary = phaseSummary(world, phases);
   const red = new Float64Array(4);
   world.allreduce(Float64Array.of(res.err2, res.u2, 0, noise?.stolenMs ?? 0), red, 'sum');

@@ -22,6 +22,8 @@ import { parseNoise } from '../bench/metrics.js';
 import type { BenchResult } from '../bench/result.js';
 import type { CollName } from '../coll/select.js';
 import { buildProgram, crowdedParams, PRESETS, simulate, SIM_COLLS, SIM_EXECUTORS, toGoal, type SimExecutor, type SimRow } from '../sim/index.js';
+import { measureAppCompute } from '../sim/app-compute.js';
+import { SIM_APPS, simulateApp, type SimApp } from '../sim/apps.js';
 import { loadSimParams } from '../sim/params-file.js';
 import { parseSizes } from './bench.js';
 
@@ -33,6 +35,44 @@ interface SimOptions {
   ranks: number; ppn: number; sizes: string; algorithm?: string; executor: string; params?: string; noise?: string;
   seed: number; compute?: boolean; json?: string; chart?: string; goal?: string; afterBarrier?: boolean; hostCores?: number;
   inputs: string;
+  // The applications (nbc sim pcg|cg).
+  n?: number; global?: string; variant?: string; mode?: string; testInterval?: number; iterations?: number;
+}
+
+/** `nbc sim pcg|cg`: the application on the model (sim/apps.ts), its phases printed as nbc pcg prints them. */
+function simApp(app: SimApp, o: SimOptions): void {
+  for (const [flag, set] of [['--compute', o.compute], ['--after-barrier', o.afterBarrier], ['--goal', o.goal], ['--chart', o.chart], ['--host-cores', o.hostCores]] as const) {
+    if (set !== undefined && set !== false) throw new NbcArgError(`Cannot simulate ${app} with ${flag}: it applies to a single collective; the applications take --n or --global, --variant, --mode, --test-interval, --iterations, --noise`);
+  }
+  if (o.executor !== 'host' && o.executor !== 'offload' && o.executor !== 'agg') {
+    throw new NbcArgError(`Cannot simulate ${app} on executor '${o.executor}': expected host, offload or agg (as nbc ${app} takes)`);
+  }
+  let global: [number, number, number] | null = null;
+  if (o.global !== undefined) {
+    const parts = o.global.split(',').map(Number);
+    if (parts.length !== 3 || parts.some((x) => !Number.isInteger(x) || x < 1)) throw new NbcArgError(`Cannot use --global ${o.global}: expected NX,NY,NZ, positive integers`);
+    global = [parts[0]!, parts[1]!, parts[2]!];
+  }
+  const mode = o.mode ?? 'nonblocking';
+  if (mode !== 'blocking' && mode !== 'nonblocking') throw new NbcArgError(`Cannot use --mode ${mode}: expected blocking or nonblocking`);
+  const loaded = loadSimParams(o.params);
+  process.stderr.write(`parameters: ${loaded.from}\n`);
+  const compute = loaded.params.compute ?? measureAppCompute();
+  process.stderr.write(`compute: ${compute.source}\n`);
+  const r = simulateApp({
+    app, ranks: o.ranks, ppn: o.ppn, n: o.n ?? (app === 'pcg' ? 40 : 30), global, variant: o.variant ?? (app === 'pcg' ? 'overlap' : 'cg'),
+    mode, executor: o.executor as SimExecutor, algorithm: o.algorithm, testInterval: o.testInterval ?? 0, iterations: o.iterations ?? null,
+    noise: o.noise === undefined ? null : parseNoise(o.noise), seed: o.seed,
+  }, loaded.params, compute);
+  const t = new Table({ head: ['phase', 'seconds', 'of it blocked in communication'], style: { head: [], border: [], compact: true } });
+  for (const [name, ph] of Object.entries(r.phases)) t.push([name, ph.seconds.toFixed(4), ph.commSeconds.toFixed(4)]);
+  process.stdout.write(`${app} ${r.variant} on ${r.ranks} ranks (${r.ppn} per node), grid ${r.global.join('x')} (${r.local.join('x')} per rank), executor ${r.executor}, allreduce ${r.algorithm}${o.noise ? `, noise ${o.noise}` : ''} (simulated)\n`);
+  process.stdout.write(`${r.iterations} iterations (${r.iterationsFrom}): ${r.solveSeconds.toFixed(3)} s, ${r.perIterationMs.toFixed(3)} ms per iteration; ${r.events} events in ${r.wallSeconds.toFixed(2)} s\n`);
+  process.stdout.write(t.toString() + '\n');
+  if (o.json !== undefined) {
+    mkdirSync(dirname(o.json), { recursive: true });
+    writeFileSync(o.json, JSON.stringify({ ...r, simulated: { params: loaded.params, from: loaded.from, seed: o.seed, noise: o.noise ?? null, testInterval: o.testInterval ?? 0 } }, null, 2) + '\n');
+  }
 }
 
 /** 'iallreduce' -> allreduce, non-blocking; 'allreduce' -> blocking. */
@@ -58,7 +98,7 @@ function table(rows: SimRow[], nonblocking: boolean): string {
 export function registerSim(program: Command): void {
   program.command('sim')
     .description('simulate a collective on a LogGOPS model: the schedules the library would run, at any scale')
-    .argument('<op>', `collective (${SIM_COLLS.join(', ')}), or its i-form for non-blocking`)
+    .argument('<op>', `collective (${SIM_COLLS.join(', ')}), or its i-form for non-blocking; or an application: pcg, cg`)
     .requiredOption('--ranks <N>', 'ranks', positiveInt)
     .option('--ppn <P>', 'ranks per node', positiveInt, 1)
     .option('--sizes <list>', 'bytes per rank: 8:1M (x4 steps), 8:1M:2, or a list 8,1K,64K', '8:1M')
@@ -74,7 +114,20 @@ export function registerSim(program: Command): void {
     .option('--json <file>', 'write the result (nbcbench JSON, plus events and wallSeconds)')
     .option('--chart <file>', 'latency (or, with --compute, overlap) chart, .svg or .png')
     .option('--goal <file>', "write the first size's schedules in LogGOPSim's GOAL format")
+    .option('--n <N>', 'pcg, cg: local points per dimension per rank (default: pcg 40, cg 30)', positiveInt)
+    .option('--global <NX,NY,NZ>', 'pcg, cg: the global grid instead of --n')
+    .option('--variant <v>', 'pcg: alg1, alg2 or overlap (default overlap); cg: cg')
+    .option('--mode <m>', 'cg: the halo blocking, or nonblocking behind the interior rows (default)')
+    .option('--test-interval <rows>', 'pcg, cg: interior rows between test() calls on the halo (host executor); 0 = none', nonNegativeInt)
+    .option('--iterations <n>', 'pcg, cg: iterations to run (default: from the grid, as the apps converge to 1e-8)', positiveInt)
     .action(async (op: string, o: SimOptions) => {
+      if ((SIM_APPS as readonly string[]).includes(op)) {
+        simApp(op as SimApp, o);
+        return;
+      }
+      for (const [flag, set] of [['--n', o.n], ['--global', o.global], ['--variant', o.variant], ['--mode', o.mode], ['--test-interval', o.testInterval], ['--iterations', o.iterations]] as const) {
+        if (set !== undefined) throw new NbcArgError(`Cannot simulate ${op} with ${flag}: it applies to the applications (nbc sim pcg, nbc sim cg)`);
+      }
       const { coll, nonblocking } = parseSimOp(op);
       if (!(SIM_EXECUTORS as readonly string[]).includes(o.executor)) {
         throw new NbcArgError(`Cannot simulate on executor '${o.executor}': expected one of ${SIM_EXECUTORS.join(', ')}`);

@@ -71,6 +71,8 @@ const EV_DATA = 4;
 const EV_FOLDED = 5;
 const EV_AGG_UP = 6;
 const EV_AGG_DOWN = 7;
+const EV_CHUNK = 8;
+const EV_TEST = 9;
 
 /** OS noise: a burst of `durationUs` every `periodUs` per rank, phases unsynchronised. */
 export interface SimNoise {
@@ -82,10 +84,18 @@ export interface RunOptions {
   noise?: SimNoise | null;
   /** Seed of the noise phases. */
   seed?: number;
-  /** Non-blocking with compute: each rank computes this long right after its initiating call. */
-  computeUs?: number | null;
+  /** Non-blocking with compute: each rank computes this long (one figure, or one per rank) right after its initiating call. */
+  computeUs?: number | Float64Array | null;
   /** When each rank makes its call, us (default: all at 0). */
   startAt?: Float64Array | null;
+  /**
+   * Host executor, with compute: the rank calls test() after every this many us of its
+   * compute (LibNBC's progress, seeds 001 and 002). Each call costs params.testUs of CPU and
+   * lets the schedule move: what arrived meanwhile is taken in, and what that releases is
+   * issued, before the compute goes on. Absent, null or 0: no test() calls, so the schedule
+   * moves only once the compute is over (in wait()).
+   */
+  testEveryUs?: number | null;
   /**
    * Seed of the message jitter: where a path carries measured jitter (LogGOPS.J), every
    * message's flight takes L plus a draw from it. Absent or null: every flight takes L.
@@ -102,6 +112,33 @@ export interface RunResult {
   /** The slowest rank: the call's latency as nbcbench reports it (max over ranks). */
   latencyUs: number;
   events: number;
+}
+
+/**
+ * When `work` us of CPU work started at `t` ends under OS noise: a burst of `D` us at `phase` +
+ * k `P` for every k, each waited out by the work it meets.
+ */
+export function noisyEnd(t: number, work: number, phase: number, D: number, P: number): number {
+  const k = Math.floor((t - phase) / P);
+  let burst = phase + k * P; // the last burst that started at or before t
+  if (t < burst + D) t = burst + D;
+  const next = burst + P;
+  if (t + work <= next) return t + work;
+  let rem = work - (next - t);
+  // Whole free stretches of P - D between bursts, then the remainder.
+  const free = P - D;
+  const full = Math.ceil(rem / free) - 1;
+  burst = next + full * P;
+  rem -= full * free;
+  return burst + D + rem;
+}
+
+/** The noise phase of each of `ranks` ranks for a seed, as every run of the engine draws them. */
+export function noisePhases(ranks: number, periodUs: number, seed: number): Float64Array {
+  const next = splitmix32(seed);
+  const phase = new Float64Array(ranks);
+  for (let r = 0; r < ranks; r++) phase[r] = next() * periodUs;
+  return phase;
 }
 
 /** splitmix32: a small, well-mixed deterministic generator (noise phases, exit orders). */
@@ -165,6 +202,8 @@ class Simulation extends Release {
   private readonly done: Float64Array;
   private readonly initEnd: Float64Array;
   private readonly computeEnd: Float64Array;
+  /** Host compute with test() calls: how much of each rank's compute is still to run. */
+  private readonly computeLeft: Float64Array;
   private events = 0;
   private now = 0;
   /** inject()'s results: when the message left the CPU (after o), and when the CPU is free again. */
@@ -204,9 +243,7 @@ class Simulation extends Release {
     this.noiseD = noise?.durationUs ?? 0;
     this.noiseP = noise?.periodUs ?? 0;
     if (noise !== null && noise.durationUs > 0) {
-      const next = splitmix32(opts.seed ?? 1);
-      this.phase = new Float64Array(N);
-      for (let r = 0; r < N; r++) this.phase[r] = next() * noise.periodUs;
+      this.phase = noisePhases(N, noise.periodUs, opts.seed ?? 1);
     } else {
       this.phase = null;
     }
@@ -214,6 +251,7 @@ class Simulation extends Release {
     this.jitterRng = js === null ? null : splitmix32(js);
     this.chanArrived = js === null ? null : new Float64Array(ch.count);
     this.done = new Float64Array(N);
+    this.computeLeft = new Float64Array(N);
     this.initEnd = new Float64Array(N);
     this.computeEnd = new Float64Array(N);
   }
@@ -226,20 +264,7 @@ class Simulation extends Release {
   private advance(cpu: number, t: number, work: number): number {
     const ph = this.phase;
     if (ph === null || cpu >= this.ranks) return t + work;
-    const P = this.noiseP;
-    const D = this.noiseD;
-    const k = Math.floor((t - ph[cpu]!) / P);
-    let burst = ph[cpu]! + k * P; // the last burst that started at or before t
-    if (t < burst + D) t = burst + D;
-    const next = burst + P;
-    if (t + work <= next) return t + work;
-    let rem = work - (next - t);
-    // Whole free stretches of P - D between bursts, then the remainder.
-    const free = P - D;
-    const full = Math.ceil(rem / free) - 1;
-    burst = next + full * P;
-    rem -= full * free;
-    return burst + D + rem;
+    return noisyEnd(t, work, ph[cpu]!, this.noiseD, this.noiseP);
   }
 
   /** The path send `i`'s message takes: the network between nodes, else shared memory, priced as cached where the call did not write its payload. */
@@ -325,7 +350,7 @@ class Simulation extends Release {
       for (let r = 0; r < N; r++) {
         const t = this.cpu(r, startAt === null ? 0 : startAt[r]!, this.params.postUs);
         this.initEnd[r] = t;
-        if (C !== null) this.computeEnd[r] = this.cpu(r, t, C);
+        if (C !== null) this.computeEnd[r] = this.cpu(r, t, typeof C === 'number' ? C : C[r]!);
         const k = prog.nodeOfRank[r]!;
         const at = prog.mode === 'offload' ? t + shm.L : Math.max(posted[k]!, t + shm.L);
         if (prog.mode === 'offload') this.heap.push(at, EV_START, r, 0);
@@ -351,6 +376,8 @@ class Simulation extends Release {
         case EV_FOLDED: this.folded(a); break;
         case EV_AGG_UP: this.aggUp(a, b); break;
         case EV_AGG_DOWN: this.aggDown(a); break;
+        case EV_CHUNK: heap.push(Math.max(this.now, this.cpuFree[a]!), EV_TEST, a, 0); break;
+        case EV_TEST: this.testThenCompute(a); break;
         default: throw new NbcInternalError(`simulator: unknown event kind ${heap.k}`);
       }
     }
@@ -381,9 +408,31 @@ class Simulation extends Release {
     // computes, and its CPU makes no progress on the schedule (no test() calls) until wait().
     if (prog.mode === 'host') {
       this.initEnd[p] = Math.max(this.now, this.cpuFree[p]!);
-      const C = this.opts.computeUs ?? null;
-      if (C !== null) this.computeEnd[p] = this.cpu(p, this.initEnd[p]!, C);
+      const CC = this.opts.computeUs ?? null;
+      const every = this.opts.testEveryUs ?? 0;
+      if (CC === null) return;
+      const C = typeof CC === 'number' ? CC : CC[p]!;
+      if (every > 0 && C > every) {
+        // Compute in pieces with a test() between them: what the schedule needs of the CPU
+        // in the meantime queues behind the piece and runs before the next one.
+        this.computeLeft[p] = C - every;
+        this.computeEnd[p] = this.cpu(p, this.initEnd[p]!, every);
+        this.heap.push(this.computeEnd[p]!, EV_CHUNK, p, 0);
+      } else {
+        this.computeEnd[p] = this.cpu(p, this.initEnd[p]!, C);
+      }
     }
+  }
+
+  /**
+   * Host rank p's test() between two pieces of its compute (RunOptions.testEveryUs): once the
+   * work queued during the last piece is done, the call's cost, then the next piece.
+   */
+  private testThenCompute(p: number): void {
+    const piece = Math.min(this.opts.testEveryUs!, this.computeLeft[p]!);
+    this.computeLeft[p] = this.computeLeft[p]! - piece;
+    this.computeEnd[p] = this.cpu(p, this.now, (this.params.testUs ?? 0) + piece);
+    if (this.computeLeft[p]! > 0) this.heap.push(this.computeEnd[p]!, EV_CHUNK, p, 0);
   }
 
   protected issue(i: number): void {
@@ -423,11 +472,15 @@ class Simulation extends Release {
    * the injector g + (s-1)G.
    */
   private inject(cpu: number, inj: Float64Array, slot: number, m: LogGOPS, s: number, t: number): void {
-    const start = this.startOn(cpu, Math.max(t, inj[slot]!));
+    const at = Math.max(t, inj[slot]!);
+    const start = this.startOn(cpu, at);
     const leave = this.advance(cpu, start, s > 0 && m.X !== undefined ? Math.max(0, m.o + sizeExtraUs(m, s) / 2) : m.o);
     const busyEnd = this.advance(cpu, leave, Math.max(0, s - 1) * m.O);
     this.busyUntil(cpu, busyEnd);
-    inj[slot] = start + m.g + Math.max(0, s - 1) * m.G;
+    // A rank in its compute phase posts once the compute is over; a node's NIC shared with
+    // other ranks is not held for it meanwhile (as in takeIn).
+    const computing = inj !== this.shmSend && cpu < this.ranks && this.computeEnd[cpu]! > at;
+    inj[slot] = (computing ? at : start) + m.g + Math.max(0, s - 1) * m.G;
     this.leave = leave;
     this.busyEnd = busyEnd;
   }
@@ -466,11 +519,18 @@ class Simulation extends Release {
     // host it pays the wake-up first. One that is still busy (or already woken for an earlier
     // message) takes it in without.
     const wake = this.wake(c, m);
-    const start = this.startOn(c, Math.max(this.now, inj[slot]!));
+    // The receiving injector is held from when the CPU takes the message in. Not where a
+    // node's NIC meets a rank in its compute phase: the NIC takes the message in as soon as it
+    // is free, and the CPU's share follows after the compute (held until then, it pushed every
+    // other rank's messages on the node behind that rank's compute: an application's halo
+    // behind its interior rows took several compute phases).
+    const inAt = Math.max(this.now, inj[slot]!);
+    const computing = net && c < this.ranks && this.computeEnd[c]! > inAt;
+    const start = this.startOn(c, inAt);
     const take = (m.oRecv ?? m.o) + Math.max(0, s - 1) * m.O + wake + this.lentBytes[r]! * this.lentCopy;
     const end = this.advance(c, start, m.X === undefined ? take : Math.max(0, take + sizeExtraUs(m, s) / 2));
     this.busyUntil(c, end);
-    inj[slot] = start + m.g + Math.max(0, s - 1) * m.G;
+    inj[slot] = (computing ? inAt : start) + m.g + Math.max(0, s - 1) * m.G;
     this.heap.push(end, EV_DONE, r, 0);
   }
 

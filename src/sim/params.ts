@@ -21,6 +21,8 @@
  * Pure data and validation: no node:* imports (the file lives in params-file.ts).
  */
 import { NbcArgError } from '../errors.js';
+import { ODIN_COMPUTE, SEED000_COMPUTE } from './app-compute.js';
+import type { AppCompute } from './apps.js';
 
 export interface LogGOPS {
   L: number;
@@ -164,6 +166,13 @@ export interface SimParams {
    * Absent for a collective: the same as the allreduce.
    */
   callUsByColl?: Partial<Record<string, number>>;
+  /**
+   * Host executor: what one test() call costs the rank while it computes with a collective
+   * outstanding (RunOptions.testEveryUs; seed 001's test interval). Absent: 0.
+   */
+  testUs?: number;
+  /** What the applications' kernels cost on this machine (`nbc sim pcg|cg`, sim/apps.ts). Absent: measured when asked. */
+  compute?: AppCompute;
   agg: AggParams;
   /**
    * Only a calibration of an emulated cluster writes this: how the paths behave when the
@@ -339,6 +348,8 @@ export const PRESETS: Record<string, SimParams> = {
     copyUsPerByte: 1 / 5000,
     // The ConnectX-2 task list is posted by one doorbell write: assumed 0.5 us.
     postUs: 0.5,
+    // The applications' kernels: Table I's phases (app-compute.ts SEED000_COMPUTE).
+    compute: SEED000_COMPUTE,
     agg: SOFTWARE_AGG,
   },
   /**
@@ -392,6 +403,39 @@ export const PRESETS: Record<string, SimParams> = {
     postUs: 0.5, // assumed
     agg: SOFTWARE_AGG,
   },
+};
+
+/**
+ * Seed 001 (Hoefler, Gottschling, Lumsdaine, Rehm, 2007): the odin cluster, 128 dual 2 GHz
+ * Opteron 246 nodes with Gigabit Ethernet and InfiniBand. The paper gives neither network's
+ * figures; both are the era's typical MPI numbers (assumed), and the compute model is assumed
+ * too (app-compute.ts ODIN_COMPUTE). One process a node, as the paper's runs.
+ */
+const ODIN_BASE = {
+  // shm: assumed (one process a node: barely used).
+  shm: { L: 0.5, o: 0.2, g: 0.2, G: 1 / 2000, O: 1 / 2000, S: 8192 },
+  reduceUsPerByte: 1 / 1000, // assumed: 2 GHz Opteron, sum of doubles
+  copyUsPerByte: 1 / 1500, // assumed
+  postUs: 1, // no offload on odin; assumed
+  // LibNBC's NBC_TEST: an MPI_Testall over a round's requests: assumed 1 us.
+  testUs: 1,
+  compute: ODIN_COMPUTE,
+  agg: SOFTWARE_AGG,
+};
+PRESETS['odin-gige'] = {
+  source: 'preset odin-gige (seed 001: odin, 2 GHz Opteron 246 nodes, Gigabit Ethernet; figures assumed)',
+  // assumed: MPI over TCP on GigE of 2006, ~45 us one way (2o + L, o = 10 us of kernel TCP
+  // stack a side), 1 Gbit/s (G = 8 bit / 1 Gbit/s, of which ~110 MB/s usable: 0.009 us/B);
+  // S = 65536 (assumed: Open MPI's TCP eager limit of the time was 64 KiB).
+  net: { L: 25, o: 10, g: 10, G: 0.009, O: 0, S: 65_536 },
+  ...ODIN_BASE,
+};
+PRESETS['odin-ib'] = {
+  source: 'preset odin-ib (seed 001: odin, 2 GHz Opteron 246 nodes, SDR InfiniBand; figures assumed)',
+  // assumed: MPI over SDR InfiniBand (InfiniHost) of 2006, ~5 us one way (o = 1), ~900 MB/s;
+  // S = 12288 (assumed: the era's eager limits).
+  net: { L: 3, o: 1, g: 1, G: 1 / 900, O: 0, S: 12_288 },
+  ...ODIN_BASE,
 };
 
 const PATH_FIELDS = ['L', 'o', 'g', 'G', 'O', 'S'] as const;
@@ -498,7 +542,28 @@ export function parseSimParams(value: unknown, where: string): SimParams {
     ...(o.callNetUs === undefined ? {} : { callNetUs: finiteNonNegative(o.callNetUs, where, 'callNetUs') }),
     ...(o.callUsByColl === undefined ? {} : { callUsByColl: parseCallUsByColl(o.callUsByColl, where) }),
     ...(o.hostCores === undefined ? {} : { hostCores: positiveInteger(o.hostCores, where, 'hostCores') }),
+    ...(o.testUs === undefined ? {} : { testUs: finiteNonNegative(o.testUs, where, 'testUs') }),
+    ...(o.compute === undefined ? {} : { compute: parseCompute(o.compute, where) }),
   };
+}
+
+const COMPUTE_FIELDS = ['matvec27RowUs', 'matvec7RowUs', 'dotRowUs', 'axpyRowUs', 'scaleRowUs', 'divideRowUs', 'packUs', 'spread'] as const;
+
+function parseCompute(value: unknown, where: string): AppCompute {
+  const c = value as Record<string, unknown> | null;
+  if (c === null || typeof c !== 'object' || Array.isArray(c)) {
+    throw new NbcArgError(`Cannot use the simulator parameters from ${where}: compute is ${JSON.stringify(value)}; expected { source, ${COMPUTE_FIELDS.join(', ')}, iterations: { pcg, cg } }`);
+  }
+  const it = c.iterations as Record<string, unknown> | null | undefined;
+  if (it === null || typeof it !== 'object') {
+    throw new NbcArgError(`Cannot use the simulator parameters from ${where}: compute.iterations is ${JSON.stringify(it)}; expected { pcg, cg }`);
+  }
+  const out = {
+    source: typeof c.source === 'string' ? c.source : where,
+    iterations: { pcg: finiteNonNegative(it.pcg, where, 'compute.iterations.pcg'), cg: finiteNonNegative(it.cg, where, 'compute.iterations.cg') },
+  } as AppCompute;
+  for (const f of COMPUTE_FIELDS) out[f] = finiteNonNegative(c[f], where, `compute.${f}`);
+  return out;
 }
 
 function parseCallUsByColl(value: unknown, where: string): Partial<Record<string, number>> {
