@@ -596,9 +596,11 @@ const PINNED: { name: string; spec: CallSpec; params: string; noise?: SimNoise; 
   { name: 'allreduce hier, 64 ranks x 8, 8 B', spec: { coll: 'allreduce', ranks: 64, ppn: 8, bytes: 8, executor: 'hier' }, params: 'clovertown-ddr',
     latencyUs: 12.096634999999996, events: 580, fingerprint: '94859d8d' },
   { name: 'iallreduce offload two-level with compute, 64 ranks x 8, 4 KiB', spec: { coll: 'allreduce', ranks: 64, ppn: 8, bytes: 4096, executor: 'offload', algorithm: 'two-level' }, params: 'qdr-cx2', compute: true,
-    latencyUs: 28.4196, events: 248, fingerprint: '04a4e7c5' },
+    // 28.42 us before qdr-cx2 priced the engine's loop-back per reduction (offloadReduceUs, seed 000 Fig. 8a).
+    latencyUs: 38.76960000000001, events: 248, fingerprint: '373877f5' },
   { name: 'allreduce offload flat, 32 ranks x 4, 8 B', spec: { coll: 'allreduce', ranks: 32, ppn: 4, bytes: 8, executor: 'offload' }, params: 'qdr-cx2',
-    latencyUs: 6.631666666666664, events: 324, fingerprint: 'b64ba2e9' },
+    // 6.63 us before the loop-back, as above.
+    latencyUs: 27.33166666666666, events: 324, fingerprint: 'fe1df099' },
   { name: 'allreduce agg, 128 ranks, 4 KiB', spec: { coll: 'allreduce', ranks: 128, ppn: 1, bytes: 4096, executor: 'agg' }, params: 'switchib2',
     latencyUs: 16.5412, events: 4352, fingerprint: '5599f8c5' },
   { name: 'alltoall offload two-level, 24 ranks x 4, 256 B', spec: { coll: 'alltoall', ranks: 24, ppn: 4, bytes: 256, executor: 'offload', algorithm: 'two-level' }, params: 'default',

@@ -45,20 +45,21 @@ export const SEED000_COMPUTE: AppCompute = {
 };
 
 /**
- * Seed 001's odin nodes (2 GHz Opteron 246). The paper reports speedups, not times, so every
- * figure is assumed: a memory-bound 7-point matvec at about 2.5 GB/s of the era's DDR (24 B a
- * row: 10 ns), vector updates and dots alike (24 and 16 B a row), no skew (one process a node,
- * an idle cluster).
+ * Seed 001's odin nodes (2 GHz Opteron 246, DDR-400). The paper reports speedups, not times,
+ * so every figure is assumed: memory-bound kernels at about 3.5 GB/s (a STREAM-class figure
+ * for the node), by the bytes each streams per row: the matrix-free 7-point matvec 16 B (p read
+ * once with reuse, s written), an axpy or xpby 24 B, a dot 16 B; no skew (one process a node
+ * on an otherwise idle cluster).
  */
 export const ODIN_COMPUTE: AppCompute = {
-  source: 'assumed for seed 001\'s 2 GHz Opteron 246 nodes (the paper gives speedups only)',
-  matvec27RowUs: 0.040,
-  matvec7RowUs: 0.010,
-  dotRowUs: 0.0065,
-  axpyRowUs: 0.010,
-  scaleRowUs: 0.010,
-  divideRowUs: 0.020,
-  packUs: 0.010,
+  source: 'assumed for seed 001\'s 2 GHz Opteron 246 nodes (memory-bound kernels at 3.5 GB/s; the paper gives speedups only)',
+  matvec27RowUs: 32 / 3500,
+  matvec7RowUs: 16 / 3500,
+  dotRowUs: 16 / 3500,
+  axpyRowUs: 24 / 3500,
+  scaleRowUs: 24 / 3500,
+  divideRowUs: 24 / 3500,
+  packUs: 16 / 3500,
   spread: 0,
   iterations: OWN_ITERATIONS,
 };

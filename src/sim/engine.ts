@@ -459,7 +459,10 @@ class Simulation extends Release {
       const msg = this.channels.match(this.chan[i]!, true, i);
       if (msg !== NO_MATCH) this.matched(i, msg >= 0 ? msg : -msg - 1, msg < 0);
     } else if (k === A_REDUCE || k === A_COPY) {
-      this.heap.push(this.cpu(c, now, localUs(this.params, k === A_REDUCE, this.bytesOf[i]!, this.lentBytes[i]!)), EV_DONE, i, 0);
+      // A reduction on a node's engine (offload, two-level) also pays the engine's loop-back:
+      // seed 000's NIC computes a step's result by sending it to itself (params.offloadReduceUs).
+      const loopback = k === A_REDUCE && c >= this.ranks ? this.params.offloadReduceUs ?? 0 : 0;
+      this.heap.push(this.cpu(c, now, loopback + localUs(this.params, k === A_REDUCE, this.bytesOf[i]!, this.lentBytes[i]!)), EV_DONE, i, 0);
     } else {
       throw new NbcInternalError(`simulator: unknown action kind ${k}`);
     }
@@ -472,15 +475,28 @@ class Simulation extends Release {
    * the injector g + (s-1)G.
    */
   private inject(cpu: number, inj: Float64Array, slot: number, m: LogGOPS, s: number, t: number): void {
-    const at = Math.max(t, inj[slot]!);
-    const start = this.startOn(cpu, at);
-    const leave = this.advance(cpu, start, s > 0 && m.X !== undefined ? Math.max(0, m.o + sizeExtraUs(m, s) / 2) : m.o);
+    const posting = s > 0 && m.X !== undefined ? Math.max(0, m.o + sizeExtraUs(m, s) / 2) : m.o;
+    if (inj !== this.shmSend && cpu < this.ranks && this.computeEnd[cpu]! > t) {
+      // A rank in its compute phase (with test() calls) posts the send between two pieces and
+      // computes on: the node's NIC sends it once free, without the rank waiting for the NIC,
+      // nor the NIC for the rank's compute (as in takeIn).
+      const start = this.startOn(cpu, t);
+      const posted = this.advance(cpu, start, posting);
+      const busyEnd = this.advance(cpu, posted, Math.max(0, s - 1) * m.O);
+      this.busyUntil(cpu, busyEnd);
+      // The NIC's time is booked as the event comes (its busy-until only grows in event
+      // order); the message leaves once both the NIC and the post are there.
+      const nic = Math.max(t, inj[slot]!);
+      inj[slot] = nic + m.g + Math.max(0, s - 1) * m.G;
+      this.leave = Math.max(posted, nic);
+      this.busyEnd = busyEnd;
+      return;
+    }
+    const start = this.startOn(cpu, Math.max(t, inj[slot]!));
+    const leave = this.advance(cpu, start, posting);
     const busyEnd = this.advance(cpu, leave, Math.max(0, s - 1) * m.O);
     this.busyUntil(cpu, busyEnd);
-    // A rank in its compute phase posts once the compute is over; a node's NIC shared with
-    // other ranks is not held for it meanwhile (as in takeIn).
-    const computing = inj !== this.shmSend && cpu < this.ranks && this.computeEnd[cpu]! > at;
-    inj[slot] = (computing ? at : start) + m.g + Math.max(0, s - 1) * m.G;
+    inj[slot] = start + m.g + Math.max(0, s - 1) * m.G;
     this.leave = leave;
     this.busyEnd = busyEnd;
   }

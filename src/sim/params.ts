@@ -167,6 +167,12 @@ export interface SimParams {
    */
   callUsByColl?: Partial<Record<string, number>>;
   /**
+   * Offload and two-level: what each reduction step costs a node's engine beyond the kernel
+   * (seed 000's ConnectX-2 returns a step's result to its own host by a network loop-back,
+   * Sec. III-B and IV). Absent: 0.
+   */
+  offloadReduceUs?: number;
+  /**
    * Host executor: what one test() call costs the rank while it computes with a collective
    * outstanding (RunOptions.testEveryUs; seed 001's test interval). Absent: 0.
    */
@@ -348,6 +354,13 @@ export const PRESETS: Record<string, SimParams> = {
     copyUsPerByte: 1 / 5000,
     // The ConnectX-2 task list is posted by one doorbell write: assumed 0.5 us.
     postUs: 0.5,
+    // Each offloaded reduction step's network loop-back (Sec. III-B, IV): Sec. VII-A gives the
+    // most expensive offloaded Iallreduce of one double, the flat recursive doubling on 256
+    // processes, as about 250 us (Fig. 8a). A node's 8 processes loop back through the one HCA
+    // they share (the model's engine), 68 reductions a node in that call, which takes 14.2 us
+    // without them: (250 - 14.2) / 68 = 3.45 us a loop-back. Fig. 8a at its other process
+    // counts is not in the text: this is its one figure, taken at one process count.
+    offloadReduceUs: 3.45,
     // The applications' kernels: Table I's phases (app-compute.ts SEED000_COMPUTE).
     compute: SEED000_COMPUTE,
     agg: SOFTWARE_AGG,
@@ -543,6 +556,7 @@ export function parseSimParams(value: unknown, where: string): SimParams {
     ...(o.callUsByColl === undefined ? {} : { callUsByColl: parseCallUsByColl(o.callUsByColl, where) }),
     ...(o.hostCores === undefined ? {} : { hostCores: positiveInteger(o.hostCores, where, 'hostCores') }),
     ...(o.testUs === undefined ? {} : { testUs: finiteNonNegative(o.testUs, where, 'testUs') }),
+    ...(o.offloadReduceUs === undefined ? {} : { offloadReduceUs: finiteNonNegative(o.offloadReduceUs, where, 'offloadReduceUs') }),
     ...(o.compute === undefined ? {} : { compute: parseCompute(o.compute, where) }),
   };
 }
