@@ -18,6 +18,8 @@ export { ALGORITHMS, RULES } from './coll/select.js';
 export type { CollName } from './coll/select.js';
 export type { Schedule } from './sched/schedule.js';
 export { Op } from './ops/op.js';
+export { BinnedSum } from './ops/binned.js';
+export { binnedSumOp } from './coll/reproducible.js';
 export type { UcxErrMode } from './p2p/ucx.js';
 export type { BuiltinOpName, OpLike, OpOptions, UserOpFunction } from './ops/op.js';
 export type { ReduceKernel } from './ops/loops.js';

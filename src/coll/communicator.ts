@@ -28,9 +28,10 @@ import type { Buf, BufOrInPlace, Counts, Planner } from './args.js';
 import {
   leanAllreduceOf, leanAlltoallOf, leanBcastOf, LeanPaths, type LeanAllreduce, type LeanAlltoall, type LeanBcast,
 } from './lean.js';
+import { reproducibleAllreduce, reproducibleIallreduce, reproducibleIreduce } from './reproducible.js';
 import { callSignature, disagreement, numberCall } from './check-calls.js';
 import { byteLengthOf, findRecent, remember, ScheduleCache, type CountArrays, type RecentCall } from './memo.js';
-import type { CollOptions } from './options.js';
+import { checkOptions, type CollOptions } from './options.js';
 import { PersistentRequest } from './persistent.js';
 import {
   checkAllreduce, planAllgather, planAllgatherv, planAllreduce, planAlltoall, planAlltoallv, planBarrier, planCheckedAllreduce,
@@ -103,6 +104,10 @@ export class Communicator extends Comm {
 
   /** Selects the algorithm of a call (select.ts) from what every rank shares. */
   private choose(coll: CollName, bytes: number, commutative: boolean, opts: CollOptions | undefined, fabricFits?: boolean): Choice {
+    checkOptions(opts);
+    if (opts?.reproducible === true) {
+      throw new NbcArgError(`Cannot ${coll} on communicator ${this.ctx} with { reproducible: true }: it applies to allreduce, iallreduce, reduce and ireduce (op 'sum' over Float64Array or Float32Array); persistent and other collectives do not take it yet`);
+    }
     const t = this.nodes;
     return select(coll, { size: this.size, bytes, commutative, executor: this.executorName(opts), nodes: t.nodes, ppn: t.ppn, uniform: t.uniform, fabricFits },
       opts?.algorithm, this.rc.config);
@@ -297,6 +302,7 @@ export class Communicator extends Comm {
     this.ireduce(send, recv, op, root, opts).wait();
   }
   ireduce(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): Request {
+    if (opts?.reproducible === true) return reproducibleIreduce(this, send, recv, op, root, opts);
     return this.launchPlan(this.memoPlan('reduce', opts, () => planReduce(this.planner, send, recv, op, root, opts), send, recv, op, root));
   }
   reduceInit(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): PersistentRequest {
@@ -315,6 +321,10 @@ export class Communicator extends Comm {
 
   allreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): void {
     this.check('allreduce');
+    if (opts?.reproducible === true) {
+      reproducibleAllreduce(this, send, recv, op, opts);
+      return;
+    }
     const hit = findRecent(this.recentAllreduce, send, recv, op, undefined, opts);
     if (hit !== undefined) {
       if (hit.lean !== null) this.lean.allreduce(hit.lean, this.nextTag());
@@ -335,6 +345,7 @@ export class Communicator extends Comm {
     else this.launchPlan(plan!).wait();
   }
   iallreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): Request {
+    if (opts?.reproducible === true) return reproducibleIallreduce(this, send, recv, op, opts);
     return this.launchPlan(this.memoPlan('allreduce', opts, () => planAllreduce(this.planner, send, recv, op, opts), send, recv, op));
   }
   allreduceInit(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): PersistentRequest {

@@ -6,7 +6,7 @@
 import type { TypedArray } from '../comm/validate.js';
 import type { Plan } from '../sched/executor.js';
 import type { Schedule } from '../sched/schedule.js';
-import { keptOptions, sameOptions, type CollOptions } from './options.js';
+import { checkOptions, keptOptions, sameOptions, type CollOptions } from './options.js';
 import type { CollShape } from './shape.js';
 
 /** Largest buffer a memoised plan may hold on to. */
@@ -69,6 +69,7 @@ function sameCounts(snap: Float64Array | null, v: CountArrays | undefined): bool
 
 export function findRecent<L>(list: ReadonlyArray<RecentCall<L>>, a: unknown, b: unknown, c: unknown, d: unknown,
   opts: CollOptions | undefined, counts?: CountArrays): RecentCall<L> | undefined {
+  checkOptions(opts);
   for (let i = 0; i < list.length; i++) {
     const m = list[i]!;
     if (m.a === a && m.b === b && m.c === c && m.d === d && sameOptions(m.opts, opts) &&

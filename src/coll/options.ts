@@ -1,4 +1,6 @@
 /** The options every collective takes last, and how a remembered call compares them. */
+import { describeValue } from '../describe.js';
+import { NbcArgError } from '../errors.js';
 
 /** An executor of the registry (sched/executors.ts); other names fail with NBC_ERR_ARG. */
 export type ExecutorName = 'host' | 'offload' | 'agg' | (string & {});
@@ -12,6 +14,37 @@ export interface CollOptions {
    * the job's aggregation fabric; other calls on a host algorithm).
    */
   executor?: ExecutorName;
+  /**
+   * Sums whose bits do not depend on the rank count, the algorithm or the order of the
+   * contributions (allreduce, iallreduce, reduce, ireduce; op 'sum' over Float64Array or
+   * Float32Array; the host executor): binned sums, docs/ops.md "Reproducible sums".
+   */
+  reproducible?: boolean;
+  /** With `reproducible`: the binned format's folds, 2 (the default) or 3 (tighter, larger). */
+  folds?: 2 | 3;
+}
+
+const OPTION_NAMES = ['algorithm', 'executor', 'reproducible', 'folds'];
+/** The last options object found valid (a caller that passes one object each call pays nothing). */
+let lastValid: object | undefined;
+
+/**
+ * Throws NBC_ERR_ARG for an options object with a key CollOptions does not have, or a
+ * `reproducible` that is not a boolean: a misspelt option must not be ignored.
+ */
+export function checkOptions(o: CollOptions | undefined): void {
+  if (o === undefined || o === lastValid) return;
+  if (o === null || typeof o !== 'object') throw new NbcArgError(`Cannot use collective options ${describeValue(o)}: expected an object { ${OPTION_NAMES.join(', ')} }`);
+  for (const k in o) {
+    if (!OPTION_NAMES.includes(k)) throw new NbcArgError(`Cannot use collective option '${k}': unknown option; expected one of ${OPTION_NAMES.join(', ')}`);
+  }
+  if (o.reproducible !== undefined && typeof o.reproducible !== 'boolean') {
+    throw new NbcArgError(`Cannot use collective option reproducible ${describeValue(o.reproducible)}: expected true or false`);
+  }
+  if (o.folds !== undefined && o.reproducible !== true) {
+    throw new NbcArgError(`Cannot use collective option folds ${describeValue(o.folds)} without reproducible: true: the folds are the binned format's`);
+  }
+  lastValid = o;
 }
 
 /**
@@ -20,7 +53,7 @@ export interface CollOptions {
  * and in sameOptions.
  */
 export function keptOptions(o: CollOptions | undefined): CollOptions | undefined {
-  return o === undefined ? undefined : { algorithm: o.algorithm, executor: o.executor };
+  return o === undefined ? undefined : { algorithm: o.algorithm, executor: o.executor, reproducible: o.reproducible, folds: o.folds };
 }
 
 /**
@@ -29,5 +62,5 @@ export function keptOptions(o: CollOptions | undefined): CollOptions | undefined
  */
 export function sameOptions(kept: CollOptions | undefined, given: CollOptions | undefined): boolean {
   if (kept === undefined || given === undefined) return kept === given;
-  return kept.algorithm === given.algorithm && kept.executor === given.executor;
+  return kept.algorithm === given.algorithm && kept.executor === given.executor && kept.reproducible === given.reproducible && kept.folds === given.folds;
 }

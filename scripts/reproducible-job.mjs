@@ -1,0 +1,32 @@
+// A job for `nbc run` (scripts/bench-reproducible.mjs): allreduce of float64 sums, plain and
+// with { reproducible: true }, interleaved call by call at each size; rank 0 prints one JSON
+// line: per size and side the median us over the iterations (the max over ranks of each call).
+// Usage: nbc run -n 2 scripts/reproducible-job.mjs SIZES_BYTES ITERS
+export default function (world, argv) {
+  const sizes = (argv[0] ?? '8,1048576').split(',').map(Number);
+  const iters = Number(argv[1] ?? 200);
+  const out = {};
+  const t = new Float64Array(1);
+  const tmax = new Float64Array(1);
+  for (const bytes of sizes) {
+    const n = Math.max(1, bytes / 8);
+    const x = Float64Array.from({ length: n }, (_, i) => Math.sin(i + world.rank) * 2 ** ((i % 40) - 20));
+    const y = new Float64Array(n);
+    const times = { plain: [], reproducible: [], reproducible3: [] };
+    const reps = bytes >= 4 << 20 ? Math.max(3, iters >> 6) : iters;
+    for (let k = 0; k < reps + 5; k++) {
+      for (const side of Object.keys(times)) {
+        const opts = side === 'plain' ? undefined : { reproducible: true, folds: side === 'reproducible' ? 2 : 3 };
+        world.barrier();
+        const t0 = performance.now();
+        world.allreduce(x, y, 'sum', opts);
+        t[0] = (performance.now() - t0) * 1000;
+        world.allreduce(t, tmax, 'max');
+        if (k >= 5) times[side].push(tmax[0]);
+      }
+    }
+    const med = (a) => [...a].sort((p, q) => p - q)[a.length >> 1];
+    out[bytes] = Object.fromEntries(Object.entries(times).map(([k, v]) => [k, med(v)]));
+  }
+  if (world.rank === 0) console.log(JSON.stringify(out));
+}

@@ -1,0 +1,362 @@
+/**
+ * Binned sums: float sums whose bits do not depend on the order of the additions, so a
+ * reduction gives the same result whatever the rank count, the partition of the data, the
+ * algorithm or the executor (the idea of Demmel and Nguyen's binned format, "Parallel
+ * Reproducible Summation", IEEE TC 2015; the representation here is this project's own).
+ *
+ * ## The format
+ *
+ * Exponents are cut into bins of W = 40 bits on a fixed grid: bin j holds multiples of
+ * u_j = 2^(40 j - 1074) (bin 0 the subnormals' unit). A binned value is K folds, K = 2 or 3,
+ * on the K consecutive bins top, top - 1, ..., top - K + 1, each fold an exact integer count
+ * of its bin's unit kept as two doubles (C, S): C * 2^52 + S. An item of the wire format is
+ * 2 + 2K doubles:
+ *
+ *     [top, flags, C_0, S_0, C_1, S_1, ...]          top = -1: nothing finite and nonzero yet
+ *
+ * A value x goes in top-down: fold k takes q = round(r / u) of the rest r (starting at x), and
+ * r becomes r - q u; every step is exact. The top bin of a set of values is that of the
+ * largest, chosen with a bit of headroom (|x| < 2^39 u_top), so a fold's deposits are at most
+ * 2^39 units and S stays exact, carried into C at 2^52.
+ *
+ * ## Why the bits do not depend on the order
+ *
+ * Merging two binned values aligns them on the higher top; the lower one's folds move down and
+ * those below the K kept bins are dropped. Whatever the order, the kept bins end up holding,
+ * exactly, sum over x of round(x / u_L) u_L, with u_L the lowest kept bin's unit for the
+ * final top: each value's top-down split puts round(x / u_L) u_L into the bins from u_L up
+ * however high it started, and a value that was dropped whole had |x| < u_L / 2 (the headroom).
+ * How that sum spreads over the bins can differ; `finish` first carries every lower bin into
+ * [0, 2^40) units (a unique mixed-radix form of the exact sum), then adds the bins in a fixed
+ * order. So the same set of values gives the same double.
+ *
+ * Error: each value is rounded to u_L < 4 max|x| 2^(-40 (K - 1)), so |result - exact| <=
+ * 2 N max|x| 2^(-40 (K - 1)) plus the final conversion's rounding (within 2 ulp of the
+ * binned value; docs/ops.md).
+ *
+ * Specials, fixed rules: any NaN, or both infinities, give the canonical NaN; otherwise an
+ * infinity gives itself; a sum of nothing but -0 is -0, any other zero sum +0.
+ *
+ * Core code: no node:* imports.
+ */
+import { NbcArgError } from '../errors.js';
+import { describeValue } from '../describe.js';
+
+/** Bits of exponent per bin. */
+export const BIN_BITS = 40;
+/** Doubles per binned item for K folds. */
+export const binnedItemLength = (folds: number): number => 2 + 2 * folds;
+
+const TWO52 = 2 ** 52;
+/** Adding and subtracting 1.5 * 2^52 rounds |y| < 2^51 to the nearest integer, ties to even. */
+const ROUND = 1.5 * 2 ** 52;
+const TWO40 = 2 ** BIN_BITS;
+const TWO39 = 2 ** (BIN_BITS - 1);
+/** u_j = 2^(40 j - 1074), j = 0..52 (bin 52 holds the largest doubles). */
+const UNIT = Float64Array.from({ length: 54 }, (_, j) => 2 ** (BIN_BITS * j - 1074));
+
+const F_NAN = 1;
+const F_PINF = 2;
+const F_NINF = 4;
+/** A summand that is not -0 was seen (so a zero sum is +0). */
+const F_NOT_NEG_ZERO = 8;
+/** Any summand was seen. */
+const F_SEEN = 16;
+
+const scratch = new Float64Array(1);
+const bits = new Uint32Array(scratch.buffer);
+
+/** floor(log2 |x|) of a finite nonzero double. */
+function exponentOf(x: number): number {
+  scratch[0] = x;
+  const biased = (bits[1]! >>> 20) & 0x7ff;
+  if (biased !== 0) return biased - 1023;
+  scratch[0] = x * 2 ** 64; // a subnormal, scaled exactly into the normal range
+  return ((bits[1]! >>> 20) & 0x7ff) - 1023 - 64;
+}
+
+/** The bin a finite nonzero x tops: the lowest j with |x| < 2^39 u_j. */
+export function binOf(x: number): number {
+  return Math.max(0, Math.ceil((exponentOf(x) + 1076) / BIN_BITS) - 1);
+}
+
+/** Checks the fold count (2 or 3). */
+export function checkFolds(folds: unknown, what: string): number {
+  if (folds !== 2 && folds !== 3) throw new NbcArgError(`Cannot ${what}: folds is ${describeValue(folds)}; expected 2 or 3`);
+  return folds;
+}
+
+/** Moves item `at`'s folds down to a higher top `top` (the lowest drop off). */
+function raise(a: Float64Array, at: number, top: number, K: number): void {
+  const old = a[at]!;
+  if (old >= 0) {
+    const d = top - old;
+    for (let k = K - 1; k >= 0; k--) {
+      const from = k - d;
+      a[at + 2 + 2 * k] = from >= 0 ? a[at + 2 + 2 * from]! : 0;
+      a[at + 3 + 2 * k] = from >= 0 ? a[at + 3 + 2 * from]! : 0;
+    }
+  }
+  a[at] = top;
+}
+
+/** Adds `q` units to fold k of item `at`, carrying S's multiples of 2^52 into C. */
+function addUnits(a: Float64Array, i: number, q: number): void {
+  let s = a[i + 1]! + q;
+  if (s >= TWO52 || s <= -TWO52) {
+    const c = Math.floor(s / TWO52);
+    s -= c * TWO52;
+    a[i] = a[i]! + c;
+  }
+  a[i + 1] = s;
+}
+
+/** Adds x to binned item `at` of `a` (K folds). */
+export function deposit(a: Float64Array, at: number, x: number, K: number): void {
+  if (x === 0) {
+    a[at + 1] = (a[at + 1]! | F_SEEN | (1 / x > 0 ? F_NOT_NEG_ZERO : 0));
+    return;
+  }
+  if (!(x - x === 0)) { // NaN or an infinity
+    a[at + 1] = (a[at + 1]! | F_SEEN | F_NOT_NEG_ZERO | (x !== x ? F_NAN : x > 0 ? F_PINF : F_NINF));
+    return;
+  }
+  a[at + 1] = (a[at + 1]! | F_SEEN | F_NOT_NEG_ZERO);
+  const j = binOf(x);
+  if (j > a[at]!) raise(a, at, j, K);
+  const top = a[at]!;
+  let r = x;
+  for (let k = 0; k < K; k++) {
+    const bin = top - k;
+    if (bin < 0 || r === 0) break;
+    const u = UNIT[bin]!;
+    const y = r / u; // exact: a power of two
+    const q = (y + ROUND) - ROUND; // nearest integer, ties to even: |y| < 2^40
+    if (q !== 0) addUnits(a, at + 2 + 2 * k, q);
+    r = (y - q) * u; // exact: |y - q| <= 1/2 (Sterbenz), scaled back
+  }
+}
+
+/**
+ * Writes x as a fresh binned item at `at` (whatever was there): what `deposit` into an empty
+ * item gives, without the checks an item with contents needs.
+ */
+export function depositFresh(a: Float64Array, at: number, x: number, K: number): void {
+  if (x === 0 || !(x - x === 0)) {
+    for (let k = 0; k < 2 * K; k++) a[at + 2 + k] = 0;
+    a[at] = -1;
+    a[at + 1] = 0;
+    deposit(a, at, x, K);
+    return;
+  }
+  const top = binOf(x);
+  a[at] = top;
+  a[at + 1] = F_SEEN | F_NOT_NEG_ZERO;
+  let r = x;
+  for (let k = 0; k < K; k++) {
+    const bin = top - k;
+    a[at + 2 + 2 * k] = 0;
+    if (bin < 0 || r === 0) {
+      a[at + 3 + 2 * k] = 0;
+      continue;
+    }
+    const u = UNIT[bin]!;
+    const y = r / u;
+    const q = (y + ROUND) - ROUND;
+    a[at + 3 + 2 * k] = q; // |q| <= 2^39: no carry
+    r = (y - q) * u;
+  }
+}
+
+/**
+ * Adds every element of `xs` to binned item `at`: the same result as `deposit` on each, in
+ * one pass for the largest magnitude and one that splits every element with the folds' counts
+ * in locals (carried into the item every 4096 elements, before they could reach 2^52).
+ */
+export function depositAll(a: Float64Array, at: number, xs: ArrayLike<number>, K: number): void {
+  const n = xs.length;
+  let max = 0;
+  let notNegZero = false;
+  for (let i = 0; i < n; i++) {
+    const x = xs[i]!;
+    const m = Math.abs(x);
+    if (m > max) max = m;
+    else if (!(m <= max)) max = NaN; // NaN: the slow path
+    if (x !== 0 || 1 / x > 0) notNegZero = true;
+  }
+  if (n === 0) return;
+  if (!(max < Infinity) || (max > 0 && Math.max(a[at]!, binOf(max)) - K + 1 < 0)) {
+    for (let i = 0; i < n; i++) deposit(a, at, xs[i]!, K);
+    return;
+  }
+  a[at + 1] = (a[at + 1]! | F_SEEN | (notNegZero ? F_NOT_NEG_ZERO : 0));
+  if (max === 0) return;
+  const j = binOf(max);
+  if (j > a[at]!) raise(a, at, j, K);
+  // 1 / u_top, exact; beyond the largest double for the two lowest tops (then the slow path).
+  // A product that underflows is of a value below every kept fold's half unit: it adds 0.
+  const inv = 1 / UNIT[a[at]!]!;
+  if (!(inv < Infinity) || (K !== 2 && K !== 3)) {
+    for (let i = 0; i < n; i++) deposit(a, at, xs[i]!, K);
+    return;
+  }
+  for (let start = 0; start < n; start += 4096) {
+    const end = Math.min(n, start + 4096);
+    let s0 = 0;
+    let s1 = 0;
+    let s2 = 0;
+    if (K === 2) {
+      for (let i = start; i < end; i++) {
+        const y = xs[i]! * inv;
+        const q0 = (y + ROUND) - ROUND;
+        const y1 = (y - q0) * TWO40;
+        s0 += q0;
+        s1 += (y1 + ROUND) - ROUND;
+      }
+    } else {
+      for (let i = start; i < end; i++) {
+        const y = xs[i]! * inv;
+        const q0 = (y + ROUND) - ROUND;
+        const y1 = (y - q0) * TWO40;
+        const q1 = (y1 + ROUND) - ROUND;
+        const y2 = (y1 - q1) * TWO40;
+        s0 += q0;
+        s1 += q1;
+        s2 += (y2 + ROUND) - ROUND;
+      }
+    }
+    addUnits(a, at + 2, s0);
+    addUnits(a, at + 4, s1);
+    if (K === 3) addUnits(a, at + 6, s2);
+  }
+}
+
+/** inout[io] = input[ii] + inout[io] (binned items, K folds): exact per kept bin, and commutative. */
+export function merge(inout: Float64Array, io: number, input: Float64Array, ii: number, K: number): void {
+  inout[io + 1] = (inout[io + 1]! | input[ii + 1]!);
+  const tb = input[ii]!;
+  if (tb < 0) return;
+  if (tb > inout[io]!) raise(inout, io, tb, K);
+  const d = inout[io]! - tb;
+  for (let k = 0; k + d < K; k++) {
+    const to = io + 2 + 2 * (k + d);
+    const from = ii + 2 + 2 * k;
+    inout[to] = inout[to]! + input[from]!;
+    addUnits(inout, to, input[from + 1]!);
+  }
+}
+
+/** The folds' counts as the canonical mixed-radix form builds them: C_k, S_k per fold. */
+const digits = new Float64Array(8);
+
+/**
+ * Fold k of item `at` into digits[2k], digits[2k + 1] with S in [0, 2^52) (the same integer
+ * C * 2^52 + S).
+ */
+function loadCanonical(a: Float64Array, at: number, k: number): void {
+  const s = a[at + 3 + 2 * k]!;
+  const carry = Math.floor(s / TWO52);
+  digits[2 * k] = a[at + 2 + 2 * k]! + carry;
+  digits[2 * k + 1] = s - carry * TWO52;
+}
+
+/** The double nearest the binned item `at` (K folds), by the fixed rules for specials and zeros. */
+export function finish(a: Float64Array, at: number, K: number): number {
+  const flags = a[at + 1]!;
+  if ((flags & F_NAN) !== 0 || ((flags & F_PINF) !== 0 && (flags & F_NINF) !== 0)) return NaN;
+  if ((flags & F_PINF) !== 0) return Infinity;
+  if ((flags & F_NINF) !== 0) return -Infinity;
+  const top = a[at]!;
+  let v = 0;
+  if (top >= 1 && K === 2 && a[at + 2] === 0 && a[at + 4] === 0) {
+    // The common case, no carries: the same form as below in a few operations. The lower
+    // fold keeps its count's balanced remainder r in [-2^39, 2^39); the rest goes up.
+    const s1 = a[at + 5]!;
+    const up = Math.floor((s1 + TWO39) / TWO40);
+    v = (a[at + 3]! + up) * UNIT[top]! + (s1 - up * TWO40) * UNIT[top - 1]!;
+  } else if (top >= 0) {
+    for (let k = 0; k < K; k++) loadCanonical(a, at, k);
+    // From the lowest fold up, keep in each lower fold the balanced remainder of its count,
+    // in [-2^39, 2^39) units, and carry the rest up: the unique form of the exact sum, with
+    // every lower fold less than half a unit of the fold above it.
+    for (let k = K - 1; k > 0; k--) {
+      const c = digits[2 * k]!;
+      const s = digits[2 * k + 1]!; // in [0, 2^52): the count mod 2^40 is s mod 2^40
+      let r = s - Math.floor(s / TWO40) * TWO40;
+      if (r >= TWO39) r -= TWO40;
+      // carry = (c 2^52 + s - r) / 2^40 = c 2^12 + (s - r) / 2^40, exact in two parts
+      const carryC = c / 4096 - ((c / 4096) % 1); // whole multiples of 2^52 units above
+      const carryS = (c - carryC * 4096) * 4096 + (s - r) / TWO40;
+      digits[2 * k] = 0;
+      digits[2 * k + 1] = r;
+      const up = 2 * (k - 1);
+      digits[up] = digits[up]! + carryC;
+      const s2 = digits[up + 1]! + carryS; // < 2^52 + 2^24: exact
+      const c2 = Math.floor(s2 / TWO52);
+      digits[up] = digits[up]! + c2;
+      digits[up + 1] = s2 - c2 * TWO52;
+    }
+    // The top fold's count (rounded once if beyond 2^53), then the lower folds, which are
+    // less than half of the top's unit: a fixed order on a unique form.
+    let low = 0;
+    for (let k = K - 1; k > 0; k--) {
+      const u = UNIT[top - k] ?? 0;
+      if (top - k >= 0) low += digits[2 * k + 1]! * u;
+    }
+    const u0 = UNIT[top]!;
+    const high = (digits[0]! * TWO52 + digits[1]!) * u0;
+    v = high + low;
+  }
+  if (v === 0) return (flags & F_SEEN) !== 0 && (flags & F_NOT_NEG_ZERO) === 0 ? -0 : 0;
+  return v;
+}
+
+/**
+ * A local binned accumulator: add values in any order, split among any number of
+ * accumulators, merge them in any order, and `value()` gives the same bits.
+ *
+ *     const acc = new BinnedSum();
+ *     acc.addAll(myPart);                  // each rank its own part
+ *     // ... world.allreduce(acc.items, total, binnedSumOp(2)) ...
+ *     BinnedSum.of(total).value();
+ */
+export class BinnedSum {
+  /** The item (length 2 + 2 folds), as the wire format carries it. */
+  readonly items: Float64Array;
+
+  constructor(readonly folds: 2 | 3 = 2) {
+    checkFolds(folds, 'create a binned sum');
+    this.items = new Float64Array(binnedItemLength(folds));
+    this.items[0] = -1;
+  }
+
+  /** An accumulator over an item received as `items` (a copy). */
+  static of(items: Float64Array, folds: 2 | 3 = 2): BinnedSum {
+    const s = new BinnedSum(folds);
+    if (items.length !== s.items.length) {
+      throw new NbcArgError(`Cannot read a binned sum of ${folds} folds from ${items.length} doubles; expected ${s.items.length}`);
+    }
+    s.items.set(items);
+    return s;
+  }
+
+  add(x: number): this {
+    deposit(this.items, 0, x, this.folds);
+    return this;
+  }
+
+  addAll(xs: ArrayLike<number>): this {
+    depositAll(this.items, 0, xs, this.folds);
+    return this;
+  }
+
+  merge(other: BinnedSum): this {
+    if (other.folds !== this.folds) throw new NbcArgError(`Cannot merge a binned sum of ${other.folds} folds into one of ${this.folds}; expected the same fold count`);
+    merge(this.items, 0, other.items, 0, this.folds);
+    return this;
+  }
+
+  value(): number {
+    return finish(this.items, 0, this.folds);
+  }
+}
