@@ -104,10 +104,6 @@ export class Communicator extends Comm {
 
   /** Selects the algorithm of a call (select.ts) from what every rank shares. */
   private choose(coll: CollName, bytes: number, commutative: boolean, opts: CollOptions | undefined, fabricFits?: boolean): Choice {
-    checkOptions(opts);
-    if (opts?.reproducible === true) {
-      throw new NbcArgError(`Cannot ${coll} on communicator ${this.ctx} with { reproducible: true }: it applies to allreduce, iallreduce, reduce and ireduce (op 'sum' over Float64Array or Float32Array); persistent and other collectives do not take it yet`);
-    }
     const t = this.nodes;
     return select(coll, { size: this.size, bytes, commutative, executor: this.executorName(opts), nodes: t.nodes, ppn: t.ppn, uniform: t.uniform, fabricFits },
       opts?.algorithm, this.rc.config);
@@ -161,6 +157,10 @@ export class Communicator extends Comm {
   private plan(coll: CollName, s: CollShape, opts: CollOptions | undefined, cacheable: boolean, send: Uint8Array, recv: Uint8Array,
     extra?: Partial<Plan>): Plan {
     this.check(coll);
+    checkOptions(opts);
+    if (opts?.reproducible === true) {
+      throw new NbcArgError(`Cannot ${coll} on communicator ${this.ctx} with { reproducible: true }: it applies to allreduce, iallreduce, reduce and ireduce (op 'sum' over Float64Array or Float32Array); persistent and other collectives do not take it yet`);
+    }
     const executor: Executor = executorFor(this.transport, this.rc.config, this.executorName(opts), coll);
     // Refused here, on every rank alike: a rank whose schedule happens to hold no reduction
     // would otherwise post it and wait for peers that refused theirs.
