@@ -28,6 +28,12 @@ export interface CoreConfig {
    * the lean paths.
    */
   checkCalls: boolean;
+  /**
+   * Sums of Float64 or Float32 by allreduce, iallreduce, reduce and ireduce on the host
+   * executor are reproducible unless a call says `{ reproducible: false }` (NBC_REPRODUCIBLE=1;
+   * coll/reproducible.ts).
+   */
+  reproducible: boolean;
 }
 
 export const DEFAULT_CONFIG: CoreConfig = Object.freeze({
@@ -40,4 +46,5 @@ export const DEFAULT_CONFIG: CoreConfig = Object.freeze({
   cost: DEFAULT_PARAMS,
   oversubscribed: false,
   checkCalls: false,
+  reproducible: false,
 });

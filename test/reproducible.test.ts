@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { exactUnits } from './exact-sum.ts';
-import { runOk } from './helpers.ts';
+import { launch } from 'nbcoll';
+import { jobPath, runOk } from './helpers.ts';
 import { dataSet } from './jobs/reproducible.ts';
 
 const T = { timeout: 120_000 };
@@ -72,5 +73,14 @@ describe('reproducible sums', () => {
     for (const [p, r] of byP) assert.deepEqual(r.partition, first, `${p} ranks`);
     // The control: the same data summed plainly changes bits with the rank count.
     assert.ok(new Set([...byP.values()].map((r) => r.plain)).size > 1, 'plain sums of this data set differ between rank counts');
+  });
+
+  test('NBC_REPRODUCIBLE=1 makes plain Float64 sums reproducible; { reproducible: false } and other calls run as before; a bad value is refused', T, async () => {
+    const r = await launch(jobPath('reproducible-env.ts'), { ranks: 3, ppn: 2, output: 'pipe', timeoutMs: 60_000, env: { NBC_REPRODUCIBLE: '1' } });
+    assert.equal(r.exitCode, 0, `${r.failure}\n${r.stderr}`);
+    for (const x of r.ranks) assert.deepEqual(x.result, { same: true, optedOutFinite: true, ints: 6, max: 2 });
+    const bad = await launch(jobPath('reproducible-env.ts'), { ranks: 2, ppn: 2, output: 'pipe', timeoutMs: 60_000, env: { NBC_REPRODUCIBLE: 'yes' } });
+    assert.notEqual(bad.exitCode, 0);
+    assert.match(`${bad.failure} ${bad.stderr}`, /NBC_REPRODUCIBLE=yes: expected 1 \(sums of Float64 or Float32 by allreduce and reduce give the same bits on any rank count and algorithm\) or 0/);
   });
 });

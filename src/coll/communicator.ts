@@ -28,7 +28,7 @@ import type { Buf, BufOrInPlace, Counts, Planner } from './args.js';
 import {
   leanAllreduceOf, leanAlltoallOf, leanBcastOf, LeanPaths, type LeanAllreduce, type LeanAlltoall, type LeanBcast,
 } from './lean.js';
-import { reproducibleAllreduce, reproducibleIallreduce, reproducibleIreduce } from './reproducible.js';
+import { reproducibleAllreduce, reproducibleIallreduce, reproducibleIreduce, wantsReproducible } from './reproducible.js';
 import { callSignature, disagreement, numberCall } from './check-calls.js';
 import { byteLengthOf, findRecent, remember, ScheduleCache, type CountArrays, type RecentCall } from './memo.js';
 import { checkOptions, type CollOptions } from './options.js';
@@ -302,7 +302,9 @@ export class Communicator extends Comm {
     this.ireduce(send, recv, op, root, opts).wait();
   }
   ireduce(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): Request {
-    if (opts?.reproducible === true) return reproducibleIreduce(this, send, recv, op, root, opts);
+    if ((opts?.reproducible === true || this.rc.config.reproducible) && wantsReproducible(this.rc.config.reproducible, send, recv, op, opts, this.rc.config.executor)) {
+      return reproducibleIreduce(this, send, recv, op, root, opts ?? {});
+    }
     return this.launchPlan(this.memoPlan('reduce', opts, () => planReduce(this.planner, send, recv, op, root, opts), send, recv, op, root));
   }
   reduceInit(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): PersistentRequest {
@@ -321,8 +323,8 @@ export class Communicator extends Comm {
 
   allreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): void {
     this.check('allreduce');
-    if (opts?.reproducible === true) {
-      reproducibleAllreduce(this, send, recv, op, opts);
+    if ((opts?.reproducible === true || this.rc.config.reproducible) && wantsReproducible(this.rc.config.reproducible, send, recv, op, opts, this.rc.config.executor)) {
+      reproducibleAllreduce(this, send, recv, op, opts ?? {});
       return;
     }
     const hit = findRecent(this.recentAllreduce, send, recv, op, undefined, opts);
@@ -345,7 +347,9 @@ export class Communicator extends Comm {
     else this.launchPlan(plan!).wait();
   }
   iallreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): Request {
-    if (opts?.reproducible === true) return reproducibleIallreduce(this, send, recv, op, opts);
+    if ((opts?.reproducible === true || this.rc.config.reproducible) && wantsReproducible(this.rc.config.reproducible, send, recv, op, opts, this.rc.config.executor)) {
+      return reproducibleIallreduce(this, send, recv, op, opts ?? {});
+    }
     return this.launchPlan(this.memoPlan('allreduce', opts, () => planAllreduce(this.planner, send, recv, op, opts), send, recv, op));
   }
   allreduceInit(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): PersistentRequest {

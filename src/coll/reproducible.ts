@@ -46,6 +46,20 @@ export function binnedSumOp(folds: 2 | 3): Op {
   }, { commutative: true, itemLength: binnedItemLength(folds), name: `binned-sum/${folds}` }));
 }
 
+/**
+ * Whether a call takes the reproducible path: asked for by the call, or by NBC_REPRODUCIBLE=1
+ * for the calls it fits (a sum of Float64 or Float32 on the host executor, no `{ reproducible:
+ * false }`).
+ */
+export function wantsReproducible(byDefault: boolean, send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, opts: CollOptions | undefined, executor: string): boolean {
+  const asked = opts?.reproducible;
+  if (asked !== undefined || !byDefault) return asked === true;
+  if (op !== 'sum' && !(op instanceof Op && op.name === 'sum' && op.isBuiltin)) return false;
+  if ((opts?.executor ?? executor) !== 'host') return false;
+  const b = send === IN_PLACE ? recv : send;
+  return b instanceof Float64Array || b instanceof Float32Array;
+}
+
 /** The options of the inner reduction: the caller's algorithm and executor, host only. */
 function innerOptions(opts: CollOptions, what: string): CollOptions {
   if (opts.executor !== undefined && opts.executor !== 'host') {

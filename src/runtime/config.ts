@@ -40,6 +40,10 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env, oversubscrib
   if (check !== undefined && check !== '' && check !== '0' && check !== '1') {
     throw new NbcArgError(`NBC_CHECK_CALLS=${check}: expected 1 (every collective call checks that its ranks make the same call) or 0`);
   }
+  const repro = env.NBC_REPRODUCIBLE;
+  if (repro !== undefined && repro !== '' && repro !== '0' && repro !== '1') {
+    throw new NbcArgError(`NBC_REPRODUCIBLE=${repro}: expected 1 (sums of Float64 or Float32 by allreduce and reduce give the same bits on any rank count and algorithm) or 0`);
+  }
   return {
     executor,
     algorithms: Object.freeze(algorithms),
@@ -48,6 +52,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env, oversubscrib
     cost: loadCostParams(paramsFilePath(env)),
     oversubscribed,
     checkCalls: check === '1',
+    reproducible: repro === '1',
   };
 }
 
