@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { exactUnits } from './exact-sum.ts';
 import { launch } from 'nbcoll';
+import { ucxUnavailable } from '../src/runtime/node-main.ts';
 import { jobPath, runOk } from './helpers.ts';
 import { dataSet } from './jobs/reproducible.ts';
 
@@ -22,6 +23,7 @@ interface Result {
 }
 
 const byP = new Map<number, Result>();
+const noUcx = ucxUnavailable();
 const data = dataSet();
 
 describe('reproducible sums', () => {
@@ -65,6 +67,19 @@ describe('reproducible sums', () => {
         'NBC_ERR_ARG: Cannot allreduce with { reproducible: true }: folds is number 4; expected 2 or 3',
       ]);
     });
+  }
+
+  for (const transport of ['tcp', 'ucx'] as const) {
+    test(`4 ranks over 2 nodes over ${transport}: the same bits as over the default transport`,
+      { ...T, skip: transport === 'ucx' && noUcx !== null ? `no UCX: ${noUcx}` : false }, async () => {
+        const run = await launch(jobPath('reproducible.ts'), { ranks: 4, ppn: 2, transport, output: 'pipe', timeoutMs: 90_000 });
+        assert.equal(run.exitCode, 0, `${run.failure}\n${run.stderr}`);
+        const r = run.ranks[0]!.result as Result;
+        assert.deepEqual(r.partition, byP.get(4)!.partition, 'the partitioned sums');
+        assert.deepEqual(r.direct, byP.get(4)!.direct, 'the direct calls');
+        assert.equal(Object.values(r.direct)[0], r.expected);
+        assert.deepEqual(r.large, byP.get(4)!.large);
+      });
   }
 
   test('the partitioned sums have one hash whatever the rank count', () => {

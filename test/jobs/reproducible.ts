@@ -20,7 +20,7 @@ import { BinnedSum, binnedSumOp, IN_PLACE, type Communicator } from 'nbcoll';
 
 const E = 24;
 const G = 16;
-const ALGORITHMS = [undefined, 'recursive-doubling', 'ring', 'rabenseifner', 'knomial'];
+const ALGORITHMS = [undefined, 'recursive-doubling', 'ring', 'rabenseifner', 'knomial', 'hier'];
 
 /** The data set: G values for each of E elements, from a fixed seed. */
 export function dataSet(): number[][] {
