@@ -203,6 +203,15 @@ export class Communicator extends Comm {
   }
   private planning: Planner | undefined = undefined;
 
+  /**
+   * Whether a reduction takes the reproducible path (coll/reproducible.ts): asked for by the
+   * call, or by NBC_REPRODUCIBLE=1 where it fits. One flag test when neither is set.
+   */
+  private reproducible(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, opts: CollOptions | undefined): boolean {
+    const config = this.rc.config;
+    return (opts?.reproducible === true || config.reproducible) && wantsReproducible(config.reproducible, send, recv, op, opts, config.executor);
+  }
+
   /** The lean blocking paths on this communicator (lean.ts). */
   private get lean(): LeanPaths {
     return (this.leanPaths ??= new LeanPaths(this.transport, { worldRanks: this.worldRanks, collCtx: this.collCtx, rank: this.rank, size: this.size },
@@ -302,7 +311,7 @@ export class Communicator extends Comm {
     this.ireduce(send, recv, op, root, opts).wait();
   }
   ireduce(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): Request {
-    if ((opts?.reproducible === true || this.rc.config.reproducible) && wantsReproducible(this.rc.config.reproducible, send, recv, op, opts, this.rc.config.executor)) {
+    if (this.reproducible(send, recv, op, opts)) {
       return reproducibleIreduce(this, send, recv, op, root, opts ?? {});
     }
     return this.launchPlan(this.memoPlan('reduce', opts, () => planReduce(this.planner, send, recv, op, root, opts), send, recv, op, root));
@@ -323,7 +332,7 @@ export class Communicator extends Comm {
 
   allreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): void {
     this.check('allreduce');
-    if ((opts?.reproducible === true || this.rc.config.reproducible) && wantsReproducible(this.rc.config.reproducible, send, recv, op, opts, this.rc.config.executor)) {
+    if (this.reproducible(send, recv, op, opts)) {
       reproducibleAllreduce(this, send, recv, op, opts ?? {});
       return;
     }
@@ -347,7 +356,7 @@ export class Communicator extends Comm {
     else this.launchPlan(plan!).wait();
   }
   iallreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): Request {
-    if ((opts?.reproducible === true || this.rc.config.reproducible) && wantsReproducible(this.rc.config.reproducible, send, recv, op, opts, this.rc.config.executor)) {
+    if (this.reproducible(send, recv, op, opts)) {
       return reproducibleIallreduce(this, send, recv, op, opts ?? {});
     }
     return this.launchPlan(this.memoPlan('allreduce', opts, () => planAllreduce(this.planner, send, recv, op, opts), send, recv, op));

@@ -14,7 +14,7 @@
  */
 import type { TypedArray } from '../comm/validate.js';
 import { NbcArgError } from '../errors.js';
-import { BinnedSum, binnedItemLength, checkFolds, depositFresh, finish, merge } from '../ops/binned.js';
+import { binnedItemLength, checkFolds, depositFresh, finish, merge } from '../ops/binned.js';
 import { Op, resolveOp, type OpLike } from '../ops/op.js';
 import { IN_PLACE } from '../p2p/constants.js';
 import { Request, type RequestListener } from '../p2p/request.js';
@@ -176,4 +176,3 @@ export function reproducibleIreduce(c: ReproducibleTarget, send: BufOrInPlace, r
   return new ReproducibleRequest(inner, items, c.rank === root ? output : null, folds);
 }
 
-export { BinnedSum };
