@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { exactUnits } from './exact-sum.ts';
 import fc from 'fast-check';
-import { BinnedSum, binOf } from '../src/ops/binned.ts';
+import { BinnedSum, binOf, compactFinish, compactFresh, compactMerge, splitOnCodes, topCodes } from '../src/ops/binned.ts';
 
 
 /** |a - b| in units of 2^-1074, a a double, b an exact count. */
@@ -103,4 +103,103 @@ test('long arrays carry the folds\' counts before they pass 2^52: 20000 values a
     assert.equal(fast, slow.value(), `K = ${K}: the one-pass and the one-by-one paths agree`);
     assert.equal(fast, 19_999 * x + 2 ** -30, `K = ${K}: 19999 x + 2^-30, exactly representable`);
   }
+});
+
+/** round(a / 2^k), ties to even, for a BigInt a and k >= 0. */
+function roundShift(a: bigint, k: number): bigint {
+  if (k === 0) return a;
+  const d = 1n << BigInt(k);
+  const neg = a < 0n;
+  const m = neg ? -a : a;
+  let q = m / d;
+  const r = m - q * d;
+  if (2n * r > d || (2n * r === d && (q & 1n) === 1n)) q += 1n;
+  return neg ? -q : q;
+}
+
+/**
+ * The documented result, independently of the library: every finite value rounded to the
+ * lowest kept bin's unit u_L (L = top - K + 1, top the largest value's bin), summed exactly,
+ * then rounded once to the nearest double (Number(bigint) rounds to nearest, ties to even).
+ */
+function keptSumRounded(xs: readonly number[], K: number): number {
+  const finite = xs.filter((x) => x !== 0);
+  if (finite.length === 0) return xs.every((x) => Object.is(x, -0)) && xs.length > 0 ? -0 : 0;
+  const top = Math.max(...finite.map((x) => binOf(x)));
+  const shift = 40 * Math.max(0, top - K + 1);
+  let units = 0n;
+  for (const x of finite) units += roundShift(exactUnits([x]), shift);
+  // Rounded to 53 bits, then scaled exactly (a subnormal result has fewer than 53 bits of units).
+  const v = Number(units) * 2 ** (shift - 1074);
+  return v === 0 ? 0 : v;
+}
+
+/** A sum through the two-phase form: each value one rank's, codes by max, counts summed in the order given. */
+function twoPhase(xs: readonly number[], K: number, order: readonly number[]): number {
+  let code = 0;
+  const one = new Uint8Array(1);
+  for (const x of xs) {
+    topCodes(Float64Array.of(x), one);
+    code = Math.max(code, one[0]!);
+  }
+  const total = new Float64Array(K).fill(-0); // the identity of addition, signed zeros included
+  const part = new Float64Array(K);
+  for (const i of order) {
+    splitOnCodes(Float64Array.of(xs[i]!), Uint8Array.of(code), part, K);
+    for (let k = 0; k < K; k++) total[k] = total[k]! + part[k]!;
+  }
+  return compactFinish(total, 0, code - 1, K);
+}
+
+/** A sum through compact items merged in a random tree. */
+function compactTree(xs: readonly number[], K: number, rnd: (n: number) => number): number {
+  const items = xs.map((x) => {
+    const a = new Float64Array(1 + K);
+    compactFresh(a, 0, x, K);
+    return a;
+  });
+  while (items.length > 1) {
+    const a = items.splice(rnd(items.length), 1)[0]!;
+    const b = items[rnd(items.length)]!;
+    compactMerge(b, 0, a, 0, K);
+  }
+  return compactFinish(items[0]!, 1, items[0]![0]!, K);
+}
+
+test('the compact and two-phase forms give the bits of the binned sum, and those are the kept sum correctly rounded', { timeout: 60_000 }, () => {
+  fc.assert(fc.property(
+    fc.array(wide, { minLength: 1, maxLength: 40 }), fc.constantFrom(2 as const, 3 as const), fc.integer(),
+    (xs, K, seed) => {
+      let s = seed | 0;
+      const rnd = (n: number): number => ((s = (Math.imul(s, 1103515245) + 12345) | 0) >>> 0) % n;
+      const want = keptSumRounded(xs, K);
+      const binned = new BinnedSum(K).addAll(xs).value();
+      const order = xs.map((_, i) => i).sort(() => rnd(3) - 1);
+      const two = twoPhase(xs, K, order);
+      const tree = compactTree(xs, K, rnd);
+      assert.ok(Object.is(binned, want), `binned ${binned}, kept sum rounded ${want}`);
+      assert.ok(Object.is(two, want), `two-phase ${two}, kept sum rounded ${want}`);
+      assert.ok(Object.is(tree, want), `compact tree ${tree}, kept sum rounded ${want}`);
+    }), { numRuns: 600 });
+});
+
+test('K = 3 rounds once where two roundings would not: a tie in the second broken by the first\'s error', () => {
+  // top bin 26 (units 2^-34): 1 + 2^-53 (a tie between 1 and 1 + 2^-52) plus a tiny positive
+  // third term makes it round up; the two lower folds hold 2^-53 and 2^-100.
+  const xs = [1, 2 ** -53, 2 ** -100];
+  const want = 1 + 2 ** -52;
+  assert.equal(new BinnedSum(3).addAll(xs).value(), want);
+  assert.equal(twoPhase(xs, 3, [2, 0, 1]), want);
+  assert.equal(twoPhase([1, 2 ** -53, -(2 ** -100)], 3, [0, 1, 2]), 1);
+});
+
+test('the compact forms keep the fixed rules for NaN, infinities and -0', () => {
+  const both = (xs: number[]): [number, number] => [twoPhase(xs, 2, xs.map((_, i) => i)), compactTree(xs, 2, (n) => n - 1)];
+  for (const v of both([-0, -0])) assert.ok(Object.is(v, -0));
+  for (const v of both([-0, 0])) assert.ok(Object.is(v, 0));
+  for (const v of both([1, -1, -0])) assert.ok(Object.is(v, 0));
+  for (const v of both([1, NaN, 2])) assert.ok(Number.isNaN(v));
+  for (const v of both([Infinity, 3, -Infinity])) assert.ok(Number.isNaN(v));
+  for (const v of both([Infinity, -5, 1e300])) assert.equal(v, Infinity);
+  for (const v of both([5e-324, 5e-324, -0])) assert.equal(v, 1e-323);
 });

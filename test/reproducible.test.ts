@@ -19,8 +19,21 @@ interface Result {
   values: string[];
   three: string[];
   float32Same: boolean;
+  threeSame: boolean;
   large: { split: string; whole: string; expected: string };
+  reduceScatter: Record<string, string>;
+  blockOk: boolean;
+  scans: Record<string, string>;
+  scanValues: string[];
+  exscanOk: boolean;
+  lastScanIsAllreduce: boolean;
+  prods: Record<string, string>;
+  prodRootedOk: boolean;
+  aggOnFabric: number;
 }
+
+/** What every rank of a job shares: the result less its rank's own scans and root checks. */
+const shared = (r: Result): unknown => ({ ...r, rootedOk: 0, scans: 0, scanValues: 0, exscanOk: 0, lastScanIsAllreduce: 0, prodRootedOk: 0 });
 
 const byP = new Map<number, Result>();
 const noUcx = ucxUnavailable();
@@ -31,7 +44,7 @@ describe('reproducible sums', () => {
     test(`${p} ranks over ${Math.ceil(p / ppn)} node(s): every algorithm and call form gives the same bits, within the bound of the exact sum`, T, async () => {
       const run = await runOk('reproducible.ts', p, ppn, [], 90_000);
       const rs = run.ranks.map((x) => x.result as Result);
-      for (const r of rs) assert.deepEqual(r, { ...rs[0]!, rootedOk: r.rootedOk }, 'every rank has the same bits');
+      for (const r of rs) assert.deepEqual(shared(r), shared(rs[0]!), 'every rank has the same bits');
       const r = rs[0]!;
       byP.set(p, r);
       for (const folds of [2, 3]) {
@@ -41,7 +54,17 @@ describe('reproducible sums', () => {
       assert.equal(new Set(Object.values(r.direct)).size, 1, `direct: one hash for every algorithm and form (${JSON.stringify(r.direct)})`);
       assert.equal(Object.values(r.direct)[0], r.expected, 'the direct sums are the sequential binned sum of the same values');
       assert.ok(rs.every((x) => x.rootedOk), 'reduce to the last rank gives the same bits');
-      assert.ok(r.float32Same, 'Float32: the same bits under ring and recursive doubling');
+      assert.ok(r.float32Same, 'Float32: the same bits under ring, recursive doubling and offload');
+      assert.ok(r.threeSame, '3 folds: the same bits on host and offload');
+      assert.equal(new Set(Object.values(r.reduceScatter)).size, 1, `reduce-scatter: one hash (${JSON.stringify(r.reduceScatter)})`);
+      assert.ok(r.blockOk, 'reduce-scatter blocks: the allreduce\'s bits');
+      for (const x of rs) {
+        assert.equal(new Set(Object.values(x.scans)).size, 1, `scan: one hash for host, offload and persistent (${JSON.stringify(x.scans)})`);
+        assert.ok(x.exscanOk, 'exscan on rank r: rank r - 1\'s scan');
+        assert.ok(x.lastScanIsAllreduce, 'the last rank\'s scan: the allreduce');
+      }
+      assert.equal(new Set(Object.values(r.prods)).size, 1, `prod: the fixed tree's bits under every algorithm and executor (${JSON.stringify(r.prods)})`);
+      assert.ok(rs.every((x) => x.prodRootedOk), 'reduce of a product: the same tree');
       assert.equal(r.large.split, r.large.expected, '5000 elements by reduce-scatter and gather: the sequential binned sum');
       assert.equal(r.large.whole, r.large.expected, '5000 elements by ring allreduce of the items: the same');
       // Against the exact sum of each element's first p values.
@@ -56,13 +79,22 @@ describe('reproducible sums', () => {
         const bound = exactUnits([2 * p * maxAbs * 2 ** -40]) + exactUnits([Math.abs(got) * 2 ** -51]) + 1n;
         assert.ok((d < 0n ? -d : d) <= bound, `element ${e}: ${got} against the exact sum of ${p} values`);
         if (xs.every((x) => Object.is(x, -0))) assert.equal(v, '-0', `element ${e}: a sum of -0 alone is -0`);
+        // Each rank's scan against the exact sum of values 0..q (on the whole job's bins).
+        for (let q = 0; q < p; q++) {
+          const ys = xs.slice(0, q + 1);
+          const sv = rs[q]!.scanValues[e]!;
+          if (xs.includes(Infinity) || sv === 'NaN' || sv === 'Infinity') continue;
+          const sd = exactUnits([Number(sv)]) - exactUnits(ys);
+          const sb = exactUnits([2 * p * maxAbs * 2 ** -40]) + exactUnits([Math.abs(Number(sv)) * 2 ** -51]) + 1n;
+          assert.ok((sd < 0n ? -sd : sd) <= sb, `element ${e}, rank ${q}'s scan: ${sv} against the exact sum of ${q + 1} values`);
+        }
       }
       assert.deepEqual(r.refusals, [
         "NBC_ERR_ARG: Cannot use collective option 'reproducable': unknown option; expected one of algorithm, executor, reproducible, folds",
-        "NBC_ERR_ARG: Cannot allreduce with { reproducible: true }: it applies to op 'sum' over Float64Array or Float32Array, got op 'max' over Float64Array; min, max, the bitwise and the logical ops give the same bits in any order already",
-        "NBC_ERR_ARG: Cannot allreduce with { reproducible: true }: it applies to op 'sum' over Float64Array or Float32Array, got op 'sum' over Int32Array; min, max, the bitwise and the logical ops give the same bits in any order already",
-        "NBC_ERR_ARG: Cannot allreduce with { reproducible: true } on executor 'offload': reproducible sums run on the host executor (the binned merge is a user op, which the node engines cannot run); expected executor 'host' or none",
-        `NBC_ERR_ARG: Cannot allreduce on communicator ${r.refusals[4]!.match(/communicator (\d+)/)?.[1]} with { reproducible: true }: it applies to allreduce, iallreduce, reduce and ireduce (op 'sum' over Float64Array or Float32Array); persistent and other collectives do not take it yet`,
+        "NBC_ERR_ARG: Cannot allreduce with { reproducible: true }: it applies to op 'sum' or 'prod' over Float64Array or Float32Array, got op 'max' over Float64Array; min, max, the bitwise and the logical ops give the same bits in any order already (docs/ops.md)",
+        "NBC_ERR_ARG: Cannot allreduce with { reproducible: true }: it applies to op 'sum' or 'prod' over Float64Array or Float32Array, got op 'sum' over Int32Array; min, max, the bitwise and the logical ops give the same bits in any order already (docs/ops.md)",
+        "NBC_ERR_ARG: Cannot scan with { reproducible: true } and op 'prod': the canonical product is made for allreduce and reduce; expected op 'sum', or allreduce or reduce",
+        `NBC_ERR_ARG: Cannot allgather on communicator ${r.refusals[4]!.match(/communicator (\d+)/)?.[1]} with { reproducible: true }: it applies to the reductions (allreduce, reduce, reduceScatter, reduceScatterBlock, scan, exscan; blocking, non-blocking and persistent); expected one of them`,
         'NBC_ERR_ARG: Cannot use collective option folds number 3 without reproducible: true: the folds are the binned format\'s',
         'NBC_ERR_ARG: Cannot allreduce with { reproducible: true }: folds is number 4; expected 2 or 3',
       ]);
@@ -81,6 +113,16 @@ describe('reproducible sums', () => {
         assert.deepEqual(r.large, byP.get(4)!.large);
       });
   }
+
+  test('4 ranks over 2 nodes with an aggregation fabric: the counts summed in the daemons give the same bits', T, async () => {
+    const run = await launch(jobPath('reproducible.ts'), { ranks: 4, ppn: 2, agg: 'radix=2,levels=1', output: 'pipe', timeoutMs: 90_000 });
+    assert.equal(run.exitCode, 0, `${run.failure}\n${run.stderr}`);
+    assert.doesNotMatch(run.stderr, /uses host algorithms/, 'the fabric served the agg calls');
+    const r = run.ranks[0]!.result as Result;
+    assert.deepEqual(r.direct, byP.get(4)!.direct, 'the direct calls, agg among them');
+    assert.equal(r.direct['allreduce/agg'], r.expected);
+    assert.equal(r.aggOnFabric, 2, 'the counts of the blocking and the non-blocking call were summed on the fabric');
+  });
 
   test('the partitioned sums have one hash whatever the rank count', () => {
     assert.ok(byP.size >= 2, 'the rank-count tests ran');

@@ -28,7 +28,7 @@ import type { Buf, BufOrInPlace, Counts, Planner } from './args.js';
 import {
   leanAllreduceOf, leanAlltoallOf, leanBcastOf, LeanPaths, type LeanAllreduce, type LeanAlltoall, type LeanBcast,
 } from './lean.js';
-import { reproducibleAllreduce, reproducibleIallreduce, reproducibleIreduce, wantsReproducible } from './reproducible.js';
+import { reproducibleInit, runReproducible, startReproducible, wantsReproducible, type ReproducibleCall, type ReproducibleColl } from './reproducible.js';
 import { callSignature, disagreement, numberCall } from './check-calls.js';
 import { byteLengthOf, findRecent, remember, ScheduleCache, type CountArrays, type RecentCall } from './memo.js';
 import { checkOptions, type CollOptions } from './options.js';
@@ -159,7 +159,7 @@ export class Communicator extends Comm {
     this.check(coll);
     checkOptions(opts);
     if (opts?.reproducible === true) {
-      throw new NbcArgError(`Cannot ${coll} on communicator ${this.ctx} with { reproducible: true }: it applies to allreduce, iallreduce, reduce and ireduce (op 'sum' over Float64Array or Float32Array); persistent and other collectives do not take it yet`);
+      throw new NbcArgError(`Cannot ${coll} on communicator ${this.ctx} with { reproducible: true }: it applies to the reductions (allreduce, reduce, reduceScatter, reduceScatterBlock, scan, exscan; blocking, non-blocking and persistent); expected one of them`);
     }
     const executor: Executor = executorFor(this.transport, this.rc.config, this.executorName(opts), coll);
     // Refused here, on every rank alike: a rank whose schedule happens to hold no reduction
@@ -209,7 +209,15 @@ export class Communicator extends Comm {
    */
   private reproducible(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, opts: CollOptions | undefined): boolean {
     const config = this.rc.config;
-    return (opts?.reproducible === true || config.reproducible) && wantsReproducible(config.reproducible, send, recv, op, opts, config.executor);
+    return (opts?.reproducible === true || config.reproducible) && wantsReproducible(config.reproducible, send, recv, op, opts);
+  }
+
+  /** A reproducible call as coll/reproducible.ts takes it. */
+  private reproducibleCall(coll: ReproducibleColl, send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, opts: CollOptions | undefined,
+    root?: number, counts?: Counts): ReproducibleCall {
+    this.check(coll);
+    checkOptions(opts);
+    return { coll, send, recv, op, opts: opts ?? {}, executor: this.executorName(opts), root, counts };
   }
 
   /** The lean blocking paths on this communicator (lean.ts). */
@@ -257,7 +265,7 @@ export class Communicator extends Comm {
   private persistent(plan: Plan): PersistentRequest {
     if (plan.sched.tmpBytes > 0) plan.tmp = new Uint8Array(plan.sched.tmpBytes);
     plan.reuse = true;
-    return new PersistentRequest((p) => this.launchPlan(p), plan);
+    return new PersistentRequest(() => this.launchPlan(plan), plan.coll, plan.sched);
   }
 
   // ---- barrier ------------------------------------------------------------------------
@@ -311,12 +319,11 @@ export class Communicator extends Comm {
     this.ireduce(send, recv, op, root, opts).wait();
   }
   ireduce(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): Request {
-    if (this.reproducible(send, recv, op, opts)) {
-      return reproducibleIreduce(this, send, recv, op, root, opts ?? {});
-    }
+    if (this.reproducible(send, recv, op, opts)) return startReproducible(this, this.reproducibleCall('reduce', send, recv, op, opts, root));
     return this.launchPlan(this.memoPlan('reduce', opts, () => planReduce(this.planner, send, recv, op, root, opts), send, recv, op, root));
   }
   reduceInit(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): PersistentRequest {
+    if (this.reproducible(send, recv, op, opts)) return reproducibleInit(this, this.reproducibleCall('reduce', send, recv, op, opts, root));
     return this.persistent(planReduce(this.planner, send, recv, op, root, opts));
   }
 
@@ -333,7 +340,7 @@ export class Communicator extends Comm {
   allreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): void {
     this.check('allreduce');
     if (this.reproducible(send, recv, op, opts)) {
-      reproducibleAllreduce(this, send, recv, op, opts ?? {});
+      runReproducible(this, this.reproducibleCall('allreduce', send, recv, op, opts));
       return;
     }
     const hit = findRecent(this.recentAllreduce, send, recv, op, undefined, opts);
@@ -356,12 +363,11 @@ export class Communicator extends Comm {
     else this.launchPlan(plan!).wait();
   }
   iallreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): Request {
-    if (this.reproducible(send, recv, op, opts)) {
-      return reproducibleIallreduce(this, send, recv, op, opts ?? {});
-    }
+    if (this.reproducible(send, recv, op, opts)) return startReproducible(this, this.reproducibleCall('allreduce', send, recv, op, opts));
     return this.launchPlan(this.memoPlan('allreduce', opts, () => planAllreduce(this.planner, send, recv, op, opts), send, recv, op));
   }
   allreduceInit(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): PersistentRequest {
+    if (this.reproducible(send, recv, op, opts)) return reproducibleInit(this, this.reproducibleCall('allreduce', send, recv, op, opts));
     return this.persistent(planAllreduce(this.planner, send, recv, op, opts));
   }
 
@@ -470,18 +476,22 @@ export class Communicator extends Comm {
     this.ireduceScatterBlock(send, recv, op, opts).wait();
   }
   ireduceScatterBlock(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): Request {
+    if (this.reproducible(send, recv, op, opts)) return startReproducible(this, this.reproducibleCall('reduceScatterBlock', send, recv, op, opts));
     return this.launchPlan(this.memoPlan('reduceScatterBlock', opts, () => planReduceScatter(this.planner, 'reduceScatterBlock', send, recv, null, op, opts), send, recv, op));
   }
   reduceScatterBlockInit(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): PersistentRequest {
+    if (this.reproducible(send, recv, op, opts)) return reproducibleInit(this, this.reproducibleCall('reduceScatterBlock', send, recv, op, opts));
     return this.persistent(planReduceScatter(this.planner, 'reduceScatterBlock', send, recv, null, op, opts));
   }
   reduceScatter(send: BufOrInPlace, recv: Buf, counts: Counts, op: OpLike, opts?: CollOptions): void {
     this.ireduceScatter(send, recv, counts, op, opts).wait();
   }
   ireduceScatter(send: BufOrInPlace, recv: Buf, counts: Counts, op: OpLike, opts?: CollOptions): Request {
+    if (this.reproducible(send, recv, op, opts)) return startReproducible(this, this.reproducibleCall('reduceScatter', send, recv, op, opts, undefined, counts));
     return this.launchPlan(this.memoPlan('reduceScatter', opts, () => planReduceScatter(this.planner, 'reduceScatter', send, recv, counts, op, opts), send, recv, op, undefined, [counts]));
   }
   reduceScatterInit(send: BufOrInPlace, recv: Buf, counts: Counts, op: OpLike, opts?: CollOptions): PersistentRequest {
+    if (this.reproducible(send, recv, op, opts)) return reproducibleInit(this, this.reproducibleCall('reduceScatter', send, recv, op, opts, undefined, counts));
     return this.persistent(planReduceScatter(this.planner, 'reduceScatter', send, recv, counts, op, opts));
   }
 
@@ -490,14 +500,22 @@ export class Communicator extends Comm {
 
   scan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): void { this.iscan(send, recv, op, opts).wait(); }
   iscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): Request {
+    if (this.reproducible(send, recv, op, opts)) return startReproducible(this, this.reproducibleCall('scan', send, recv, op, opts));
     return this.launchPlan(this.memoPlan('scan', opts, () => planScan(this.planner, 'scan', send, recv, op, opts), send, recv, op));
   }
-  scanInit(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): PersistentRequest { return this.persistent(planScan(this.planner, 'scan', send, recv, op, opts)); }
+  scanInit(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): PersistentRequest {
+    if (this.reproducible(send, recv, op, opts)) return reproducibleInit(this, this.reproducibleCall('scan', send, recv, op, opts));
+    return this.persistent(planScan(this.planner, 'scan', send, recv, op, opts));
+  }
   exscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): void { this.iexscan(send, recv, op, opts).wait(); }
   iexscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): Request {
+    if (this.reproducible(send, recv, op, opts)) return startReproducible(this, this.reproducibleCall('exscan', send, recv, op, opts));
     return this.launchPlan(this.memoPlan('exscan', opts, () => planScan(this.planner, 'exscan', send, recv, op, opts), send, recv, op));
   }
-  exscanInit(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): PersistentRequest { return this.persistent(planScan(this.planner, 'exscan', send, recv, op, opts)); }
+  exscanInit(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): PersistentRequest {
+    if (this.reproducible(send, recv, op, opts)) return reproducibleInit(this, this.reproducibleCall('exscan', send, recv, op, opts));
+    return this.persistent(planScan(this.planner, 'exscan', send, recv, op, opts));
+  }
 
   // ---- neighbour collectives (Cartesian and distributed-graph communicators) ----------------------------------------
 

@@ -4,7 +4,6 @@
  */
 import { NbcRequestError } from '../errors.js';
 import { emptyStatus, type Request, type Status } from '../p2p/request.js';
-import type { Plan } from '../sched/executor.js';
 import type { Schedule } from '../sched/schedule.js';
 
 /**
@@ -16,21 +15,26 @@ export class PersistentRequest implements PromiseLike<Status> {
   private current: Request | null = null;
   private freed = false;
 
-  /** @param launch starts one instance of the plan (the communicator's next sequence number). */
-  constructor(private readonly launch: (plan: Plan) => Request, private readonly plan: Plan) {}
+  /**
+   * @param launch starts one instance (the communicator's next sequence number)
+   * @param coll the collective, for messages
+   * @param sched the schedule every start runs; null for a call that runs several (a
+   *   reproducible sum's phases)
+   */
+  constructor(private readonly launch: () => Request, private readonly coll: string, private readonly sched: Schedule | null) {}
 
   /** Starts one instance (all ranks must start their persistent collectives in the same order). */
   start(): this {
-    if (this.freed) throw new NbcRequestError(`Cannot start a freed persistent ${this.plan.coll}`);
+    if (this.freed) throw new NbcRequestError(`Cannot start a freed persistent ${this.coll}`);
     if (this.current !== null && !this.current.done) {
-      throw new NbcRequestError(`Cannot start persistent ${this.plan.coll}: the previous start is still active; wait for it first`);
+      throw new NbcRequestError(`Cannot start persistent ${this.coll}: the previous start is still active; wait for it first`);
     }
-    this.current = this.launch(this.plan);
+    this.current = this.launch();
     return this;
   }
 
   private active(op: string): Request {
-    if (this.current === null) throw new NbcRequestError(`Cannot ${op} persistent ${this.plan.coll}: it was never started`);
+    if (this.current === null) throw new NbcRequestError(`Cannot ${op} persistent ${this.coll}: it was never started`);
     return this.current;
   }
 
@@ -60,14 +64,14 @@ export class PersistentRequest implements PromiseLike<Status> {
 
   free(): void {
     if (this.current !== null && !this.current.done) {
-      throw new NbcRequestError(`Cannot free persistent ${this.plan.coll}: an instance is still active; wait for it first`);
+      throw new NbcRequestError(`Cannot free persistent ${this.coll}: an instance is still active; wait for it first`);
     }
     this.freed = true;
   }
 
-  /** The schedule this request runs (for inspection and dumps). */
-  get schedule(): Schedule {
-    return this.plan.sched;
+  /** The schedule this request runs (for inspection and dumps); null for a reproducible sum, which runs two. */
+  get schedule(): Schedule | null {
+    return this.sched;
   }
 
   then<R1 = Status, R2 = never>(onF?: ((v: Status) => R1 | PromiseLike<R1>) | null, onR?: ((e: unknown) => R2 | PromiseLike<R2>) | null): Promise<R1 | R2> {

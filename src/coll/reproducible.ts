@@ -1,99 +1,203 @@
 /**
- * `{ reproducible: true }`: sums of Float64 or Float32 whose bits do not depend on the rank
- * count, the algorithm or the order of the contributions (ops/binned.ts). Each rank turns its
- * elements into binned items (2 + 2K doubles each, K = `folds`, 2 by default), the items are
- * reduced by the binned merge, a user op over whole items (exactly associative and
- * commutative, so every algorithm gives the same bits), and each item is turned back into the
- * double nearest it (a Float32 result rounded once more).
+ * `{ reproducible: true }`: reductions whose bits do not depend on the rank count, the
+ * algorithm, the executor or the order of the contributions.
  *
- * What runs it: the host executor, with every host algorithm the selection or `algorithm`
- * names (hier included). The offload and agg executors run schedules away from the rank's
- * thread, where a user op cannot go, and are refused (docs/ops.md).
+ * Sums of Float64 or Float32 are binned (ops/binned.ts) in one of two ways, which give the same
+ * bits for the same contributions:
+ *
+ * - **One pass** (host executor, small blocking calls and the non-blocking and persistent
+ *   allreduce, reduce and reduce-scatter): each element becomes a compact item, [top, K
+ *   counts], and the items are reduced by the compact merge, a user op over whole items
+ *   (exactly associative and commutative, so any algorithm gives the same bits).
+ * - **Two phases** (large blocking allreduces, every call on the offload and agg executors,
+ *   scan and exscan): the elements' bins are agreed first (an allreduce of one byte per
+ *   element by `max`), then every rank splits its elements on them into K counts, exact
+ *   integers, reduced by a plain `sum` of doubles: exact in any order, so the node engines and
+ *   the fabric run it. A large allreduce reduce-scatters the counts, each rank converts its
+ *   block, and the doubles are gathered: 1 + 8K / p + 8 bytes per element cross, against 16 for
+ *   a plain ring's reduce-scatter and allgather. A non-blocking call chains its second phase
+ *   on a companion communicator (a dup made at the first such call), started in call order.
+ *
+ * Products of Float64 or Float32 (`op 'prod'`) take a canonical form: every rank's
+ * contribution is gathered and multiplied in a fixed tree over rank indices, the same bits for
+ * any algorithm and executor at a given rank count.
  *
  * Core code: no node:* imports.
  */
+import type { Comm } from '../comm/comm.js';
 import type { TypedArray } from '../comm/validate.js';
 import { NbcArgError } from '../errors.js';
-import { binnedItemLength, checkFolds, depositFresh, finish, merge } from '../ops/binned.js';
+import {
+  binnedItemLength, checkFolds, COMPACT_MAX_TERMS, compactFinish, compactFresh, compactItemLength, compactMerge, depositFresh, finish, merge,
+  splitOnCodes, topCodes,
+} from '../ops/binned.js';
 import { Op, resolveOp, type OpLike } from '../ops/op.js';
 import { IN_PLACE } from '../p2p/constants.js';
 import { Request, type RequestListener } from '../p2p/request.js';
 import type { BufOrInPlace } from './args.js';
 import type { CollOptions } from './options.js';
+import { PersistentRequest } from './persistent.js';
 
-/** What the reproducible calls need of a communicator. */
-export interface ReproducibleTarget {
-  readonly rank: number;
-  readonly size: number;
+/** What the reproducible calls need of a communicator (a Communicator). */
+export interface ReproducibleTarget extends Comm {
   allreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): void;
   reduceScatter(send: BufOrInPlace, recv: Float64Array, counts: ArrayLike<number>, op: OpLike, opts?: CollOptions): void;
   allgatherv(send: BufOrInPlace, recv: Float64Array | Float32Array, counts: ArrayLike<number>, displs: ArrayLike<number>, opts?: CollOptions): void;
   iallreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): Request;
   ireduce(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): Request;
+  ireduceScatter(send: BufOrInPlace, recv: Float64Array, counts: ArrayLike<number>, op: OpLike, opts?: CollOptions): Request;
+  iscan(send: BufOrInPlace, recv: Float64Array, op: OpLike, opts?: CollOptions): Request;
+  iexscan(send: BufOrInPlace, recv: Float64Array, op: OpLike, opts?: CollOptions): Request;
+  iallgather(send: BufOrInPlace, recv: Float64Array | Float32Array, opts?: CollOptions): Request;
+  igather(send: BufOrInPlace, recv: Float64Array | Float32Array | null | undefined, root: number, opts?: CollOptions): Request;
+  dup(): this;
 }
 
-const ops: Array<Op | undefined> = [];
+/** The reductions that take `{ reproducible: true }`. */
+export type ReproducibleColl = 'allreduce' | 'reduce' | 'reduceScatter' | 'reduceScatterBlock' | 'scan' | 'exscan';
 
-/** From this many elements a blocking reproducible allreduce reduce-scatters the items and gathers the results. */
+/** One reproducible call, as the communicator hands it over. */
+export interface ReproducibleCall {
+  coll: ReproducibleColl;
+  send: BufOrInPlace;
+  recv: BufOrInPlace | null | undefined;
+  op: OpLike;
+  opts: CollOptions;
+  /** The executor the call runs on (its option, else the communicator's default). */
+  executor: string;
+  /** reduce: the root. */
+  root?: number;
+  /** reduceScatter: the per-rank element counts; reduceScatterBlock: every rank's count, all equal. */
+  counts?: ArrayLike<number>;
+}
+
+const binnedOps: Array<Op | undefined> = [];
+const compactOps: Array<Op | undefined> = [];
+
+/** From this many elements a blocking allreduce takes the two phases (reduce-scatter, then allgather). */
 const SPLIT_ELEMENTS = 4096;
 
-/** The binned merge of K folds as a user op over whole items (commutative). */
+/**
+ * The binned merge of K folds as a user op over whole items of `BinnedSum` (commutative):
+ * what a user's own accumulators are reduced with.
+ */
 export function binnedSumOp(folds: 2 | 3): Op {
   checkFolds(folds, 'make the binned sum op');
-  return (ops[folds] ??= Op.create((inout: Float64Array, input: Float64Array) => {
+  return (binnedOps[folds] ??= Op.create((inout: Float64Array, input: Float64Array) => {
     const L = binnedItemLength(folds);
     for (let i = 0; i < inout.length; i += L) merge(inout, i, input, i, folds);
   }, { commutative: true, itemLength: binnedItemLength(folds), name: `binned-sum/${folds}` }));
 }
 
+/** The compact merge of K folds as a user op over compact items. */
+function compactSumOp(folds: 2 | 3): Op {
+  return (compactOps[folds] ??= Op.create((inout: Float64Array, input: Float64Array) => {
+    const L = compactItemLength(folds);
+    for (let i = 0; i < inout.length; i += L) compactMerge(inout, i, input, i, folds);
+  }, { commutative: true, itemLength: compactItemLength(folds), name: `binned-compact/${folds}` }));
+}
+
 /**
  * Whether a call takes the reproducible path: asked for by the call, or by NBC_REPRODUCIBLE=1
- * for the calls it fits (a sum of Float64 or Float32 on the host executor, no `{ reproducible:
- * false }`).
+ * for the calls it fits (a sum of Float64 or Float32, no `{ reproducible: false }`).
  */
-export function wantsReproducible(byDefault: boolean, send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, opts: CollOptions | undefined, executor: string): boolean {
+export function wantsReproducible(byDefault: boolean, send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, opts: CollOptions | undefined): boolean {
   const asked = opts?.reproducible;
   if (asked !== undefined || !byDefault) return asked === true;
   if (op !== 'sum' && !(op instanceof Op && op.name === 'sum' && op.isBuiltin)) return false;
-  if ((opts?.executor ?? executor) !== 'host') return false;
   const b = send === IN_PLACE ? recv : send;
   return b instanceof Float64Array || b instanceof Float32Array;
 }
 
-/** The options of the inner reduction: the caller's algorithm and executor, host only. */
-function innerOptions(opts: CollOptions, what: string): CollOptions {
-  if (opts.executor !== undefined && opts.executor !== 'host') {
-    throw new NbcArgError(`Cannot ${what} with { reproducible: true } on executor '${opts.executor}': reproducible sums run on the host executor (the binned merge is a user op, which the node engines cannot run); expected executor 'host' or none`);
-  }
-  return opts.algorithm === undefined ? { executor: 'host' } : { executor: 'host', algorithm: opts.algorithm };
+type Floats = Float64Array | Float32Array;
+
+/** A checked call: its input and output (null where the rank gets none), op and fold count. */
+interface Checked {
+  input: Floats;
+  output: Floats | null;
+  prod: boolean;
+  folds: 2 | 3;
+  /** The inner calls' options: the caller's executor and algorithm. */
+  inner: CollOptions;
+  host: boolean;
 }
 
-/** Checks the call: sum over Float64Array or Float32Array; returns its input, output and fold count. */
-function checkCall(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, opts: CollOptions, what: string):
-  { input: Float64Array | Float32Array; output: Float64Array | Float32Array | null; folds: 2 | 3 } {
-  const folds = checkFolds(opts.folds ?? 2, `${what} with { reproducible: true }`) as 2 | 3;
-  const o = resolveOp(op, what);
-  const input = (send === IN_PLACE ? recv : send) as TypedArray | null | undefined;
-  const output = (recv === IN_PLACE ? send : recv) as TypedArray | null | undefined;
-  const floats = (x: unknown): x is Float64Array | Float32Array => x instanceof Float64Array || x instanceof Float32Array;
-  if (o.name !== 'sum' || !floats(input)) {
-    throw new NbcArgError(`Cannot ${what} with { reproducible: true }: it applies to op 'sum' over Float64Array or Float32Array, got op '${o.name}' over ${input?.constructor.name ?? String(input)}; min, max, the bitwise and the logical ops give the same bits in any order already`);
-  }
-  return { input, output: output === null || output === undefined ? null : (output as Float64Array | Float32Array), folds };
+const innerKept = new Map<string, CollOptions>();
+
+/** The inner calls' options, one object per (executor, algorithm): the recent-call lists match them at once. */
+function innerOptions(executor: string, algorithm: string | undefined): CollOptions {
+  const key = `${executor}/${algorithm ?? ''}`;
+  let o = innerKept.get(key);
+  if (o === undefined) innerKept.set(key, (o = algorithm === undefined ? { executor } : { executor, algorithm }));
+  return o;
 }
 
-/** Each element of `input` as a binned item, into `items` (new where not given). */
-function binnedItems(input: Float64Array | Float32Array, folds: 2 | 3, items: Float64Array = new Float64Array(input.length * binnedItemLength(folds))): Float64Array {
-  const L = binnedItemLength(folds);
-  for (let i = 0; i < input.length; i++) depositFresh(items, i * L, input[i]!, folds);
+const floats = (x: unknown): x is Floats => x instanceof Float64Array || x instanceof Float32Array;
+
+function checkCall(c: ReproducibleTarget, call: ReproducibleCall): Checked {
+  const what = call.coll;
+  const folds = checkFolds(call.opts.folds ?? 2, `${what} with { reproducible: true }`) as 2 | 3;
+  const o = resolveOp(call.op, what);
+  const rooted = call.coll === 'reduce' && c.rank !== call.root;
+  const input = (call.send === IN_PLACE ? call.recv : call.send) as TypedArray | null | undefined;
+  const output = rooted ? null : (call.recv === IN_PLACE ? call.send : call.recv) as TypedArray | null | undefined;
+  if ((o.name !== 'sum' && o.name !== 'prod') || !o.isBuiltin || !floats(input) || (output !== null && output !== undefined && !floats(output))) {
+    throw new NbcArgError(`Cannot ${what} with { reproducible: true }: it applies to op 'sum' or 'prod' over Float64Array or Float32Array, got op '${o.name}' over ${input?.constructor.name ?? String(input)}; min, max, the bitwise and the logical ops give the same bits in any order already (docs/ops.md)`);
+  }
+  if (o.name === 'prod' && (what === 'scan' || what === 'exscan' || what === 'reduceScatter' || what === 'reduceScatterBlock')) {
+    throw new NbcArgError(`Cannot ${what} with { reproducible: true } and op 'prod': the canonical product is made for allreduce and reduce; expected op 'sum', or allreduce or reduce`);
+  }
+  if (output === undefined || (output !== null && output.constructor !== input.constructor)) {
+    throw new NbcArgError(`Cannot ${what} with { reproducible: true }: the output is ${output?.constructor.name ?? String(output)}; expected a ${input.constructor.name} like the input`);
+  }
+  return { input, output, prod: o.name === 'prod', folds, inner: innerOptions(call.executor, call.opts.algorithm), host: call.executor === 'host' };
+}
+
+/** The per-rank element counts of a reduce-scatter call (block: all alike). */
+function blockCounts(c: ReproducibleTarget, call: ReproducibleCall, input: Floats): number[] {
+  if (call.coll === 'reduceScatterBlock') {
+    const k = Math.floor(input.length / c.size);
+    return new Array<number>(c.size).fill(k);
+  }
+  return Array.from(call.counts ?? [], Number);
+}
+
+function scaled(counts: readonly number[], by: number): number[] {
+  return counts.map((k) => k * by);
+}
+
+function offsets(counts: readonly number[]): number[] {
+  const d = new Array<number>(counts.length);
+  for (let r = 0, at = 0; r < counts.length; r++) {
+    d[r] = at;
+    at += counts[r]!;
+  }
+  return d;
+}
+
+// ---- One pass: compact items through a user op (host) -----------------------------------
+
+/** Each element of `input` as a compact item. */
+function compactItems(input: Floats, folds: 2 | 3, items: Float64Array = new Float64Array(input.length * compactItemLength(folds))): Float64Array {
+  const L = compactItemLength(folds);
+  for (let i = 0; i < input.length; i++) compactFresh(items, i * L, input[i]!, folds);
   return items;
 }
 
-/** The reduction of the items, then each turned back into `output` once it completes. */
-class ReproducibleRequest extends Request implements RequestListener {
-  constructor(private readonly inner: Request, private readonly items: Float64Array, private readonly output: Float64Array | Float32Array | null,
-    private readonly folds: 2 | 3) {
-    super((inner as unknown as { progressor: ConstructorParameters<typeof Request>[0] }).progressor);
+/** out[from + i] = compact item i of `items` finished, for i < n. */
+function finishItems(items: Float64Array, out: Floats, from: number, n: number, folds: 2 | 3): void {
+  const L = compactItemLength(folds);
+  const single = out instanceof Float32Array;
+  for (let i = 0; i < n; i++) out[from + i] = compactFinish(items, i * L + 1, items[i * L]!, folds, single);
+}
+
+/**
+ * A request that completes when `inner` does, after running `after` (the conversion into the
+ * user's buffer); an error from either completes it with that error.
+ */
+class ThenRequest extends Request implements RequestListener {
+  constructor(private readonly inner: Request, private readonly after: () => void) {
+    super(progressorOf(inner));
     if (inner.done) this.settled(0, inner.error);
     else {
       inner.listener = this;
@@ -102,77 +206,317 @@ class ReproducibleRequest extends Request implements RequestListener {
   }
 
   settled(_token: number, error: Error | null): void {
-    if (error === null && this.output !== null) {
-      const L = binnedItemLength(this.folds);
-      const out = this.output;
-      for (let i = 0; i < out.length; i++) out[i] = finish(this.items, i * L, this.folds);
-    }
     this.status = this.inner.status;
-    this.complete(error);
+    this.complete(error ?? attempt(this.after));
   }
 }
+
+function progressorOf(r: Request): ConstructorParameters<typeof Request>[0] {
+  return (r as unknown as { progressor: ConstructorParameters<typeof Request>[0] }).progressor;
+}
+
+/** Runs f; its error, or null. */
+function attempt(f: () => void): Error | null {
+  try {
+    f();
+    return null;
+  } catch (err) {
+    return err as Error;
+  }
+}
+
+/** The one-pass form of a non-blocking allreduce, reduce or reduce-scatter on the host executor. */
+function onePass(c: ReproducibleTarget, call: ReproducibleCall, k: Checked): Request {
+  const { input, output, folds, inner } = k;
+  if (c.size > COMPACT_MAX_TERMS) return wideOnePass(c, call, k);
+  const L = compactItemLength(folds);
+  const op = compactSumOp(folds);
+  const items = compactItems(input, folds);
+  switch (call.coll) {
+    case 'allreduce':
+      return new ThenRequest(c.iallreduce(IN_PLACE, items, op, inner), () => finishItems(items, output!, 0, output!.length, folds));
+    case 'reduce': {
+      const root = call.root!;
+      const r = c.ireduce(c.rank === root ? IN_PLACE : items, c.rank === root ? items : null, op, root, inner);
+      return new ThenRequest(r, () => { if (output !== null) finishItems(items, output, 0, output.length, folds); });
+    }
+    default: { // reduceScatter, reduceScatterBlock
+      const counts = blockCounts(c, call, input);
+      const mine = counts[c.rank]!;
+      const block = new Float64Array(mine * L);
+      const r = c.ireduceScatter(items, block, scaled(counts, L), op, inner);
+      return new ThenRequest(r, () => finishItems(block, output!, 0, mine, folds));
+    }
+  }
+}
+
+/** The one pass on BinnedSum's (C, S) items, whose counts carry: communicators of 2^13 ranks or more. */
+function wideOnePass(c: ReproducibleTarget, call: ReproducibleCall, k: Checked): Request {
+  const { input, output, folds, inner } = k;
+  if (call.coll !== 'allreduce' && call.coll !== 'reduce') {
+    throw new NbcArgError(`Cannot ${call.coll} with { reproducible: true } on ${c.size} ranks: from ${COMPACT_MAX_TERMS + 1} ranks only allreduce and reduce on the host executor take it; expected fewer ranks`);
+  }
+  const L = binnedItemLength(folds);
+  const items = new Float64Array(input.length * L);
+  for (let i = 0; i < input.length; i++) depositFresh(items, i * L, input[i]!, folds);
+  const fin = (): void => {
+    if (output !== null) for (let i = 0; i < output.length; i++) output[i] = finish(items, i * L, folds);
+  };
+  if (call.coll === 'allreduce') return new ThenRequest(c.iallreduce(IN_PLACE, items, binnedSumOp(folds), inner), fin);
+  const root = call.root!;
+  return new ThenRequest(c.ireduce(c.rank === root ? IN_PLACE : items, c.rank === root ? items : null, binnedSumOp(folds), root, inner), fin);
+}
+
+// ---- Two phases: the bins agreed by max, the counts summed (any executor) -------------------
 
 /**
- * The blocking calls' items, kept per communicator and fold count while the length stays the
- * same: a loop of calls then passes the same buffer each time, which the blocking allreduce's
- * recent-call list (and its lean path) recognises.
+ * A communicator's companion for the second phases of non-blocking calls, and the calls
+ * waiting for their first: second phases start in call order, the same on every rank,
+ * whatever order the first phases complete in.
  */
-const kept = new WeakMap<object, Array<Float64Array | undefined>>();
+class Companion {
+  readonly waiting: TwoPhaseRequest[] = [];
+  constructor(readonly comm: ReproducibleTarget) {}
 
-function keptItems(c: object, n: number, folds: 2 | 3): Float64Array {
-  let list = kept.get(c);
-  if (list === undefined) kept.set(c, (list = []));
-  const len = n * binnedItemLength(folds);
-  let a = list[folds];
-  if (a === undefined || a.length !== len) list[folds] = a = new Float64Array(len);
-  return a; // every item is written whole (depositFresh)
+  /** Starts every second phase whose turn has come. */
+  pump(): void {
+    while (this.waiting.length > 0 && this.waiting[0]!.firstDone) this.waiting.shift()!.second(this.comm);
+  }
 }
 
-/** allreduce with { reproducible: true }. */
-export function reproducibleAllreduce(c: ReproducibleTarget, send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts: CollOptions): void {
-  const { input, output, folds } = checkCall(send, recv, op, opts, 'allreduce');
-  const items = binnedItems(input, folds, keptItems(c, input.length, folds));
-  const inner = innerOptions(opts, 'allreduce');
-  const L = binnedItemLength(folds);
-  const out = output!;
-  const n = out.length;
-  const p = c.size;
-  if (p > 1 && n >= SPLIT_ELEMENTS && opts.algorithm === undefined) {
-    // Large: each rank reduces and finishes its block of the items, then the finished
-    // doubles are gathered (the binned bytes cross once, the plain ones once).
-    const counts = new Array<number>(p);
-    const displs = new Array<number>(p);
-    for (let r = 0, at = 0; r < p; r++) {
-      counts[r] = Math.floor(n / p) + (r < n % p ? 1 : 0);
-      displs[r] = at;
-      at += counts[r]!;
+const companions = new WeakMap<object, Companion>();
+
+function companionOf(c: ReproducibleTarget): Companion {
+  let k = companions.get(c);
+  if (k === undefined) companions.set(c, (k = new Companion(c.dup())));
+  return k;
+}
+
+/** What a second phase does on the companion, and how its result is read back. */
+interface SecondPhase {
+  start(comm: ReproducibleTarget, counts: Float64Array): Request;
+  finish(counts: Float64Array, codes: Uint8Array): void;
+}
+
+/** A non-blocking call in two phases: the bins' max on the communicator, then the counts' sum on its companion. */
+class TwoPhaseRequest extends Request implements RequestListener {
+  firstDone = false;
+  private inSecond = false;
+  private readonly counts: Float64Array;
+
+  constructor(first: Request, private readonly companion: Companion, private readonly input: Floats, private readonly codes: Uint8Array,
+    private readonly folds: 2 | 3, private readonly phase: SecondPhase) {
+    super(progressorOf(first));
+    this.counts = new Float64Array(input.length * folds);
+    companion.waiting.push(this);
+    if (first.done) this.settled(0, first.error);
+    else {
+      first.listener = this;
+      first.listenerToken = 0;
     }
-    const mine = counts[c.rank]!;
-    const block = new Float64Array(mine * L);
-    c.reduceScatter(items, block, counts.map((k) => k * L), binnedSumOp(folds), inner);
-    const at = displs[c.rank]!;
-    for (let i = 0; i < mine; i++) out[at + i] = finish(block, i * L, folds);
-    c.allgatherv(IN_PLACE, out, counts, displs, { executor: 'host' });
+  }
+
+  /** Starts the second phase on the companion (its turn has come). */
+  second(comm: ReproducibleTarget): void {
+    this.inSecond = true;
+    let r: Request;
+    try {
+      r = this.phase.start(comm, this.counts);
+    } catch (err) {
+      this.complete(err as Error);
+      return;
+    }
+    if (r.done) this.settled(0, r.error);
+    else {
+      r.listener = this;
+      r.listenerToken = 0;
+    }
+  }
+
+  settled(_token: number, error: Error | null): void {
+    if (!this.inSecond) {
+      if (error !== null) {
+        // Its second phase never starts: the call fails here (the first phase failed under a lost peer).
+        this.companion.waiting.splice(this.companion.waiting.indexOf(this), 1);
+        this.complete(error);
+      } else {
+        splitOnCodes(this.input, this.codes, this.counts, this.folds);
+        this.firstDone = true;
+      }
+      this.companion.pump();
+      return;
+    }
+    this.complete(error ?? attempt(() => this.phase.finish(this.counts, this.codes)));
+  }
+}
+
+/** Counts of element block [from, from + n) finished into out[at ..]. */
+function finishCounts(counts: Float64Array, codes: Uint8Array, from: number, n: number, out: Floats, at: number, folds: 2 | 3): void {
+  const single = out instanceof Float32Array;
+  for (let i = 0; i < n; i++) out[at + i] = compactFinish(counts, i * folds, codes[from + i]! - 1, folds, single);
+}
+
+/** The second phase of each collective. */
+function secondPhase(c: ReproducibleTarget, call: ReproducibleCall, k: Checked): SecondPhase {
+  const { input, output, folds, inner } = k;
+  const n = input.length;
+  switch (call.coll) {
+    case 'allreduce':
+    case 'scan':
+      return {
+        start: (comm, counts) => call.coll === 'scan' ? comm.iscan(IN_PLACE, counts, 'sum', inner) : comm.iallreduce(IN_PLACE, counts, 'sum', inner),
+        finish: (counts, codes) => finishCounts(counts, codes, 0, n, output!, 0, folds),
+      };
+    case 'exscan':
+      return {
+        start: (comm, counts) => comm.iexscan(IN_PLACE, counts, 'sum', inner),
+        // Rank 0's exscan result is undefined (MPI): its output is left as it was.
+        finish: (counts, codes) => { if (c.rank !== 0) finishCounts(counts, codes, 0, n, output!, 0, folds); },
+      };
+    case 'reduce': {
+      const root = call.root!;
+      return {
+        start: (comm, counts) => comm.ireduce(c.rank === root ? IN_PLACE : counts, c.rank === root ? counts : null, 'sum', root, inner),
+        finish: (counts, codes) => { if (output !== null) finishCounts(counts, codes, 0, n, output, 0, folds); },
+      };
+    }
+    default: { // reduceScatter, reduceScatterBlock
+      const per = blockCounts(c, call, input);
+      const mine = per[c.rank]!;
+      const from = offsets(per)[c.rank]!;
+      const block = new Float64Array(mine * folds);
+      return {
+        start: (comm, counts) => comm.ireduceScatter(counts, block, scaled(per, folds), 'sum', inner),
+        finish: (_counts, codes) => finishCounts(block, codes, from, mine, output!, 0, folds),
+      };
+    }
+  }
+}
+
+/** The two-phase form of a non-blocking call: starts its first phase and returns its request. */
+function twoPhase(c: ReproducibleTarget, call: ReproducibleCall, k: Checked): Request {
+  if (c.size > COMPACT_MAX_TERMS) {
+    throw new NbcArgError(`Cannot ${call.coll} with { reproducible: true } on ${c.size} ranks and executor '${call.executor}': from ${COMPACT_MAX_TERMS + 1} ranks only allreduce and reduce on the host executor take it; expected fewer ranks or executor 'host'`);
+  }
+  const phase = secondPhase(c, call, k);
+  const companion = companionOf(c);
+  const codes = new Uint8Array(k.input.length);
+  topCodes(k.input, codes);
+  const first = c.iallreduce(IN_PLACE, codes, 'max', innerOptions(k.inner.executor!, undefined));
+  return new TwoPhaseRequest(first, companion, k.input, codes, k.folds, phase);
+}
+
+// ---- Products: a fixed tree over rank indices ------------------------------------------------
+
+/** out[i] = the product of all[r n + i] over the ranks r, in a fixed tree over r. */
+function treeProducts(all: Floats, p: number, out: Floats): void {
+  const n = out.length;
+  const v = new Float64Array(p);
+  const single = all instanceof Float32Array;
+  for (let i = 0; i < n; i++) {
+    for (let r = 0; r < p; r++) v[r] = all[r * n + i]!;
+    for (let m = p; m > 1; m = (m + 1) >> 1) {
+      for (let j = 0; 2 * j + 1 < m; j++) v[j] = single ? Math.fround(v[2 * j]! * v[2 * j + 1]!) : v[2 * j]! * v[2 * j + 1]!;
+      if (m % 2 === 1) v[m >> 1] = v[m - 1]!;
+    }
+    out[i] = v[0]!;
+  }
+}
+
+/** A product gathered whole, then multiplied in the fixed tree. */
+function canonicalProduct(c: ReproducibleTarget, call: ReproducibleCall, k: Checked): Request {
+  const { input, output } = k;
+  const n = input.length;
+  const exec = innerOptions(k.inner.executor!, undefined);
+  const Ctor = input.constructor as Float64ArrayConstructor | Float32ArrayConstructor;
+  const send = (input === output ? input.slice() : input) as Floats; // in place: the output is overwritten below
+  if (call.coll === 'allreduce') {
+    const all = new Ctor(n * c.size);
+    return new ThenRequest(c.iallgather(send, all, exec), () => treeProducts(all, c.size, output!));
+  }
+  const root = call.root!;
+  const all = c.rank === root ? new Ctor(n * c.size) : null;
+  return new ThenRequest(c.igather(send, all, root, exec), () => { if (all !== null) treeProducts(all, c.size, output!); });
+}
+
+// ---- The calls ----------------------------------------------------------------------------------
+
+/** A non-blocking reproducible call: its request. */
+export function startReproducible(c: ReproducibleTarget, call: ReproducibleCall): Request {
+  const k = checkCall(c, call);
+  if (k.prod) return canonicalProduct(c, call, k);
+  if (call.coll === 'scan' || call.coll === 'exscan' || !k.host) return twoPhase(c, call, k);
+  return onePass(c, call, k);
+}
+
+/** A persistent reproducible call: each start() runs the non-blocking call on the same buffers. */
+export function reproducibleInit(c: ReproducibleTarget, call: ReproducibleCall): PersistentRequest {
+  checkCall(c, call); // refused now, not at the first start
+  return new PersistentRequest(() => startReproducible(c, call), call.coll, null);
+}
+
+/** Buffers of the blocking calls, kept per communicator while the length stays the same. */
+interface Kept {
+  items?: Float64Array;
+  codes?: Uint8Array;
+  counts?: Float64Array;
+  block?: Float64Array;
+}
+const kept = new WeakMap<object, Kept>();
+
+function keptOf(c: object): Kept {
+  let k = kept.get(c);
+  if (k === undefined) kept.set(c, (k = {}));
+  return k;
+}
+
+/** A blocking reproducible call. */
+export function runReproducible(c: ReproducibleTarget, call: ReproducibleCall): void {
+  if (call.coll !== 'allreduce') {
+    startReproducible(c, call).wait();
     return;
   }
-  c.allreduce(IN_PLACE, items, binnedSumOp(folds), inner);
-  for (let i = 0; i < n; i++) out[i] = finish(items, i * L, folds);
+  const k = checkCall(c, call);
+  const { input, folds, inner } = k;
+  const output = k.output!;
+  const n = input.length;
+  if (k.prod || (k.host && c.size > COMPACT_MAX_TERMS)) {
+    startReproducible(c, call).wait();
+    return;
+  }
+  const keep = keptOf(c);
+  if (k.host && (n < SPLIT_ELEMENTS || c.size === 1)) {
+    // One pass. The same items buffer every call: the blocking allreduce's recent-call list
+    // (and its lean path) then recognises a loop of calls.
+    const len = n * compactItemLength(folds);
+    const items = keep.items?.length === len ? keep.items : (keep.items = new Float64Array(len));
+    compactItems(input, folds, items);
+    c.allreduce(IN_PLACE, items, compactSumOp(folds), inner);
+    finishItems(items, output, 0, n, folds);
+    return;
+  }
+  if (c.size > COMPACT_MAX_TERMS) {
+    throw new NbcArgError(`Cannot allreduce with { reproducible: true } on ${c.size} ranks and executor '${call.executor}': from ${COMPACT_MAX_TERMS + 1} ranks only the host executor takes it; expected executor 'host'`);
+  }
+  // Two phases: the bins, then the counts.
+  const codes = keep.codes?.length === n ? keep.codes : (keep.codes = new Uint8Array(n));
+  topCodes(input, codes);
+  c.allreduce(IN_PLACE, codes, 'max', innerOptions(inner.executor!, undefined));
+  const counts = keep.counts?.length === n * folds ? keep.counts : (keep.counts = new Float64Array(n * folds));
+  splitOnCodes(input, codes, counts, folds);
+  const p = c.size;
+  if (p === 1 || n < SPLIT_ELEMENTS || call.opts.algorithm !== undefined) {
+    c.allreduce(IN_PLACE, counts, 'sum', inner);
+    finishCounts(counts, codes, 0, n, output, 0, folds);
+    return;
+  }
+  // Large: each rank sums and finishes its block of the counts, then the doubles are gathered.
+  const per = new Array<number>(p);
+  for (let r = 0; r < p; r++) per[r] = Math.floor(n / p) + (r < n % p ? 1 : 0);
+  const displs = offsets(per);
+  const mine = per[c.rank]!;
+  const block = keep.block?.length === mine * folds ? keep.block : (keep.block = new Float64Array(mine * folds));
+  c.reduceScatter(counts, block, scaled(per, folds), 'sum', inner);
+  finishCounts(block, codes, displs[c.rank]!, mine, output, displs[c.rank]!, folds);
+  c.allgatherv(IN_PLACE, output, per, displs, innerOptions(inner.executor!, undefined));
 }
-
-/** iallreduce with { reproducible: true }. */
-export function reproducibleIallreduce(c: ReproducibleTarget, send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts: CollOptions): Request {
-  const { input, output, folds } = checkCall(send, recv, op, opts, 'allreduce');
-  const items = binnedItems(input, folds);
-  const inner = c.iallreduce(IN_PLACE, items, binnedSumOp(folds), innerOptions(opts, 'allreduce'));
-  return new ReproducibleRequest(inner, items, output, folds);
-}
-
-/** ireduce with { reproducible: true }: the root's recv gets the sum. */
-export function reproducibleIreduce(c: ReproducibleTarget, send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number,
-  opts: CollOptions): Request {
-  const { input, output, folds } = checkCall(send, c.rank === root ? recv : send, op, opts, 'reduce');
-  const items = binnedItems(input, folds);
-  const inner = c.ireduce(c.rank === root ? IN_PLACE : items, c.rank === root ? items : null, binnedSumOp(folds), root, innerOptions(opts, 'reduce'));
-  return new ReproducibleRequest(inner, items, c.rank === root ? output : null, folds);
-}
-

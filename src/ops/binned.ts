@@ -273,7 +273,7 @@ export function finish(a: Float64Array, at: number, K: number): number {
     // fold keeps its count's balanced remainder r in [-2^39, 2^39); the rest goes up.
     const s1 = a[at + 5]!;
     const up = Math.floor((s1 + TWO39) / TWO40);
-    v = (a[at + 3]! + up) * UNIT[top]! + (s1 - up * TWO40) * UNIT[top - 1]!;
+    v = roundTerms(top, a[at + 3]! + up, s1 - up * TWO40, 0, 2);
   } else if (top >= 0) {
     for (let k = 0; k < K; k++) loadCanonical(a, at, k);
     // From the lowest fold up, keep in each lower fold the balanced remainder of its count,
@@ -296,19 +296,222 @@ export function finish(a: Float64Array, at: number, K: number): number {
       digits[up] = digits[up]! + c2;
       digits[up + 1] = s2 - c2 * TWO52;
     }
-    // The top fold's count (rounded once if beyond 2^53), then the lower folds, which are
-    // less than half of the top's unit: a fixed order on a unique form.
-    let low = 0;
-    for (let k = K - 1; k > 0; k--) {
-      const u = UNIT[top - k] ?? 0;
-      if (top - k >= 0) low += digits[2 * k + 1]! * u;
-    }
-    const u0 = UNIT[top]!;
-    const high = (digits[0]! * TWO52 + digits[1]!) * u0;
-    v = high + low;
+    // The top fold's count (rounded once if beyond 2^53), then the lower folds: a unique form,
+    // rounded once (roundTerms).
+    v = roundTerms(top, digits[0]! * TWO52 + digits[1]!, K > 1 ? digits[3]! : 0, K > 2 ? digits[5]! : 0, K);
   }
   if (v === 0) return (flags & F_SEEN) !== 0 && (flags & F_NOT_NEG_ZERO) === 0 ? -0 : 0;
   return v;
+}
+
+/**
+ * The double nearest hi u_top + r1 u_(top-1) + r2 u_(top-2) (r2 with K = 3 only), the lower
+ * terms balanced remainders (|r| <= 2^39): rounded once, ties to even, so correctly rounded
+ * whenever |hi| < 2^53 (always, in the compact form). Each term is exact as a double (an
+ * integer below 2^53 times a power of two, subnormals included); with two terms one addition
+ * rounds; with three, the two additions' exact errors (TwoSum) decide the one case where the
+ * second rounding alone would be wrong: a tie in it that the first addition's error breaks.
+ */
+function roundTerms(top: number, hi: number, r1: number, r2: number, K: number): number {
+  // The top bins' terms can pass the largest double on the way to a sum below it: those are
+  // added scaled down by 2^-128 (exact there, no subnormals) and scaled back once.
+  if (top >= 50) return roundScaled(top, hi, r1, r2, K, 2 ** -128) * 2 ** 128;
+  return roundScaled(top, hi, r1, r2, K, 1);
+}
+
+/**
+ * The sign of the exact value minus the last roundTerms result (0: it was exact), for the
+ * rounding to single precision that may follow (toSingle).
+ */
+let residual = 0;
+
+function roundScaled(top: number, hi: number, r1: number, r2: number, K: number, scale: number): number {
+  const a = hi * (UNIT[top]! * scale);
+  residual = 0;
+  if (top === 0) return a;
+  const b = r1 * (UNIT[top - 1]! * scale);
+  if (K === 2 || top === 1) return sumWithResidual(a, b);
+  const c = r2 * (UNIT[top - 2]! * scale);
+  const s = b + c;
+  const bb = s - c;
+  const eS = (b - bb) + (c - (s - bb)); // b + c = s + eS exactly
+  const v = a + s;
+  const vv = v - s;
+  const eV = (a - vv) + (s - (v - vv)); // a + s = v + eV exactly
+  if (eV === 0) return sumWithResidual(v, eS); // one rounding of the exact value
+  // |eV| is at most half an ulp of v; a tie went to even, and eS on the same side breaks it.
+  if (eS !== 0 && (eS > 0) === (eV > 0) && Math.abs(eV) === halfUlp(v)) {
+    residual = eS - eV;
+    return v + 2 * eV;
+  }
+  residual = eV + eS;
+  return v;
+}
+
+/** x + y rounded, its exact error's sign kept in `residual` (TwoSum). */
+function sumWithResidual(x: number, y: number): number {
+  const v = x + y;
+  const yy = v - x;
+  residual = (x - (v - yy)) + (y - yy);
+  return v;
+}
+
+/**
+ * v, the double nearest a binned value (just returned by compactFinish), rounded once more to
+ * the nearest single: correctly, since the one case where two roundings differ from one, v
+ * exactly halfway between two singles, is decided by the first rounding's error.
+ */
+function toSingle(v: number): number {
+  const f = Math.fround(v);
+  if (f === v || residual === 0) return f;
+  const g = 2 * v - f; // the other single at the same distance, if v is halfway
+  if (g === f || Math.fround(g) !== g) return f;
+  return (residual > 0) === (g > f) ? g : f;
+}
+
+/** Half the unit in the last place of a finite nonzero double. */
+function halfUlp(v: number): number {
+  return 2 ** Math.max(exponentOf(v) - 53, -1075);
+}
+
+// ---- The compact form -------------------------------------------------------------------
+//
+// Inside one collective every binned value is a sum of at most `size` contributions, one per
+// rank, so each fold's count stays below size * 2^39 and fits a double exactly while size <
+// 2^13 (COMPACT_MAX_TERMS): no carry word is needed. A compact item is 1 + K doubles,
+//
+//     [top, n_0, n_1, ...]          top = -1: no finite nonzero contribution
+//
+// and a NaN or an infinity is kept as n_0 itself (then only n_0 counts: IEEE addition already
+// combines specials by the fixed rules, whatever the order), and a zero as n_0 = x (so n_0 is
+// -0 exactly when every contribution was -0). The two-phase form splits the item: the tops
+// (as codes top + 1, one byte per element) are reduced by max first, then every rank splits
+// its elements on the agreed tops and the counts are reduced by a plain sum of doubles, exact
+// in any order, so any predefined-op executor (offload, agg) can run it. Both forms keep, for
+// the same contributions, the same exact sum on the same bins, and finish it the same way.
+
+/** The most contributions a compact item takes exactly. */
+export const COMPACT_MAX_TERMS = 2 ** 13 - 1;
+/** Doubles per compact item for K folds. */
+export const compactItemLength = (folds: number): number => 1 + folds;
+
+/** 1 / u_j for j >= 2 (beyond the largest double below). */
+const INV_UNIT = Float64Array.from(UNIT, (u) => 1 / u);
+/** Bin + 1 of the normal doubles by biased exponent (0: zero, subnormal or special). */
+const CODE_OF_BIASED = Uint8Array.from({ length: 2048 }, (_, b) =>
+  b === 0 || b === 2047 ? 0 : Math.max(0, Math.ceil((b - 1023 + 1076) / BIN_BITS) - 1) + 1);
+
+/** Splits x on `top` into counts at out[at..at+K) (x finite, |x| < 2^39 u_top or zero). */
+function splitOn(out: Float64Array, at: number, x: number, top: number, K: number): void {
+  const y = top >= 2 ? x * INV_UNIT[top]! : x / UNIT[top]!; // exact: a power of two
+  const q0 = (y + ROUND) - ROUND;
+  out[at] = q0;
+  if (K === 1) return;
+  const y1 = (y - q0) * TWO40;
+  const q1 = (y1 + ROUND) - ROUND;
+  out[at + 1] = q1;
+  if (K === 3) {
+    const y2 = (y1 - q1) * TWO40;
+    out[at + 2] = (y2 + ROUND) - ROUND;
+  }
+}
+
+/** Writes x as a compact item at `at`. */
+export function compactFresh(a: Float64Array, at: number, x: number, K: number): void {
+  if (x === 0 || !(x - x === 0)) {
+    a[at] = -1;
+    a[at + 1] = x;
+    for (let k = 1; k < K; k++) a[at + 1 + k] = 0;
+    return;
+  }
+  const top = binOf(x);
+  a[at] = top;
+  splitOn(a, at + 1, x, top, K);
+}
+
+/** inout[io] = input[ii] + inout[io] (compact items, K folds): exact, and commutative. */
+export function compactMerge(inout: Float64Array, io: number, input: Float64Array, ii: number, K: number): void {
+  const a0 = inout[io + 1]!;
+  const b0 = input[ii + 1]!;
+  if (!(a0 - a0 === 0) || !(b0 - b0 === 0)) { // a special decides
+    inout[io + 1] = !(a0 - a0 === 0) ? (!(b0 - b0 === 0) ? a0 + b0 : a0) : b0;
+    return;
+  }
+  const tb = input[ii]!;
+  let ta = inout[io]!;
+  if (tb > ta) { // move inout's folds down to the higher top; the lowest drop off
+    const d = tb - ta;
+    for (let k = K - 1; k >= 0; k--) inout[io + 1 + k] = k - d >= 0 ? inout[io + 1 + k - d]! : 0;
+    inout[io] = ta = tb;
+  }
+  const d = ta - tb;
+  for (let k = 0; k + d < K; k++) inout[io + 1 + k + d] = inout[io + 1 + k + d]! + input[ii + 1 + k]!;
+}
+
+/**
+ * The double nearest the compact counts n[at..at+K) on `top` (by the fixed rules for specials
+ * and zeros), or with `single` the nearest single (for Float32 sums, promoted exactly).
+ */
+export function compactFinish(n: Float64Array, at: number, top: number, K: number, single = false): number {
+  const n0 = n[at]!;
+  if (!(n0 - n0 === 0)) return n0 === n0 ? n0 : NaN; // an infinity, or the canonical NaN
+  if (top < 0) return n0; // zeros only: -0 when every contribution was -0
+  // From the lowest fold up, keep the balanced remainder of each count in [-2^39, 2^39) units
+  // and carry the rest up (exact: every count is below 2^52): the unique form.
+  let r2 = 0;
+  let n1 = K > 1 ? n[at + 1]! : 0;
+  if (K === 3) {
+    const n2 = n[at + 2]!;
+    const up = Math.floor((n2 + TWO39) / TWO40);
+    r2 = n2 - up * TWO40;
+    n1 += up;
+  }
+  const up = Math.floor((n1 + TWO39) / TWO40);
+  const v = roundTerms(top, n0 + up, n1 - up * TWO40, r2, K);
+  return v === 0 ? 0 : single ? toSingle(v) : v;
+}
+
+/** Each element's code, its bin + 1 (0: zero, NaN or an infinity), into `codes`. */
+export function topCodes(xs: Float64Array | Float32Array, codes: Uint8Array): void {
+  const n = xs.length;
+  if (xs instanceof Float64Array) {
+    const hi = new Uint32Array(xs.buffer, xs.byteOffset, 2 * n);
+    for (let i = 0; i < n; i++) {
+      const b = (hi[2 * i + 1]! >>> 20) & 0x7ff;
+      codes[i] = b !== 0 ? CODE_OF_BIASED[b]! : xs[i] === 0 ? 0 : binOf(xs[i]!) + 1;
+    }
+    return;
+  }
+  for (let i = 0; i < n; i++) {
+    const x = xs[i]!;
+    codes[i] = x === 0 || !(x - x === 0) ? 0 : binOf(x) + 1;
+  }
+}
+
+/**
+ * Each element split on its agreed top (codes[i] - 1, the max over every contribution's) into
+ * K counts at counts[i K ..]: a zero, NaN or infinity with no finite nonzero anywhere as
+ * itself in the first (see compactFinish).
+ */
+export function splitOnCodes(xs: Float64Array | Float32Array, codes: Uint8Array, counts: Float64Array, K: number): void {
+  const n = xs.length;
+  for (let i = 0; i < n; i++) {
+    const t = codes[i]! - 1;
+    const x = xs[i]!;
+    const at = i * K;
+    if (t < 0 || !(x - x === 0)) {
+      counts[at] = x; // a special decides; a zero keeps its sign
+      for (let k = 1; k < K; k++) counts[at + k] = 0;
+    } else if (t >= 2 && K === 2) {
+      const y = x * INV_UNIT[t]!;
+      const q0 = (y + ROUND) - ROUND;
+      const y1 = (y - q0) * TWO40;
+      counts[at] = q0;
+      counts[at + 1] = (y1 + ROUND) - ROUND;
+    } else {
+      splitOn(counts, at, x, t, K);
+    }
+  }
 }
 
 /**
