@@ -1,6 +1,7 @@
 // A job for `nbc run` (scripts/bench-reproducible.mjs): allreduce of float64 sums, plain and
 // with { reproducible: true }, interleaved call by call at each size; rank 0 prints one JSON
-// line: per size and side the median us over the iterations (the max over ranks of each call).
+// line: per size and side the median us over the iterations (the max over ranks of each call),
+// and the bytes rank 0 sends per element.
 // Usage: nbc run -n 2 scripts/reproducible-job.mjs SIZES_BYTES ITERS
 export default function (world, argv) {
   const sizes = (argv[0] ?? '8,1048576').split(',').map(Number);
@@ -27,6 +28,14 @@ export default function (world, argv) {
     }
     const med = (a) => [...a].sort((p, q) => p - q)[a.length >> 1];
     out[bytes] = Object.fromEntries(Object.entries(times).map(([k, v]) => [k, med(v)]));
+    // The bytes this rank sends per element, once per side (after the timed calls).
+    for (const side of Object.keys(times)) {
+      const opts = side === 'plain' ? undefined : { reproducible: true, folds: side === 'reproducible' ? 2 : 3 };
+      world.barrier();
+      const before = world.stats().host.bytesSent;
+      world.allreduce(x, y, 'sum', opts);
+      out[bytes][`${side}BytesPerElement`] = (world.stats().host.bytesSent - before) / n;
+    }
   }
   if (world.rank === 0) console.log(JSON.stringify(out));
 }

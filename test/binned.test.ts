@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { exactUnits } from './exact-sum.ts';
 import fc from 'fast-check';
-import { BinnedSum, binOf, compactFinish, compactFresh, compactMerge, splitOnCodes, topCodes } from '../src/ops/binned.ts';
+import { BinnedSum, binOf, compactFinish, compactFresh, compactMerge, finishBlock, splitBlock, topCodes } from '../src/ops/binned.ts';
 
 
 /** |a - b| in units of 2^-1074, a a double, b an exact count. */
@@ -145,10 +145,12 @@ function twoPhase(xs: readonly number[], K: number, order: readonly number[]): n
   const total = new Float64Array(K).fill(-0); // the identity of addition, signed zeros included
   const part = new Float64Array(K);
   for (const i of order) {
-    splitOnCodes(Float64Array.of(xs[i]!), Uint8Array.of(code), part, K);
+    splitBlock(Float64Array.of(xs[i]!), Uint8Array.of(code), 0, 1, part, 0, K);
     for (let k = 0; k < K; k++) total[k] = total[k]! + part[k]!;
   }
-  return compactFinish(total, 0, code - 1, K);
+  const out = new Float64Array(1);
+  finishBlock(total, 0, Uint8Array.of(code), 0, 1, out, 0, K);
+  return out[0]!;
 }
 
 /** A sum through compact items merged in a random tree. */
@@ -163,7 +165,7 @@ function compactTree(xs: readonly number[], K: number, rnd: (n: number) => numbe
     const b = items[rnd(items.length)]!;
     compactMerge(b, 0, a, 0, K);
   }
-  return compactFinish(items[0]!, 1, items[0]![0]!, K);
+  return compactFinish(items[0]!, 1, 1, items[0]![0]!, K);
 }
 
 test('the compact and two-phase forms give the bits of the binned sum, and those are the kept sum correctly rounded', { timeout: 60_000 }, () => {

@@ -28,7 +28,7 @@ import type { Buf, BufOrInPlace, Counts, Planner } from './args.js';
 import {
   leanAllreduceOf, leanAlltoallOf, leanBcastOf, LeanPaths, type LeanAllreduce, type LeanAlltoall, type LeanBcast,
 } from './lean.js';
-import { reproducibleInit, runReproducible, startReproducible, wantsReproducible, type ReproducibleCall, type ReproducibleColl } from './reproducible.js';
+import { allreduceReproducible, reproducibleInit, startReproducible, wantsReproducible, type ReproducibleCall, type ReproducibleColl } from './reproducible.js';
 import { callSignature, disagreement, numberCall } from './check-calls.js';
 import { byteLengthOf, findRecent, remember, ScheduleCache, type CountArrays, type RecentCall } from './memo.js';
 import { checkOptions, type CollOptions } from './options.js';
@@ -340,7 +340,8 @@ export class Communicator extends Comm {
   allreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): void {
     this.check('allreduce');
     if (this.reproducible(send, recv, op, opts)) {
-      runReproducible(this, this.reproducibleCall('allreduce', send, recv, op, opts));
+      checkOptions(opts);
+      allreduceReproducible(this, send, recv, op, opts ?? {}, this.executorName(opts));
       return;
     }
     const hit = findRecent(this.recentAllreduce, send, recv, op, undefined, opts);

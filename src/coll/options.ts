@@ -15,9 +15,10 @@ export interface CollOptions {
    */
   executor?: ExecutorName;
   /**
-   * Sums whose bits do not depend on the rank count, the algorithm or the order of the
-   * contributions (allreduce, iallreduce, reduce, ireduce; op 'sum' over Float64Array or
-   * Float32Array; the host executor): binned sums, docs/ops.md "Reproducible sums".
+   * Reductions whose bits do not depend on the rank count, the algorithm, the executor or the
+   * order of the contributions (allreduce, reduce, reduceScatter(Block), scan, exscan;
+   * blocking, non-blocking and persistent; op 'sum' over Float64Array or Float32Array as
+   * binned sums, op 'prod' as a fixed tree over ranks): docs/ops.md "Reproducible sums".
    */
   reproducible?: boolean;
   /** With `reproducible`: the binned format's folds, 2 (the default) or 3 (tighter, larger). */
@@ -27,13 +28,21 @@ export interface CollOptions {
 const OPTION_NAMES = ['algorithm', 'executor', 'reproducible', 'folds'];
 /** The last options object found valid (a caller that passes one object each call pays nothing). */
 let lastValid: object | undefined;
+/** The library's own options objects (made once, valid by construction). */
+const ownOptions = new WeakSet<object>();
+
+/** Marks an options object the library made itself (frozen): checkOptions passes it at once. */
+export function ownOptionsOf<T extends CollOptions>(o: T): Readonly<T> {
+  ownOptions.add(Object.freeze(o));
+  return o;
+}
 
 /**
  * Throws NBC_ERR_ARG for an options object with a key CollOptions does not have, or a
  * `reproducible` that is not a boolean: a misspelt option must not be ignored.
  */
 export function checkOptions(o: CollOptions | undefined): void {
-  if (o === undefined || o === lastValid) return;
+  if (o === undefined || o === lastValid || ownOptions.has(o)) return;
   if (o === null || typeof o !== 'object') throw new NbcArgError(`Cannot use collective options ${describeValue(o)}: expected an object { ${OPTION_NAMES.join(', ')} }`);
   for (const k in o) {
     if (!OPTION_NAMES.includes(k)) throw new NbcArgError(`Cannot use collective option '${k}': unknown option; expected one of ${OPTION_NAMES.join(', ')}`);

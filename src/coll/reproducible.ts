@@ -28,14 +28,14 @@ import type { Comm } from '../comm/comm.js';
 import type { TypedArray } from '../comm/validate.js';
 import { NbcArgError } from '../errors.js';
 import {
-  binnedItemLength, checkFolds, COMPACT_MAX_TERMS, compactFinish, compactFresh, compactItemLength, compactMerge, depositFresh, finish, merge,
-  splitOnCodes, topCodes,
+  binnedItemLength, checkFolds, COMPACT_MAX_TERMS, compactFinish, compactFresh, compactItemLength, compactMerge, depositFresh, finish, finishBlock, merge,
+  splitBlock, topCodes,
 } from '../ops/binned.js';
 import { Op, resolveOp, type OpLike } from '../ops/op.js';
 import { IN_PLACE } from '../p2p/constants.js';
 import { Request, type RequestListener } from '../p2p/request.js';
 import type { BufOrInPlace } from './args.js';
-import type { CollOptions } from './options.js';
+import { ownOptionsOf, type CollOptions } from './options.js';
 import { PersistentRequest } from './persistent.js';
 
 /** What the reproducible calls need of a communicator (a Communicator). */
@@ -122,13 +122,14 @@ interface Checked {
   host: boolean;
 }
 
-const innerKept = new Map<string, CollOptions>();
+const innerKept = new Map<string, Map<string | undefined, CollOptions>>();
 
 /** The inner calls' options, one object per (executor, algorithm): the recent-call lists match them at once. */
 function innerOptions(executor: string, algorithm: string | undefined): CollOptions {
-  const key = `${executor}/${algorithm ?? ''}`;
-  let o = innerKept.get(key);
-  if (o === undefined) innerKept.set(key, (o = algorithm === undefined ? { executor } : { executor, algorithm }));
+  let byAlgorithm = innerKept.get(executor);
+  if (byAlgorithm === undefined) innerKept.set(executor, (byAlgorithm = new Map()));
+  let o = byAlgorithm.get(algorithm);
+  if (o === undefined) byAlgorithm.set(algorithm, (o = ownOptionsOf(algorithm === undefined ? { executor } : { executor, algorithm })));
   return o;
 }
 
@@ -188,7 +189,7 @@ function compactItems(input: Floats, folds: 2 | 3, items: Float64Array = new Flo
 function finishItems(items: Float64Array, out: Floats, from: number, n: number, folds: 2 | 3): void {
   const L = compactItemLength(folds);
   const single = out instanceof Float32Array;
-  for (let i = 0; i < n; i++) out[from + i] = compactFinish(items, i * L + 1, items[i * L]!, folds, single);
+  for (let i = 0; i < n; i++) out[from + i] = compactFinish(items, i * L + 1, 1, items[i * L]!, folds, single);
 }
 
 /**
@@ -294,8 +295,19 @@ function companionOf(c: ReproducibleTarget): Companion {
 
 /** What a second phase does on the companion, and how its result is read back. */
 interface SecondPhase {
+  /** The per-rank blocks of elements whose counts lie planar each (reduce-scatter); else the whole. */
+  blocks?: number[];
   start(comm: ReproducibleTarget, counts: Float64Array): Request;
   finish(counts: Float64Array, codes: Uint8Array): void;
+}
+
+/** Splits the elements into counts, planar over the whole or per block of `blocks` (splitBlock). */
+function splitInto(input: Floats, codes: Uint8Array, counts: Float64Array, folds: 2 | 3, blocks: number[] | undefined): void {
+  if (blocks === undefined) {
+    splitBlock(input, codes, 0, input.length, counts, 0, folds);
+    return;
+  }
+  for (let r = 0, from = 0; r < blocks.length; from += blocks[r]!, r++) splitBlock(input, codes, from, blocks[r]!, counts, folds * from, folds);
 }
 
 /** A non-blocking call in two phases: the bins' max on the communicator, then the counts' sum on its companion. */
@@ -340,7 +352,7 @@ class TwoPhaseRequest extends Request implements RequestListener {
         this.companion.waiting.splice(this.companion.waiting.indexOf(this), 1);
         this.complete(error);
       } else {
-        splitOnCodes(this.input, this.codes, this.counts, this.folds);
+        splitInto(this.input, this.codes, this.counts, this.folds, this.phase.blocks);
         this.firstDone = true;
       }
       this.companion.pump();
@@ -350,10 +362,9 @@ class TwoPhaseRequest extends Request implements RequestListener {
   }
 }
 
-/** Counts of element block [from, from + n) finished into out[at ..]. */
+/** Elements [from, from + n), their counts planar in `counts`, finished into out[at ..]. */
 function finishCounts(counts: Float64Array, codes: Uint8Array, from: number, n: number, out: Floats, at: number, folds: 2 | 3): void {
-  const single = out instanceof Float32Array;
-  for (let i = 0; i < n; i++) out[at + i] = compactFinish(counts, i * folds, codes[from + i]! - 1, folds, single);
+  finishBlock(counts, 0, codes, from, n, out, at, folds);
 }
 
 /** The second phase of each collective. */
@@ -386,6 +397,7 @@ function secondPhase(c: ReproducibleTarget, call: ReproducibleCall, k: Checked):
       const from = offsets(per)[c.rank]!;
       const block = new Float64Array(mine * folds);
       return {
+        blocks: per,
         start: (comm, counts) => comm.ireduceScatter(counts, block, scaled(per, folds), 'sum', inner),
         finish: (_counts, codes) => finishCounts(block, codes, from, mine, output!, 0, folds),
       };
@@ -455,19 +467,42 @@ export function reproducibleInit(c: ReproducibleTarget, call: ReproducibleCall):
   return new PersistentRequest(() => startReproducible(c, call), call.coll, null);
 }
 
-/** Buffers of the blocking calls, kept per communicator while the length stays the same. */
+/**
+ * The last blocking allreduce, checked: a loop passes the same buffers and options again, and
+ * the checks would otherwise be a third of a small call's cost. The option values are kept,
+ * not the object: the caller may change it between calls.
+ */
+interface LastCall {
+  /** The call as first checked (its options object's values may have changed since, but not folds or algorithm). */
+  call: ReproducibleCall;
+  send: BufOrInPlace;
+  recv: BufOrInPlace | null | undefined;
+  op: OpLike;
+  executor: string;
+  folds: unknown;
+  algorithm: unknown;
+  checked: Checked;
+}
+
+/**
+ * Per communicator and fold count, the blocking calls' last call and buffers, kept while the
+ * length stays the same: a loop of calls then passes the same buffers to the inner calls,
+ * which their recent-call lists (and the lean path) recognise.
+ */
 interface Kept {
+  last?: LastCall;
   items?: Float64Array;
   codes?: Uint8Array;
   counts?: Float64Array;
   block?: Float64Array;
 }
-const kept = new WeakMap<object, Kept>();
+const kept = new WeakMap<object, [Kept, Kept]>();
 
-function keptOf(c: object): Kept {
+/** What is kept for `c` and K folds (an unchecked fold count shares K = 2's: it never matches a checked call). */
+function keptOf(c: object, folds: unknown): Kept {
   let k = kept.get(c);
-  if (k === undefined) kept.set(c, (k = {}));
-  return k;
+  if (k === undefined) kept.set(c, (k = [{}, {}]));
+  return k[folds === 3 ? 1 : 0];
 }
 
 /** A blocking reproducible call. */
@@ -477,6 +512,27 @@ export function runReproducible(c: ReproducibleTarget, call: ReproducibleCall): 
     return;
   }
   const k = checkCall(c, call);
+  const keep = keptOf(c, k.folds);
+  keep.last = { call, send: call.send, recv: call.recv, op: call.op, executor: call.executor, folds: call.opts.folds, algorithm: call.opts.algorithm, checked: k };
+  allreduceChecked(c, call, k, keep);
+}
+
+/**
+ * A blocking allreduce with { reproducible: true }, its options checked by the caller: the
+ * last call's checks when the buffers, op and options are the same, else runReproducible.
+ */
+export function allreduceReproducible(c: ReproducibleTarget, send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts: CollOptions, executor: string): void {
+  const keep = keptOf(c, opts.folds);
+  const l = keep.last;
+  if (l !== undefined && l.send === send && l.recv === recv && l.op === op && l.executor === executor && l.folds === opts.folds &&
+    l.algorithm === opts.algorithm && l.checked.input.length === (send === IN_PLACE ? recv as Floats : send as Floats).length) {
+    allreduceChecked(c, l.call, l.checked, keep);
+    return;
+  }
+  runReproducible(c, { coll: 'allreduce', send, recv, op, opts, executor });
+}
+
+function allreduceChecked(c: ReproducibleTarget, call: ReproducibleCall, k: Checked, keep: Kept): void {
   const { input, folds, inner } = k;
   const output = k.output!;
   const n = input.length;
@@ -484,7 +540,6 @@ export function runReproducible(c: ReproducibleTarget, call: ReproducibleCall): 
     startReproducible(c, call).wait();
     return;
   }
-  const keep = keptOf(c);
   if (k.host && (n < SPLIT_ELEMENTS || c.size === 1)) {
     // One pass. The same items buffer every call: the blocking allreduce's recent-call list
     // (and its lean path) then recognises a loop of calls.
@@ -503,9 +558,9 @@ export function runReproducible(c: ReproducibleTarget, call: ReproducibleCall): 
   topCodes(input, codes);
   c.allreduce(IN_PLACE, codes, 'max', innerOptions(inner.executor!, undefined));
   const counts = keep.counts?.length === n * folds ? keep.counts : (keep.counts = new Float64Array(n * folds));
-  splitOnCodes(input, codes, counts, folds);
   const p = c.size;
   if (p === 1 || n < SPLIT_ELEMENTS || call.opts.algorithm !== undefined) {
+    splitInto(input, codes, counts, folds, undefined);
     c.allreduce(IN_PLACE, counts, 'sum', inner);
     finishCounts(counts, codes, 0, n, output, 0, folds);
     return;
@@ -516,6 +571,7 @@ export function runReproducible(c: ReproducibleTarget, call: ReproducibleCall): 
   const displs = offsets(per);
   const mine = per[c.rank]!;
   const block = keep.block?.length === mine * folds ? keep.block : (keep.block = new Float64Array(mine * folds));
+  splitInto(input, codes, counts, folds, per);
   c.reduceScatter(counts, block, scaled(per, folds), 'sum', inner);
   finishCounts(block, codes, displs[c.rank]!, mine, output, displs[c.rank]!, folds);
   c.allgatherv(IN_PLACE, output, per, displs, innerOptions(inner.executor!, undefined));

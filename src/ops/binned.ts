@@ -449,19 +449,20 @@ export function compactMerge(inout: Float64Array, io: number, input: Float64Arra
 }
 
 /**
- * The double nearest the compact counts n[at..at+K) on `top` (by the fixed rules for specials
- * and zeros), or with `single` the nearest single (for Float32 sums, promoted exactly).
+ * The double nearest the compact counts n[at], n[at + stride], ... (K of them) on `top` (by the
+ * fixed rules for specials and zeros), or with `single` the nearest single (for Float32 sums,
+ * promoted exactly).
  */
-export function compactFinish(n: Float64Array, at: number, top: number, K: number, single = false): number {
+export function compactFinish(n: Float64Array, at: number, stride: number, top: number, K: number, single = false): number {
   const n0 = n[at]!;
   if (!(n0 - n0 === 0)) return n0 === n0 ? n0 : NaN; // an infinity, or the canonical NaN
   if (top < 0) return n0; // zeros only: -0 when every contribution was -0
   // From the lowest fold up, keep the balanced remainder of each count in [-2^39, 2^39) units
   // and carry the rest up (exact: every count is below 2^52): the unique form.
   let r2 = 0;
-  let n1 = K > 1 ? n[at + 1]! : 0;
+  let n1 = K > 1 ? n[at + stride]! : 0;
   if (K === 3) {
-    const n2 = n[at + 2]!;
+    const n2 = n[at + 2 * stride]!;
     const up = Math.floor((n2 + TWO39) / TWO40);
     r2 = n2 - up * TWO40;
     n1 += up;
@@ -489,29 +490,71 @@ export function topCodes(xs: Float64Array | Float32Array, codes: Uint8Array): vo
 }
 
 /**
- * Each element split on its agreed top (codes[i] - 1, the max over every contribution's) into
- * K counts at counts[i K ..]: a zero, NaN or infinity with no finite nonzero anywhere as
- * itself in the first (see compactFinish).
+ * Elements [from, from + n) of `xs` split on their agreed tops (codes[from + i] - 1, the max over
+ * every contribution's) into K counts each, planar: fold k of element from + i at counts[at +
+ * k n + i]. A zero, NaN or infinity with no finite nonzero anywhere goes in as itself in the
+ * first (see compactFinish). Planar, because V8 runs these loops 2-3x faster over one array
+ * per fold than over interleaved pairs.
  */
-export function splitOnCodes(xs: Float64Array | Float32Array, codes: Uint8Array, counts: Float64Array, K: number): void {
-  const n = xs.length;
-  for (let i = 0; i < n; i++) {
-    const t = codes[i]! - 1;
-    const x = xs[i]!;
-    const at = i * K;
-    if (t < 0 || !(x - x === 0)) {
-      counts[at] = x; // a special decides; a zero keeps its sign
-      for (let k = 1; k < K; k++) counts[at + k] = 0;
-    } else if (t >= 2 && K === 2) {
-      const y = x * INV_UNIT[t]!;
-      const q0 = (y + ROUND) - ROUND;
-      const y1 = (y - q0) * TWO40;
-      counts[at] = q0;
-      counts[at + 1] = (y1 + ROUND) - ROUND;
-    } else {
-      splitOn(counts, at, x, t, K);
+export function splitBlock(xs: Float64Array | Float32Array, codes: Uint8Array, from: number, n: number, counts: Float64Array, at: number, K: number): void {
+  if (K === 2) {
+    // The common case in one loop (the same arithmetic as splitOn).
+    const at1 = at + n;
+    for (let i = 0; i < n; i++) {
+      const t = codes[from + i]! - 1;
+      const x = xs[from + i]!;
+      if (t >= 2 && x - x === 0) {
+        const y = x * INV_UNIT[t]!;
+        const q0 = (y + ROUND) - ROUND;
+        const y1 = (y - q0) * TWO40;
+        counts[at + i] = q0;
+        counts[at1 + i] = (y1 + ROUND) - ROUND;
+      } else {
+        splitSlow(xs[from + i]!, t, counts, at + i, n, K);
+      }
     }
+    return;
   }
+  for (let i = 0; i < n; i++) splitSlow(xs[from + i]!, codes[from + i]! - 1, counts, at + i, n, K);
+}
+
+const folded = new Float64Array(3);
+
+function splitSlow(x: number, t: number, counts: Float64Array, at: number, stride: number, K: number): void {
+  if (t < 0 || !(x - x === 0)) {
+    counts[at] = x; // a special decides; a zero keeps its sign
+    for (let k = 1; k < K; k++) counts[at + k * stride] = 0;
+    return;
+  }
+  splitOn(folded, 0, x, t, K);
+  for (let k = 0; k < K; k++) counts[at + k * stride] = folded[k]!;
+}
+
+/**
+ * out[outAt + i] = the value of element from + i, its K counts planar at counts[at + k n + i]
+ * (as splitBlock lays them out) and its code at codes[from + i], for i < n: compactFinish on
+ * each, the common case of 2 folds into a Float64Array inline.
+ */
+export function finishBlock(counts: Float64Array, at: number, codes: Uint8Array, from: number, n: number, out: Float64Array | Float32Array, outAt: number,
+  K: number): void {
+  const single = out instanceof Float32Array;
+  if (K === 2 && !single) {
+    const at1 = at + n;
+    for (let i = 0; i < n; i++) {
+      const t = codes[from + i]! - 1;
+      const n0 = counts[at + i]!;
+      if (t >= 1 && t < 50 && n0 - n0 === 0) {
+        // Both terms are exact (counts below 2^53 times powers of two, no overflow below bin
+        // 50), so one addition rounds the exact value: compactFinish's result, without the carry.
+        const v = n0 * UNIT[t]! + counts[at1 + i]! * UNIT[t - 1]!;
+        out[outAt + i] = v === 0 ? 0 : v;
+      } else {
+        out[outAt + i] = compactFinish(counts, at + i, n, t, 2);
+      }
+    }
+    return;
+  }
+  for (let i = 0; i < n; i++) out[outAt + i] = compactFinish(counts, at + i, n, codes[from + i]! - 1, K, single);
 }
 
 /**
