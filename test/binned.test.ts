@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { exactUnits } from './exact-sum.ts';
 import fc from 'fast-check';
-import { BinnedSum, binOf, compactFinish, compactFresh, compactMerge, finishBlock, splitBlock, topCodes } from '../src/ops/binned.ts';
+import {
+  BinnedSum, binOf, compactFinish, compactFresh, compactMerge, finishBlock, packedFinish, packedFresh, packedMerge, splitBlock, topCodes,
+} from '../src/ops/binned.ts';
 
 
 /** |a - b| in units of 2^-1074, a a double, b an exact count. */
@@ -168,7 +170,21 @@ function compactTree(xs: readonly number[], K: number, rnd: (n: number) => numbe
   return compactFinish(items[0]!, 1, 1, items[0]![0]!, K);
 }
 
-test('the compact and two-phase forms give the bits of the binned sum, and those are the kept sum correctly rounded', { timeout: 60_000 }, () => {
+/** A sum through packed items (the top in the first count's low bits) merged in a random tree. */
+function packedTree(xs: readonly number[], K: number, rnd: (n: number) => number): number {
+  const items = xs.map((x) => {
+    const a = new Float64Array(K);
+    packedFresh(a, 0, x, K);
+    return a;
+  });
+  while (items.length > 1) {
+    const a = items.splice(rnd(items.length), 1)[0]!;
+    packedMerge(items[rnd(items.length)]!, 0, a, 0, K);
+  }
+  return packedFinish(items[0]!, 0, K);
+}
+
+test('the compact, packed and two-phase forms give the bits of the binned sum, and those are the kept sum correctly rounded', { timeout: 60_000 }, () => {
   fc.assert(fc.property(
     fc.array(wide, { minLength: 1, maxLength: 40 }), fc.constantFrom(2 as const, 3 as const), fc.integer(),
     (xs, K, seed) => {
@@ -179,6 +195,8 @@ test('the compact and two-phase forms give the bits of the binned sum, and those
       const order = xs.map((_, i) => i).sort(() => rnd(3) - 1);
       const two = twoPhase(xs, K, order);
       const tree = compactTree(xs, K, rnd);
+      const packed = packedTree(xs, K, rnd);
+      assert.ok(Object.is(packed, want), `packed tree ${packed}, kept sum rounded ${want}`);
       assert.ok(Object.is(binned, want), `binned ${binned}, kept sum rounded ${want}`);
       assert.ok(Object.is(two, want), `two-phase ${two}, kept sum rounded ${want}`);
       assert.ok(Object.is(tree, want), `compact tree ${tree}, kept sum rounded ${want}`);
@@ -195,8 +213,8 @@ test('K = 3 rounds once where two roundings would not: a tie in the second broke
   assert.equal(twoPhase([1, 2 ** -53, -(2 ** -100)], 3, [0, 1, 2]), 1);
 });
 
-test('the compact forms keep the fixed rules for NaN, infinities and -0', () => {
-  const both = (xs: number[]): [number, number] => [twoPhase(xs, 2, xs.map((_, i) => i)), compactTree(xs, 2, (n) => n - 1)];
+test('the compact, packed and two-phase forms keep the fixed rules for NaN, infinities and -0', () => {
+  const both = (xs: number[]): number[] => [twoPhase(xs, 2, xs.map((_, i) => i)), compactTree(xs, 2, (n) => n - 1), packedTree(xs, 2, (n) => n - 1)];
   for (const v of both([-0, -0])) assert.ok(Object.is(v, -0));
   for (const v of both([-0, 0])) assert.ok(Object.is(v, 0));
   for (const v of both([1, -1, -0])) assert.ok(Object.is(v, 0));

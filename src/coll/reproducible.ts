@@ -29,7 +29,7 @@ import type { TypedArray } from '../comm/validate.js';
 import { NbcArgError } from '../errors.js';
 import {
   binnedItemLength, checkFolds, COMPACT_MAX_TERMS, compactFinish, compactFresh, compactItemLength, compactMerge, depositFresh, finish, finishBlock, merge,
-  splitBlock, topCodes,
+  PACKED_MAX_TERMS, packedFinish, packedFresh, packedMerge, splitBlock, topCodes,
 } from '../ops/binned.js';
 import { Op, resolveOp, type OpLike } from '../ops/op.js';
 import { IN_PLACE } from '../p2p/constants.js';
@@ -72,9 +72,14 @@ export interface ReproducibleCall {
 }
 
 const binnedOps: Array<Op | undefined> = [];
-const compactOps: Array<Op | undefined> = [];
 
-/** From this many elements a blocking allreduce takes the two phases (reduce-scatter, then allgather). */
+/**
+ * Below this many elements a call on the host executor takes the one pass (one collective
+ * of compact items); from it, the two phases, whose per-element work is a third (measured
+ * crossing on 2 ranks of a node: 256 to 1024 elements).
+ */
+const ONE_PASS_BELOW = 512;
+/** From this many elements a blocking allreduce's second phase reduce-scatters the counts, then gathers the results. */
 const SPLIT_ELEMENTS = 4096;
 
 /**
@@ -89,12 +94,33 @@ export function binnedSumOp(folds: 2 | 3): Op {
   }, { commutative: true, itemLength: binnedItemLength(folds), name: `binned-sum/${folds}` }));
 }
 
-/** The compact merge of K folds as a user op over compact items. */
-function compactSumOp(folds: 2 | 3): Op {
-  return (compactOps[folds] ??= Op.create((inout: Float64Array, input: Float64Array) => {
-    const L = compactItemLength(folds);
-    for (let i = 0; i < inout.length; i += L) compactMerge(inout, i, input, i, folds);
-  }, { commutative: true, itemLength: compactItemLength(folds), name: `binned-compact/${folds}` }));
+/**
+ * The one pass's items on a communicator of `size` ranks: packed (K doubles, ops/binned.ts)
+ * below 2^8 ranks, else compact (1 + K).
+ */
+interface ItemForm {
+  readonly length: number;
+  readonly op: Op;
+  fresh(a: Float64Array, at: number, x: number, K: number): void;
+  finish(a: Float64Array, at: number, K: number, single: boolean): number;
+}
+
+const forms: Array<ItemForm | undefined> = [];
+
+function itemForm(size: number, folds: 2 | 3): ItemForm {
+  const packed = size <= PACKED_MAX_TERMS;
+  const key = folds * 2 + (packed ? 1 : 0);
+  const existing = forms[key];
+  if (existing !== undefined) return existing;
+  const length = packed ? folds : compactItemLength(folds);
+  const mergeItem = packed ? packedMerge : compactMerge;
+  const op = Op.create((inout: Float64Array, input: Float64Array) => {
+    for (let i = 0; i < inout.length; i += length) mergeItem(inout, i, input, i, folds);
+  }, { commutative: true, itemLength: length, name: `binned-${packed ? 'packed' : 'compact'}/${folds}` });
+  const form: ItemForm = packed
+    ? { length, op, fresh: packedFresh, finish: packedFinish }
+    : { length, op, fresh: compactFresh, finish: (a, at, K, single) => compactFinish(a, at + 1, 1, a[at]!, K, single) };
+  return (forms[key] = form);
 }
 
 /**
@@ -178,18 +204,18 @@ function offsets(counts: readonly number[]): number[] {
 
 // ---- One pass: compact items through a user op (host) -----------------------------------
 
-/** Each element of `input` as a compact item. */
-function compactItems(input: Floats, folds: 2 | 3, items: Float64Array = new Float64Array(input.length * compactItemLength(folds))): Float64Array {
-  const L = compactItemLength(folds);
-  for (let i = 0; i < input.length; i++) compactFresh(items, i * L, input[i]!, folds);
+/** Each element of `input` as an item of `form`. */
+function itemsOf(input: Floats, folds: 2 | 3, form: ItemForm, items: Float64Array = new Float64Array(input.length * form.length)): Float64Array {
+  const L = form.length;
+  for (let i = 0; i < input.length; i++) form.fresh(items, i * L, input[i]!, folds);
   return items;
 }
 
-/** out[from + i] = compact item i of `items` finished, for i < n. */
-function finishItems(items: Float64Array, out: Floats, from: number, n: number, folds: 2 | 3): void {
-  const L = compactItemLength(folds);
+/** out[from + i] = item i of `items` finished, for i < n. */
+function finishItems(items: Float64Array, out: Floats, from: number, n: number, folds: 2 | 3, form: ItemForm): void {
+  const L = form.length;
   const single = out instanceof Float32Array;
-  for (let i = 0; i < n; i++) out[from + i] = compactFinish(items, i * L + 1, 1, items[i * L]!, folds, single);
+  for (let i = 0; i < n; i++) out[from + i] = form.finish(items, i * L, folds, single);
 }
 
 /**
@@ -230,23 +256,24 @@ function attempt(f: () => void): Error | null {
 function onePass(c: ReproducibleTarget, call: ReproducibleCall, k: Checked): Request {
   const { input, output, folds, inner } = k;
   if (c.size > COMPACT_MAX_TERMS) return wideOnePass(c, call, k);
-  const L = compactItemLength(folds);
-  const op = compactSumOp(folds);
-  const items = compactItems(input, folds);
+  const form = itemForm(c.size, folds);
+  const L = form.length;
+  const op = form.op;
+  const items = itemsOf(input, folds, form);
   switch (call.coll) {
     case 'allreduce':
-      return new ThenRequest(c.iallreduce(IN_PLACE, items, op, inner), () => finishItems(items, output!, 0, output!.length, folds));
+      return new ThenRequest(c.iallreduce(IN_PLACE, items, op, inner), () => finishItems(items, output!, 0, output!.length, folds, form));
     case 'reduce': {
       const root = call.root!;
       const r = c.ireduce(c.rank === root ? IN_PLACE : items, c.rank === root ? items : null, op, root, inner);
-      return new ThenRequest(r, () => { if (output !== null) finishItems(items, output, 0, output.length, folds); });
+      return new ThenRequest(r, () => { if (output !== null) finishItems(items, output, 0, output.length, folds, form); });
     }
     default: { // reduceScatter, reduceScatterBlock
       const counts = blockCounts(c, call, input);
       const mine = counts[c.rank]!;
       const block = new Float64Array(mine * L);
       const r = c.ireduceScatter(items, block, scaled(counts, L), op, inner);
-      return new ThenRequest(r, () => finishItems(block, output!, 0, mine, folds));
+      return new ThenRequest(r, () => finishItems(block, output!, 0, mine, folds, form));
     }
   }
 }
@@ -457,8 +484,8 @@ function canonicalProduct(c: ReproducibleTarget, call: ReproducibleCall, k: Chec
 export function startReproducible(c: ReproducibleTarget, call: ReproducibleCall): Request {
   const k = checkCall(c, call);
   if (k.prod) return canonicalProduct(c, call, k);
-  if (call.coll === 'scan' || call.coll === 'exscan' || !k.host) return twoPhase(c, call, k);
-  return onePass(c, call, k);
+  if (k.host && (c.size > COMPACT_MAX_TERMS || (k.input.length < ONE_PASS_BELOW && call.coll !== 'scan' && call.coll !== 'exscan'))) return onePass(c, call, k);
+  return twoPhase(c, call, k);
 }
 
 /** A persistent reproducible call: each start() runs the non-blocking call on the same buffers. */
@@ -540,14 +567,15 @@ function allreduceChecked(c: ReproducibleTarget, call: ReproducibleCall, k: Chec
     startReproducible(c, call).wait();
     return;
   }
-  if (k.host && (n < SPLIT_ELEMENTS || c.size === 1)) {
+  if (k.host && (n < ONE_PASS_BELOW || c.size === 1)) {
     // One pass. The same items buffer every call: the blocking allreduce's recent-call list
     // (and its lean path) then recognises a loop of calls.
-    const len = n * compactItemLength(folds);
+    const form = itemForm(c.size, folds);
+    const len = n * form.length;
     const items = keep.items?.length === len ? keep.items : (keep.items = new Float64Array(len));
-    compactItems(input, folds, items);
-    c.allreduce(IN_PLACE, items, compactSumOp(folds), inner);
-    finishItems(items, output, 0, n, folds);
+    itemsOf(input, folds, form, items);
+    c.allreduce(IN_PLACE, items, form.op, inner);
+    finishItems(items, output, 0, n, folds, form);
     return;
   }
   if (c.size > COMPACT_MAX_TERMS) {

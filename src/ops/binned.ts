@@ -448,6 +448,59 @@ export function compactMerge(inout: Float64Array, io: number, input: Float64Arra
   for (let k = 0; k + d < K; k++) inout[io + 1 + k + d] = inout[io + 1 + k + d]! + input[ii + 1 + k]!;
 }
 
+// The packed form: with fewer than 2^8 contributions a count stays below 2^47, so the top
+// rides in the first count's low bits, v = 64 n_0 + (top + 1) (exact), and an item is K
+// doubles, 2x the bytes of a plain sum at K = 2. A zero-only item is 64 n_0 (its sign kept), a
+// special the special itself.
+
+/** The most contributions a packed item takes exactly. */
+export const PACKED_MAX_TERMS = 2 ** 8 - 1;
+
+const unpackedA = new Float64Array(4);
+const unpackedB = new Float64Array(4);
+
+/** The packed item at a[at] as a compact item into out[0..K]. */
+function unpack(a: Float64Array, at: number, out: Float64Array, K: number): void {
+  const v = a[at]!;
+  for (let k = 1; k < K; k++) out[1 + k] = a[at + k]!;
+  if (!(v - v === 0)) {
+    out[0] = -1;
+    out[1] = v;
+    return;
+  }
+  const n0 = Math.floor(v / 64);
+  const code = v - n0 * 64;
+  out[0] = code - 1;
+  out[1] = code === 0 ? v / 64 : n0; // a zero-only item keeps its zero's sign
+}
+
+/** The compact item in[0..K] packed into a[at ..]. */
+function pack(c: Float64Array, a: Float64Array, at: number, K: number): void {
+  const n0 = c[1]!;
+  a[at] = !(n0 - n0 === 0) ? n0 : c[0]! < 0 ? n0 * 64 : n0 * 64 + (c[0]! + 1);
+  for (let k = 1; k < K; k++) a[at + k] = c[1 + k]!;
+}
+
+/** Writes x as a packed item at `at` (K doubles). */
+export function packedFresh(a: Float64Array, at: number, x: number, K: number): void {
+  compactFresh(unpackedA, 0, x, K);
+  pack(unpackedA, a, at, K);
+}
+
+/** inout[io] = input[ii] + inout[io] (packed items, K folds): compactMerge on the unpacked items. */
+export function packedMerge(inout: Float64Array, io: number, input: Float64Array, ii: number, K: number): void {
+  unpack(inout, io, unpackedA, K);
+  unpack(input, ii, unpackedB, K);
+  compactMerge(unpackedA, 0, unpackedB, 0, K);
+  pack(unpackedA, inout, io, K);
+}
+
+/** The value of the packed item at a[at] (compactFinish). */
+export function packedFinish(a: Float64Array, at: number, K: number, single = false): number {
+  unpack(a, at, unpackedA, K);
+  return compactFinish(unpackedA, 1, 1, unpackedA[0]!, K, single);
+}
+
 /**
  * The double nearest the compact counts n[at], n[at + stride], ... (K of them) on `top` (by the
  * fixed rules for specials and zeros), or with `single` the nearest single (for Float32 sums,
@@ -511,6 +564,27 @@ export function splitBlock(xs: Float64Array | Float32Array, codes: Uint8Array, f
         counts[at1 + i] = (y1 + ROUND) - ROUND;
       } else {
         splitSlow(xs[from + i]!, t, counts, at + i, n, K);
+      }
+    }
+    return;
+  }
+  if (K === 3) {
+    const at1 = at + n;
+    const at2 = at + 2 * n;
+    for (let i = 0; i < n; i++) {
+      const t = codes[from + i]! - 1;
+      const x = xs[from + i]!;
+      if (t >= 2 && x - x === 0) {
+        const y = x * INV_UNIT[t]!;
+        const q0 = (y + ROUND) - ROUND;
+        const y1 = (y - q0) * TWO40;
+        const q1 = (y1 + ROUND) - ROUND;
+        const y2 = (y1 - q1) * TWO40;
+        counts[at + i] = q0;
+        counts[at1 + i] = q1;
+        counts[at2 + i] = (y2 + ROUND) - ROUND;
+      } else {
+        splitSlow(x, t, counts, at + i, n, K);
       }
     }
     return;
