@@ -42,7 +42,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env, oversubscrib
   }
   const repro = env.NBC_REPRODUCIBLE;
   if (repro !== undefined && repro !== '' && repro !== '0' && repro !== '1') {
-    throw new NbcArgError(`NBC_REPRODUCIBLE=${repro}: expected 1 (sums of Float64 or Float32 by allreduce and reduce give the same bits on any rank count and algorithm) or 0`);
+    throw new NbcArgError(`NBC_REPRODUCIBLE=${repro}: expected 1 (sums of Float64 or Float32 by the reductions give the same bits on any rank count, algorithm and executor) or 0`);
   }
   return {
     executor,
