@@ -9,6 +9,7 @@ import { resolve as resolvePath } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { NbcError } from '../errors.js';
 import { detectWireup } from '../runtime/env.js';
+import { parentFlushed } from '../runtime/node-life.js';
 import { checkJobFile, launch } from '../runtime/launcher.js';
 import { checkTopology, LINK_HELP, parseLinkSpec, TOPOLOGY_HELP } from '../runtime/link-spec.js';
 import { parseTransport, runNode, type TransportChoice } from '../runtime/node-main.js';
@@ -123,6 +124,7 @@ program.command('node')
       silenceMs: envInt('NBC_NODE_SILENCE_MS'),
       transport: transportOption(o.transport) ?? 'auto',
     });
+    await parentFlushed();
     process.exit(code);
   });
 
