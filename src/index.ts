@@ -5,6 +5,7 @@
 export { init, initSync } from './runtime/init.js';
 export { launch } from './runtime/launcher.js';
 export type { LaunchOptions, LaunchResult, RankResult } from './runtime/launcher.js';
+export type { JsRuntime } from './runtime/js-runtime.js';
 export type { LinkSpec } from './runtime/link-spec.js';
 export type { TransportChoice } from './runtime/node-main.js';
 export { Comm, Group, UNDEFINED } from './comm/comm.js';

@@ -9,6 +9,8 @@ import { resolve as resolvePath } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { NbcError } from '../errors.js';
 import { detectWireup } from '../runtime/env.js';
+import { parentFlushed } from '../runtime/node-life.js';
+import { JS_RUNTIMES, parseJsRuntime } from '../runtime/js-runtime.js';
 import { checkJobFile, launch } from '../runtime/launcher.js';
 import { checkTopology, LINK_HELP, parseLinkSpec, TOPOLOGY_HELP } from '../runtime/link-spec.js';
 import { parseTransport, runNode, type TransportChoice } from '../runtime/node-main.js';
@@ -70,17 +72,20 @@ program.command('run')
   .option('--link <gige|ib|spec>', LINK_HELP)
   .option('--topology <flat|fat-tree:radix=R[,levels=L]>', TOPOLOGY_HELP)
   .option('--transport <t>', 'between nodes: ucx, tcp or auto (default NBC_TRANSPORT, else auto: UCX where every node has it)')
+  .option('--runtime <r>', `what runs the nodes and ranks: ${JS_RUNTIMES.join(', ')} (default: the one running nbc; NBC_BUN, NBC_DENO, else PATH, else node_modules/.bin)`)
   .option('--timeout <seconds>', 'kill the job after this many seconds (exit code 124)', positiveInt)
   .option('--agg <spec>', 'a private aggregation fabric for this job (executor agg), e.g. radix=4,levels=2[,payload=256]')
   .argument('<job>', 'job file (.js or .ts)')
   .argument('[args...]', 'arguments for the job')
   .passThroughOptions()
   .action(async (job: string, args: string[], o: {
-    np: number; ppn?: number; tagOutput?: boolean; link?: string; topology?: string; timeout?: number; transport?: string; agg?: string;
+    np: number; ppn?: number; tagOutput?: boolean; link?: string; topology?: string; timeout?: number; transport?: string; runtime?: string;
+    agg?: string;
   }) => {
     if (o.link !== undefined) parseLinkSpec(o.link); // fail fast on a bad spec
     const r = await launch(job, {
       ranks: o.np, ppn: o.ppn, args, tagOutput: o.tagOutput, link: o.link, topology: o.topology, transport: transportOption(o.transport),
+      runtime: o.runtime === undefined ? undefined : parseJsRuntime(o.runtime),
       timeoutMs: o.timeout === undefined ? undefined : o.timeout * 1000, handleSignals: true, agg: o.agg,
     });
     process.exitCode = r.exitCode;
@@ -123,6 +128,7 @@ program.command('node')
       silenceMs: envInt('NBC_NODE_SILENCE_MS'),
       transport: transportOption(o.transport) ?? 'auto',
     });
+    await parentFlushed();
     process.exit(code);
   });
 

@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { NbcLaunchError } from '../errors.js';
 import { parseAggSpec, startFabric, type FabricHandle } from '../agg/fabric.js';
 import { fatTreeMismatch } from '../agg/placement.js';
+import { currentJsRuntime, runtimeCommand, type JsRuntime, type RuntimeCommand } from './js-runtime.js';
 import { checkTopology, parseLinkSpec, parseTopology, type LinkSpec } from './link-spec.js';
 import { trainRounds } from './train.js';
 import { v8ThreadArgs, v8ThreadsFromEnv } from './v8-threads.js';
@@ -41,6 +42,11 @@ export interface LaunchOptions {
   topology?: string;
   /** How ranks reach other nodes: 'ucx', 'tcp' or 'auto' (default: NBC_TRANSPORT, else auto). */
   transport?: TransportChoice;
+  /**
+   * The JavaScript runtime of the node processes and their ranks: 'node', 'bun' or 'deno'
+   * (default: the launcher's own; js-runtime.ts finds the executable).
+   */
+  runtime?: JsRuntime;
   /** Kill the job and fail with exit code 124 after this long. */
   timeoutMs?: number;
   /** 'inherit' (default) passes output through; 'pipe' collects it into the result. */
@@ -108,7 +114,8 @@ export function launch(entry: string, opts: LaunchOptions): Promise<LaunchResult
   checkJobFile(entry);
   // Before anything starts: the topology needs a link, and a fat tree of fixed levels must hold every node.
   checkTopology(opts.topology, opts.link, Math.ceil(n / ppn));
-  if (opts.agg === undefined) return launchNodes(entry, opts, {});
+  const command = runtimeCommand(opts.runtime ?? currentJsRuntime(), { ...process.env, ...opts.env });
+  if (opts.agg === undefined) return launchNodes(entry, opts, command, {});
   const spec = parseAggSpec(opts.agg); // a bad spec throws here, before anything starts
   const fatTree = parseTopology(opts.topology).radix;
   const mismatch = fatTree === 0 ? null : fatTreeMismatch(spec, fatTree, Math.ceil(n / ppn));
@@ -141,7 +148,7 @@ export function launch(entry: string, opts: LaunchOptions): Promise<LaunchResult
       throw new NbcLaunchError(`Cannot launch with --agg ${opts.agg}: the aggregation fabric did not start: ${(err as Error).message}`, { cause: err });
     }
     try {
-      return await launchNodes(entry, opts, {
+      return await launchNodes(entry, opts, command, {
         NBC_AGG_MANAGER: `${fabric.manager.host}:${fabric.manager.port}`,
         NBC_AGG_SECRET: fabric.secret.toString('hex'),
       });
@@ -199,8 +206,8 @@ function hostBoardPath(jobId: string, ranks: number): string | null {
   }
 }
 
-function launchNodes(entry: string, opts: LaunchOptions, fabricEnv: Record<string, string>): Promise<LaunchResult> {
-  return new Promise<LaunchResult>((resolve) => new NodeJob(entry, opts, fabricEnv, resolve).run());
+function launchNodes(entry: string, opts: LaunchOptions, command: RuntimeCommand, fabricEnv: Record<string, string>): Promise<LaunchResult> {
+  return new Promise<LaunchResult>((resolve) => new NodeJob(entry, opts, command, fabricEnv, resolve).run());
 }
 
 /**
@@ -217,7 +224,7 @@ class NodeJob {
   private readonly jobId = `${process.pid}-${Date.now().toString(36)}`;
   private readonly pipe: boolean;
   private readonly link: string | undefined;
-  /** Node and V8 flags for the node processes (NBC_V8_THREADS, then NBC_NODE_ARGS). */
+  /** What goes before the script: Deno's `run -A`, then V8's flags on Node (NBC_V8_THREADS), then NBC_NODE_ARGS. */
   private readonly nodeArgs: string[];
   /** The host board (shm/host-board.ts), or null where none could be made. */
   private readonly board: string | null;
@@ -244,6 +251,7 @@ class NodeJob {
   constructor(
     entry: string,
     private readonly opts: LaunchOptions,
+    private readonly command: RuntimeCommand,
     private readonly fabricEnv: Record<string, string>,
     private readonly resolve: (result: LaunchResult) => void,
   ) {
@@ -255,11 +263,15 @@ class NodeJob {
     this.link = linkText(opts.link);
     // NODE_OPTIONS takes only some flags (--cpu-prof, --trace-opt, ...), and the launcher's own
     // flags (--import tsx, --test) must not follow.
-    // V8 without its helper threads where the ranks fill the host (v8-threads.ts); the user's
-    // flags after, so theirs win.
+    // V8 without its helper threads where the ranks fill the host (v8-threads.ts), on Node only:
+    // Bun runs JavaScriptCore, and Deno 2.9 under --v8-flags=--single-threaded never settles an
+    // Atomics.waitAsync, so an engine that parks never wakes. The user's flags after, so theirs
+    // win; they are the runtime's own (Deno's go after `run -A`).
     trainRounds({ ...process.env, ...opts.env }); // a bad NBC_TRAIN is refused here, once, not by every rank
+    const v8Threads = v8ThreadsFromEnv({ ...process.env, ...opts.env });
     this.nodeArgs = [
-      ...v8ThreadArgs(v8ThreadsFromEnv({ ...process.env, ...opts.env }), this.n, availableParallelism()),
+      ...command.args,
+      ...(command.runtime === 'node' ? v8ThreadArgs(v8Threads, this.n, availableParallelism()) : []),
       ...(opts.env?.NBC_NODE_ARGS ?? process.env.NBC_NODE_ARGS ?? '').split(/\s+/).filter((a) => a !== ''),
     ];
     // Every node of this job runs on this host, and their idle threads yield their cores only
@@ -360,7 +372,7 @@ class NodeJob {
     if (opts.topology !== undefined) args.push('--topology', opts.topology);
     if (opts.transport !== undefined) args.push('--transport', opts.transport);
     args.push(this.job, ...(opts.args ?? []));
-    const child = spawn(process.execPath, [...this.nodeArgs, ...args], {
+    const child = spawn(this.command.command, [...this.nodeArgs, ...args], {
       env: this.nodeEnv(node, masterPort),
       stdio: ['ignore', this.pipe ? 'pipe' : 'inherit', this.pipe ? 'pipe' : 'inherit', 'ipc'],
     });

@@ -24,8 +24,26 @@ export const rawLog = (msg: string): void => {
   process.stderr.write(`${msg}\n`);
 };
 
+/** Messages to the launcher not yet handed to the channel (`parentFlushed`). */
+const unsent = new Set<Promise<void>>();
+
 export function toParent(msg: NodeToLauncher): void {
-  if (process.send !== undefined && process.connected) process.send(msg);
+  if (process.send === undefined || !process.connected) return;
+  const sent = new Promise<void>((resolve) => process.send!(msg, () => {
+    unsent.delete(sent);
+    resolve();
+  }));
+  unsent.add(sent);
+}
+
+/**
+ * Resolves once every message to the launcher has left (or after `ms`): the node awaits it
+ * before process.exit, which on Deno drops a message still queued (a rank's failure, sent
+ * milliseconds before, would reach the launcher only as the node's exit code).
+ */
+export async function parentFlushed(ms = 1000): Promise<void> {
+  if (unsent.size === 0) return;
+  await Promise.race([Promise.all(unsent), new Promise((resolve) => setTimeout(resolve, ms).unref())]);
 }
 
 export function formatError(err: unknown): string {

@@ -28,6 +28,7 @@ import { hostClockOriginMs, wireModeFromEnv } from './wire-clock.js';
 import type { RankBoot } from './rank-main.js';
 import { configFromEnv, ucxErrModeFromEnv } from './config.js';
 import { nativeAddon } from './native.js';
+import { ucxUnsupported } from './js-runtime.js';
 import { formatError, log, NodeLife, rawLog, toParent } from './node-life.js';
 import { startRanks } from './node-ranks.js';
 import { checkTransport, jobSecret, parseFinished, UcxWireup, wireUp } from './node-wireup.js';
@@ -86,6 +87,8 @@ export function parseTransport(value: string, what = '--transport'): TransportCh
 
 /** Why this process cannot run the UCX transport, or null when it can. */
 export function ucxUnavailable(): string | null {
+  const runtime = ucxUnsupported();
+  if (runtime !== null) return runtime;
   const { addon, why } = nativeAddon();
   if (addon === null) return `the native addon is ${why.startsWith('/') ? 'missing' : why}`;
   if (!isUcxAddon(addon)) return 'the native addon was built without UCX (install libucx-dev, then npx nbc build-native)';

@@ -18,6 +18,7 @@ import { isUcxAddon, UcxPath, type UcxErrMode } from '../p2p/ucx.js';
 import { setFdSignal, type NodeShared } from '../shm/node-shared.js';
 import { configFromEnv } from './config.js';
 import { nativeAddon } from './native.js';
+import { currentJsRuntime } from './js-runtime.js';
 import { openHostBoard } from './host-board.js';
 import { setRankRuntime } from './init.js';
 import { hostClockOriginMs } from './wire-clock.js';
@@ -123,7 +124,8 @@ setRankRuntime({ world, rc, args: boot.args });
 // The library's hot paths warm before the job's first call (train.ts).
 train(world, trainRounds(process.env));
 
-if (/\.[cm]?tsx?$/.test(boot.entry)) {
+// Bun and Deno run TypeScript themselves; Node needs tsx's loader.
+if (/\.[cm]?tsx?$/.test(boot.entry) && currentJsRuntime() === 'node') {
   const { register } = await import('tsx/esm/api');
   register();
 }
