@@ -21,6 +21,7 @@ import { registerBuildNative } from './build-native.js';
 import { registerInfo } from './info.js';
 import { registerCalibrate } from './calibrate.js';
 import { registerSim } from './sim.js';
+import { registerWeb } from './web.js';
 import { positiveInt } from './args.js';
 
 function envInt(name: string): number | undefined {
@@ -145,6 +146,7 @@ registerCalibrate(program);
 registerBuildNative(program);
 registerInfo(program);
 registerSim(program);
+registerWeb(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -1,0 +1,80 @@
+/**
+ * A rank in a Web Worker (started by launchWeb, index.ts): attaches to the page's shared
+ * memory, builds the world communicator, imports the job module and runs its default export,
+ * and reports the result. The same core as a Node rank (runtime/rank-main.ts) without what
+ * needs Node: no engine (one node, host executor), no addon (waits park with Atomics.wait,
+ * which workers may), console output posted to the page.
+ *
+ * It is also the module a job imports as 'nbcoll' (the page maps the specifier to this
+ * file's URL), so the job and the bootstrap share one copy of the library.
+ *
+ * Core code only: no node:* imports.
+ */
+import type { RankContext } from '../comm/comm.js';
+import { Communicator } from '../coll/communicator.js';
+import { DEFAULT_CONFIG } from '../config.js';
+import { NbcError } from '../errors.js';
+import { Transport } from '../p2p/transport.js';
+import type { WebRankBoot, WebRankReport } from './protocol.js';
+import { setWorld } from './world.js';
+
+export * from './api.js';
+
+interface WorkerScope {
+  postMessage(msg: WebRankReport): void;
+  addEventListener(type: 'message', fn: (e: { data: WebRankBoot }) => void, opts?: { once: boolean }): void;
+}
+
+const scope = globalThis as unknown as WorkerScope & { WorkerGlobalScope?: unknown; document?: unknown };
+// Loaded by a job (or a page) rather than as a worker's own script: only the API.
+const isRankWorker = scope.WorkerGlobalScope !== undefined && scope.document === undefined && !('__nbcollRank' in globalThis);
+
+if (isRankWorker) {
+  (globalThis as Record<string, unknown>).__nbcollRank = true;
+  scope.addEventListener('message', (e) => void run(e.data), { once: true });
+}
+
+function text(args: unknown[]): string {
+  return args.map((a) => (typeof a === 'string' ? a : a instanceof Error ? a.stack ?? String(a) : safeJson(a))).join(' ');
+}
+
+function safeJson(a: unknown): string {
+  try {
+    return typeof a === 'bigint' ? `${a}n` : JSON.stringify(a) ?? String(a);
+  } catch {
+    return String(a);
+  }
+}
+
+async function run(boot: WebRankBoot): Promise<void> {
+  const rank = boot.placement.worldRank;
+  const post = (m: WebRankReport): void => scope.postMessage(m);
+  // The job's console lines go to the page, which prints them as `nbc run` does.
+  console.log = (...a: unknown[]) => post({ type: 'log', rank, stream: 'out', text: text(a) });
+  console.info = console.log;
+  console.error = (...a: unknown[]) => post({ type: 'log', rank, stream: 'err', text: text(a) });
+  console.warn = console.error;
+  try {
+    const transport = new Transport(boot.shared, boot.placement, { eagerLimit: boot.eagerLimit });
+    const rc: RankContext = {
+      transport, worldRank: rank, worldSize: boot.placement.worldSize, nodeId: 0, nextCtx: 2,
+      config: { ...DEFAULT_CONFIG, oversubscribed: boot.oversubscribed },
+    };
+    const world = new Communicator(rc, Array.from({ length: rc.worldSize }, (_, i) => i), 0);
+    setWorld(world);
+    post({ type: 'ready', rank });
+    const mod = (await import(/* @vite-ignore */ boot.entry)) as { default?: unknown };
+    let result: unknown = null;
+    if (typeof mod.default === 'function') result = await (mod.default as (w: Communicator, a: string[]) => unknown)(world, boot.args);
+    // What is owed to peers leaves before the rank reports (a peer waiting for it then fails at once).
+    transport.announceFinished();
+    try {
+      post({ type: 'result', rank, result });
+    } catch {
+      post({ type: 'result', rank, result: String(result) });
+    }
+  } catch (err) {
+    const e = err instanceof Error ? err : new Error(String(err));
+    post({ type: 'error', rank, name: e.name, code: err instanceof NbcError ? err.code : null, message: e.message, stack: e.stack ?? null });
+  }
+}
