@@ -39,6 +39,8 @@ export interface WebServeOptions {
   timeoutMs?: number;
   /** Each rank's line as it arrives (default: stdout / stderr, as `nbc run`). */
   onOutput?: (rank: number, stream: 'out' | 'err', text: string) => void;
+  /** How long a rank's wait polls before parking, us (default launchWeb's). */
+  spinUs?: number;
   /** Leave the headers out (to show the error a page that is not isolated gets). */
   withoutIsolation?: boolean;
 }
@@ -129,7 +131,7 @@ const cfg = await (await fetch('/config.json')).json();
 let end;
 try {
   const r = await launchWeb('/job.js', {
-    ranks: cfg.ranks, args: cfg.args, timeoutMs: cfg.timeoutMs ?? undefined,
+    ranks: cfg.ranks, args: cfg.args, timeoutMs: cfg.timeoutMs ?? undefined, spinUs: cfg.spinUs ?? undefined,
     onOutput: (rank, stream, text) => { out.textContent += text + '\\n'; queue.push([rank, stream, text]); },
   });
   status.textContent = 'Done: ' + cfg.ranks + ' ranks in ' + r.ms.toFixed(0) + ' ms.';
@@ -157,7 +159,7 @@ export async function serveWeb(o: WebServeOptions): Promise<WebServer> {
   const out = o.onOutput ?? ((_r: number, s: 'out' | 'err', t: string) => (s === 'out' ? process.stdout : process.stderr).write(`${t}\n`));
   let finish!: (end: WebJobEnd) => void;
   const done = new Promise<WebJobEnd>((resolve) => (finish = resolve));
-  const config = JSON.stringify({ ranks: o.ranks, args: o.args ?? [], timeoutMs: o.timeoutMs ?? null });
+  const config = JSON.stringify({ ranks: o.ranks, args: o.args ?? [], timeoutMs: o.timeoutMs ?? null, spinUs: o.spinUs ?? null });
   const server: Server = createServer((req, res) => {
     void (async () => {
       const path = new URL(req.url ?? '/', 'http://127.0.0.1').pathname;

@@ -32,6 +32,8 @@ export interface WebLaunchOptions {
   eagerLimit?: number;
   /** Each rank's arena for large messages, bytes (default 64 MiB; committed only as used). */
   sliceBytes?: number;
+  /** How long a rank's blocking wait polls before it parks, us (default 2000, or 0 with more ranks than cores). */
+  spinUs?: number;
   /** The rank module's URL (default: rank.js beside this module, or the bundle's own). */
   rankUrl?: string | URL;
 }
@@ -125,6 +127,11 @@ export function launchWeb(job: string | URL, opts: WebLaunchOptions): Promise<We
       };
       const boot: WebRankBoot = {
         type: 'boot', shared, entry, args: opts.args ?? [], eagerLimit: opts.eagerLimit ?? 8192, oversubscribed: n > cores,
+        // A core each: poll 2 ms before parking, as a Node rank (runtime/wait-policy.ts).
+        // Crowded: park at once; a worker has no sched_yield to give its core away, and a poll
+        // holds the core its partner needs (4 ranks on 2 cores, 8 B allreduce: 37 us parking
+        // at once, 115 after 20 us of polls, 445 after 100).
+        spinUs: opts.spinUs ?? (n > cores ? 0 : 2000),
         placement: { worldRank: r, worldSize: n, nodeId: 0, nodeOfRank, localOfRank },
       };
       w.postMessage(boot);

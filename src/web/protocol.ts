@@ -16,6 +16,8 @@ export interface WebRankBoot {
   eagerLimit: number;
   /** More ranks than the machine's cores (CoreConfig.oversubscribed). */
   oversubscribed: boolean;
+  /** How long a blocking wait polls before it parks (us). */
+  spinUs: number;
 }
 
 /** Rank to launcher. */

@@ -55,7 +55,7 @@ async function run(boot: WebRankBoot): Promise<void> {
   console.error = (...a: unknown[]) => post({ type: 'log', rank, stream: 'err', text: text(a) });
   console.warn = console.error;
   try {
-    const transport = new Transport(boot.shared, boot.placement, { eagerLimit: boot.eagerLimit });
+    const transport = new Transport(boot.shared, boot.placement, { eagerLimit: boot.eagerLimit, spinUs: boot.spinUs });
     const rc: RankContext = {
       transport, worldRank: rank, worldSize: boot.placement.worldSize, nodeId: 0, nextCtx: 2,
       config: { ...DEFAULT_CONFIG, oversubscribed: boot.oversubscribed },
