@@ -34,6 +34,12 @@ export interface CoreConfig {
    * coll/reproducible.ts).
    */
   reproducible: boolean;
+  /**
+   * The rank's node has an engine (under `nbc run` and `nbc node`), which the offload and agg
+   * executors need. False in a page's Web Workers (nbcoll/web) and in a lone `init()`: those
+   * executors are refused there, by name, instead of posting to an engine that never answers.
+   */
+  engine: boolean;
 }
 
 export const DEFAULT_CONFIG: CoreConfig = Object.freeze({
@@ -47,4 +53,5 @@ export const DEFAULT_CONFIG: CoreConfig = Object.freeze({
   oversubscribed: false,
   checkCalls: false,
   reproducible: false,
+  engine: true,
 });

@@ -210,8 +210,10 @@ export class Waiter {
 
   /**
    * Calls `callback` after the next doorbell (or 50 ms), without blocking the thread. A timer
-   * backs the Atomics.waitAsync up: a pending waitAsync does not keep Node's event loop alive,
-   * so without a ref'd handle `await req` at a job's top level would let the worker exit.
+   * backs the Atomics.waitAsync up: a pending waitAsync does not keep Node's event loop alive
+   * (nor Deno's), so without a ref'd handle `await req` at a job's top level would let the
+   * worker exit. Where Atomics.waitAsync is missing (Firefox before 145, Safari before 16.4)
+   * the timer alone polls, every millisecond.
    */
   parkAsync(callback: () => void): void {
     this.asyncWaiters.push(callback);
@@ -221,7 +223,7 @@ export class Waiter {
     Atomics.store(c, this.sleepIdx, 1);
     const seen = Atomics.load(c, this.doorbellIdx);
     let fired = false;
-    let timer: NodeJS.Timeout | undefined = undefined;
+    let timer: ReturnType<typeof setTimeout> | undefined = undefined;
     const fire = (): void => {
       if (fired) return;
       fired = true;
@@ -233,14 +235,21 @@ export class Waiter {
       for (const w of waiters) w();
     };
     if (this.host.hasWork()) {
-      setImmediate(fire);
+      soon(fire);
       return;
     }
     const held = this.wire === null ? Infinity : this.wire.heldMs();
+    if (typeof Atomics.waitAsync !== 'function') {
+      timer = setTimeout(fire, 1);
+      return;
+    }
     timer = setTimeout(fire, held < 50 ? Math.max(1, Math.floor(held)) : 50);
     this.ucx?.watch(fire);
     const r = Atomics.waitAsync(c, this.doorbellIdx, seen, 50);
     if (r.async) void r.value.then(fire);
-    else setImmediate(fire);
+    else soon(fire);
   }
 }
+
+/** Runs `f` on the event loop's next turn: setImmediate where the runtime has it (Node, Bun, Deno), else a zero timer (browsers). */
+const soon: (f: () => void) => void = typeof setImmediate === 'function' ? (f) => void setImmediate(f) : (f) => void setTimeout(f, 0);

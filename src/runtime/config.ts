@@ -53,6 +53,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env, oversubscrib
     oversubscribed,
     checkCalls: check === '1',
     reproducible: repro === '1',
+    engine: true,
   };
 }
 

@@ -47,5 +47,5 @@ function makeRankContext(worldRank: number, worldSize: number): RankContext {
   const transport = new Transport(shared, {
     worldRank, worldSize, nodeId: 0, nodeOfRank: Int32Array.of(0), localOfRank: Int32Array.of(0),
   });
-  return { transport, worldRank, worldSize, nodeId: 0, nextCtx: 2, config: configFromEnv() };
+  return { transport, worldRank, worldSize, nodeId: 0, nextCtx: 2, config: { ...configFromEnv(), engine: false } };
 }

@@ -20,6 +20,8 @@ import { OffloadClient } from './offload-client.js';
 export interface ExecutorRow<S extends ExecutorStats = ExecutorStats> {
   /** What it is, for errors and `nbc info`. */
   description: string;
+  /** It runs schedules on the node's engine (CoreConfig.engine). */
+  needsEngine: boolean;
   /** Its counters, zeroed: made once per rank transport, counted into by the executor. */
   stats(): S;
   /** Makes it for a rank's transport, counting into `stats` (this row's counters of that transport). */
@@ -32,16 +34,19 @@ const row = <S extends ExecutorStats>(r: ExecutorRow<S>): ExecutorRow<S> => r;
 export const EXECUTORS = {
   host: row({
     description: 'the calling rank runs the schedule inside its calls (LibNBC; seeds 001, 002)',
+    needsEngine: false,
     stats: () => ({ calls: 0 }),
     create: (t, _c, s) => new HostExecutor(t, s),
   }),
   offload: row({
     description: "the node's engine runs the schedule while the rank computes (CORE-Direct; seed 000)",
+    needsEngine: true,
     stats: () => ({ calls: 0 }),
     create: (t, c, s) => new OffloadClient(t, c.offloadSpinUs, s),
   }),
   agg: row<AggExecutorStats>({
     description: 'aggregation daemons reduce barrier, reduce and allreduce in flight; the engine feeds them (SHArP; seed 003)',
+    needsEngine: true,
     stats: () => ({ calls: 0, onFabric: 0, amongEngines: 0 }),
     create: (t, c, s) => new AggExecutor(t, c.offloadSpinUs, executorFor(t, c, 'host', 'agg'), s),
   }),
@@ -99,6 +104,10 @@ export function executorFor(transport: Transport, config: CoreConfig, name: stri
     const r = Object.hasOwn(rows, name) ? rows[name] : undefined;
     if (r === undefined) {
       throw new NbcArgError(`Cannot run ${coll} with executor '${String(name)}': unknown executor; expected one of ${Object.keys(rows).join(', ')}`);
+    }
+    if (r.needsEngine && !config.engine) {
+      throw new NbcArgError(`Cannot run ${coll} with executor '${name}': it runs on the node's engine, and this rank has none ` +
+        "(a page's Web Worker, or a lone init() outside nbc run); expected executor 'host'");
     }
     const stats = (executorStats(transport) as unknown as Record<string, ExecutorStats>)[name]!;
     ex = r.create(transport, config, stats);

@@ -58,7 +58,7 @@ async function run(boot: WebRankBoot): Promise<void> {
     const transport = new Transport(boot.shared, boot.placement, { eagerLimit: boot.eagerLimit, spinUs: boot.spinUs });
     const rc: RankContext = {
       transport, worldRank: rank, worldSize: boot.placement.worldSize, nodeId: 0, nextCtx: 2,
-      config: { ...DEFAULT_CONFIG, oversubscribed: boot.oversubscribed },
+      config: { ...DEFAULT_CONFIG, oversubscribed: boot.oversubscribed, engine: false },
     };
     const world = new Communicator(rc, Array.from({ length: rc.worldSize }, (_, i) => i), 0);
     setWorld(world);
