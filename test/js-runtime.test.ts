@@ -54,6 +54,16 @@ describe('runtimes', () => {
       assert.deepEqual(r.stdout.trim().split('\n').sort(), [0, 1, 2, 3].map((k) => `rank ${k} of 4 on ${runtime}: 6 10`));
     });
 
+    test(`the property check of every collective (test/jobs/props-web.ts) on ${runtime}, 4 ranks on one node and on 2: Node's hashes`, { ...T, skip: missing(runtime) }, async () => {
+      for (const ppn of [4, 2]) {
+        const node = await launch(jobPath('props-web.ts'), { ranks: 4, ppn, output: 'pipe', timeoutMs: 30_000 });
+        assert.equal(node.exitCode, 0, `${node.failure}\n${node.stderr}`);
+        const r = await launch(jobPath('props-web.ts'), { ranks: 4, ppn, runtime, output: 'pipe', timeoutMs: 30_000 });
+        assert.equal(r.exitCode, 0, `${r.failure}\n${r.stderr}`);
+        assert.deepEqual(r.ranks.map((x) => x.result), node.ranks.map((x) => x.result), `ppn ${ppn}`);
+      }
+    });
+
     test(`a rank that throws on ${runtime} fails the job with its error and exit code 1, leaving no process`, { ...T, skip: missing(runtime) }, async () => {
       const token = `${runtime}-throw-${randomBytes(4).toString('hex')}`;
       const r = await launch(jobPath('fail.ts'), { ranks: 4, ppn: 2, runtime, args: ['throw', '3', token], output: 'pipe', timeoutMs: 30_000 });

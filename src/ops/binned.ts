@@ -550,46 +550,25 @@ export function topCodes(xs: Float64Array | Float32Array, codes: Uint8Array): vo
  * per fold than over interleaved pairs.
  */
 export function splitBlock(xs: Float64Array | Float32Array, codes: Uint8Array, from: number, n: number, counts: Float64Array, at: number, K: number): void {
-  if (K === 2) {
-    // The common case in one loop (the same arithmetic as splitOn).
-    const at1 = at + n;
-    for (let i = 0; i < n; i++) {
-      const t = codes[from + i]! - 1;
-      const x = xs[from + i]!;
-      if (t >= 2 && x - x === 0) {
-        const y = x * INV_UNIT[t]!;
-        const q0 = (y + ROUND) - ROUND;
-        const y1 = (y - q0) * TWO40;
-        counts[at + i] = q0;
-        counts[at1 + i] = (y1 + ROUND) - ROUND;
-      } else {
-        splitSlow(xs[from + i]!, t, counts, at + i, n, K);
-      }
+  // The common case inline (splitOn's arithmetic), the rest through splitSlow.
+  const three = K === 3;
+  const at1 = at + n;
+  const at2 = at + 2 * n;
+  for (let i = 0; i < n; i++) {
+    const t = codes[from + i]! - 1;
+    const x = xs[from + i]!;
+    if (t >= 2 && x - x === 0 && K > 1) {
+      const y = x * INV_UNIT[t]!;
+      const q0 = (y + ROUND) - ROUND;
+      const y1 = (y - q0) * TWO40;
+      const q1 = (y1 + ROUND) - ROUND;
+      counts[at + i] = q0;
+      counts[at1 + i] = q1;
+      if (three) counts[at2 + i] = ((y1 - q1) * TWO40 + ROUND) - ROUND;
+    } else {
+      splitSlow(x, t, counts, at + i, n, K);
     }
-    return;
   }
-  if (K === 3) {
-    const at1 = at + n;
-    const at2 = at + 2 * n;
-    for (let i = 0; i < n; i++) {
-      const t = codes[from + i]! - 1;
-      const x = xs[from + i]!;
-      if (t >= 2 && x - x === 0) {
-        const y = x * INV_UNIT[t]!;
-        const q0 = (y + ROUND) - ROUND;
-        const y1 = (y - q0) * TWO40;
-        const q1 = (y1 + ROUND) - ROUND;
-        const y2 = (y1 - q1) * TWO40;
-        counts[at + i] = q0;
-        counts[at1 + i] = q1;
-        counts[at2 + i] = (y2 + ROUND) - ROUND;
-      } else {
-        splitSlow(x, t, counts, at + i, n, K);
-      }
-    }
-    return;
-  }
-  for (let i = 0; i < n; i++) splitSlow(xs[from + i]!, codes[from + i]! - 1, counts, at + i, n, K);
 }
 
 const folded = new Float64Array(3);
