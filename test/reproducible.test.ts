@@ -136,7 +136,7 @@ describe('reproducible sums', () => {
   test('NBC_REPRODUCIBLE=1 makes plain Float64 sums reproducible; { reproducible: false } and other calls run as before; a bad value is refused', T, async () => {
     const r = await launch(jobPath('reproducible-env.ts'), { ranks: 3, ppn: 2, output: 'pipe', timeoutMs: 60_000, env: { NBC_REPRODUCIBLE: '1' } });
     assert.equal(r.exitCode, 0, `${r.failure}\n${r.stderr}`);
-    for (const x of r.ranks) assert.deepEqual(x.result, { same: true, optedOutFinite: true, ints: 6, max: 2 });
+    for (const x of r.ranks) assert.deepEqual(x.result, { same: true, optedOutFinite: true, ints: 6, max: 2, large: [true, true] });
     const bad = await launch(jobPath('reproducible-env.ts'), { ranks: 2, ppn: 2, output: 'pipe', timeoutMs: 60_000, env: { NBC_REPRODUCIBLE: 'yes' } });
     assert.notEqual(bad.exitCode, 0);
     assert.match(`${bad.failure} ${bad.stderr}`, /NBC_REPRODUCIBLE=yes: expected 1 \(sums of Float64 or Float32 by the reductions give the same bits on any rank count, algorithm and executor\) or 0/);

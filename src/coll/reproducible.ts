@@ -150,12 +150,16 @@ interface Checked {
 
 const innerKept = new Map<string, Map<string | undefined, CollOptions>>();
 
-/** The inner calls' options, one object per (executor, algorithm): the recent-call lists match them at once. */
+/**
+ * The inner calls' options, one object per (executor, algorithm): the recent-call lists match
+ * them at once. `reproducible: false`, or under NBC_REPRODUCIBLE=1 the counts' plain sum would
+ * come back here.
+ */
 function innerOptions(executor: string, algorithm: string | undefined): CollOptions {
   let byAlgorithm = innerKept.get(executor);
   if (byAlgorithm === undefined) innerKept.set(executor, (byAlgorithm = new Map()));
   let o = byAlgorithm.get(algorithm);
-  if (o === undefined) byAlgorithm.set(algorithm, (o = ownOptionsOf(algorithm === undefined ? { executor } : { executor, algorithm })));
+  if (o === undefined) byAlgorithm.set(algorithm, (o = ownOptionsOf(algorithm === undefined ? { executor, reproducible: false } : { executor, algorithm, reproducible: false })));
   return o;
 }
 

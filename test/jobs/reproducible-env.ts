@@ -22,5 +22,20 @@ export default function reproducibleEnv(world: Communicator): unknown {
   world.allreduce(Int32Array.of(world.rank + 1), ints, 'sum');
   const max = new Float64Array(1);
   world.allreduce(Float64Array.of(world.rank), max, 'max');
-  return { same: sha(byDefault) === sha(asked) && sha(nb) === sha(asked), optedOutFinite: optedOut.every(Number.isFinite), ints: ints[0], max: max[0] };
+  // From 512 elements the sum takes two phases, whose second is a plain sum of counts: it must
+  // not come back to the reproducible path (5000: its reduce-scatter and gather too).
+  const large: boolean[] = [];
+  for (const n of [600, 5000]) {
+    const big = Float64Array.from({ length: n }, (_, i) => ((i % 3) - 1) * 2 ** (((i * 7 + world.rank * 13) % 90) - 45));
+    const byEnv = new Float64Array(n);
+    world.allreduce(big, byEnv, 'sum');
+    const nbEnv = new Float64Array(n);
+    world.iallreduce(big, nbEnv, 'sum').wait();
+    const explicit = new Float64Array(n);
+    world.allreduce(big, explicit, 'sum', { reproducible: true });
+    large.push(sha(byEnv) === sha(explicit) && sha(nbEnv) === sha(explicit));
+  }
+  return {
+    same: sha(byDefault) === sha(asked) && sha(nb) === sha(asked), optedOutFinite: optedOut.every(Number.isFinite), ints: ints[0], max: max[0], large,
+  };
 }
