@@ -83,7 +83,7 @@ describe('nbcoll/web in headless Chromium', { skip }, () => {
   test('a job that imports a node: module is refused before the page is served, naming the import', T, async () => {
     await assert.rejects(serveWeb({ job: jobPath('coll.ts'), ranks: 2 }), {
       code: 'NBC_ERR_LAUNCH',
-      message: /^Cannot bundle the job .*coll\.ts for the browser: Could not resolve "node:assert\/strict" .*; a job for the page uses only the public API \(no node: modules, no process\)$/,
+      message: /^Cannot bundle the job .*coll\.[jt]s for the browser: Could not resolve "node:assert\/strict" .*; a job for the page uses only the public API \(no node: modules, no process\)$/,
     });
   });
 
