@@ -61,6 +61,23 @@ describe('nbcoll/web in headless Chromium', { skip }, () => {
     assert.match(p.stderr, /^nbc web: rank 2 failed: Error: boom from rank 2/m);
   });
 
+  test('where Atomics.waitAsync is missing a helper worker waits for the rank: the awaiting ranks are woken through it', T, async () => {
+    for (const waitAsyncHelper of [true, false]) {
+      const server = await serveWeb({ job: jobPath('web-wait.ts'), ranks: 3, waitAsyncHelper, timeoutMs: 60_000, onOutput: () => {} });
+      try {
+        const end = await runHeadless(server);
+        assert.ok(end.ok, end.message);
+        const rs = end.results as Array<{ sum: number; helper: { waits: number; woken: number } | null }>;
+        assert.ok(rs.every((r) => r.sum === 6), JSON.stringify(rs));
+        if (!waitAsyncHelper) assert.ok(rs.every((r) => r.helper === null), 'Chromium has Atomics.waitAsync: no helper');
+        // Ranks 1 and 2 waited for rank 0's 200 ms: their helpers saw the doorbell ring.
+        else assert.ok(rs.slice(1).every((r) => r.helper !== null && r.helper.woken >= 1 && r.helper.waits >= r.helper.woken), JSON.stringify(rs));
+      } finally {
+        await server.close();
+      }
+    }
+  });
+
   test("the offload executor, which needs a node's engine, is refused in a page by name instead of hanging", T, async () => {
     const end = await inPage(jobPath('web-fail.ts'), 2, ['offload']);
     assert.ok(end.ok, end.message);

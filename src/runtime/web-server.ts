@@ -41,6 +41,8 @@ export interface WebServeOptions {
   onOutput?: (rank: number, stream: 'out' | 'err', text: string) => void;
   /** How long a rank's wait polls before parking, us (default launchWeb's). */
   spinUs?: number;
+  /** The ranks' asynchronous waits through a helper worker (launchWeb's waitAsyncHelper). */
+  waitAsyncHelper?: boolean;
   /** Leave the headers out (to show the error a page that is not isolated gets). */
   withoutIsolation?: boolean;
 }
@@ -131,7 +133,7 @@ const cfg = await (await fetch('/config.json')).json();
 let end;
 try {
   const r = await launchWeb('/job.js', {
-    ranks: cfg.ranks, args: cfg.args, timeoutMs: cfg.timeoutMs ?? undefined, spinUs: cfg.spinUs ?? undefined,
+    ranks: cfg.ranks, args: cfg.args, timeoutMs: cfg.timeoutMs ?? undefined, spinUs: cfg.spinUs ?? undefined, waitAsyncHelper: cfg.waitAsyncHelper,
     onOutput: (rank, stream, text) => { out.textContent += text + '\\n'; queue.push([rank, stream, text]); },
   });
   status.textContent = 'Done: ' + cfg.ranks + ' ranks in ' + r.ms.toFixed(0) + ' ms.';
@@ -159,7 +161,8 @@ export async function serveWeb(o: WebServeOptions): Promise<WebServer> {
   const out = o.onOutput ?? ((_r: number, s: 'out' | 'err', t: string) => (s === 'out' ? process.stdout : process.stderr).write(`${t}\n`));
   let finish!: (end: WebJobEnd) => void;
   const done = new Promise<WebJobEnd>((resolve) => (finish = resolve));
-  const config = JSON.stringify({ ranks: o.ranks, args: o.args ?? [], timeoutMs: o.timeoutMs ?? null, spinUs: o.spinUs ?? null });
+  const config = JSON.stringify({ ranks: o.ranks, args: o.args ?? [], timeoutMs: o.timeoutMs ?? null, spinUs: o.spinUs ?? null,
+    waitAsyncHelper: o.waitAsyncHelper === true });
   const server: Server = createServer((req, res) => {
     void (async () => {
       const path = new URL(req.url ?? '/', 'http://127.0.0.1').pathname;

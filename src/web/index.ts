@@ -34,6 +34,12 @@ export interface WebLaunchOptions {
   sliceBytes?: number;
   /** How long a rank's blocking wait polls before it parks, us (default 2000, or 0 with more ranks than cores). */
   spinUs?: number;
+  /**
+   * Each rank's asynchronous waits (`await req`) go through a helper worker that blocks in
+   * Atomics.wait and posts back: the fallback where Atomics.waitAsync is missing (Firefox
+   * before 145, Safari before 16.4), taken there whatever this says; true forces it.
+   */
+  waitAsyncHelper?: boolean;
   /** The rank module's URL (default: rank.js beside this module, or the bundle's own). */
   rankUrl?: string | URL;
 }
@@ -132,6 +138,7 @@ export function launchWeb(job: string | URL, opts: WebLaunchOptions): Promise<We
         // holds the core its partner needs (4 ranks on 2 cores, 8 B allreduce: 37 us parking
         // at once, 115 after 20 us of polls, 445 after 100).
         spinUs: opts.spinUs ?? (n > cores ? 0 : 2000),
+        waitAsyncHelper: opts.waitAsyncHelper === true,
         placement: { worldRank: r, worldSize: n, nodeId: 0, nodeOfRank, localOfRank },
       };
       w.postMessage(boot);

@@ -18,6 +18,8 @@ export interface WebRankBoot {
   oversubscribed: boolean;
   /** How long a blocking wait polls before it parks (us). */
   spinUs: number;
+  /** Wait asynchronously through a helper worker even where Atomics.waitAsync exists. */
+  waitAsyncHelper: boolean;
 }
 
 /** Rank to launcher. */

@@ -55,6 +55,7 @@ async function run(boot: WebRankBoot): Promise<void> {
   console.error = (...a: unknown[]) => post({ type: 'log', rank, stream: 'err', text: text(a) });
   console.warn = console.error;
   try {
+    if (boot.waitAsyncHelper || typeof Atomics.waitAsync !== 'function') installWaitAsyncHelper();
     const transport = new Transport(boot.shared, boot.placement, { eagerLimit: boot.eagerLimit, spinUs: boot.spinUs });
     const rc: RankContext = {
       transport, worldRank: rank, worldSize: boot.placement.worldSize, nodeId: 0, nextCtx: 2,
@@ -77,4 +78,44 @@ async function run(boot: WebRankBoot): Promise<void> {
     const e = err instanceof Error ? err : new Error(String(err));
     post({ type: 'error', rank, name: e.name, code: err instanceof NbcError ? err.code : null, message: e.message, stack: e.stack ?? null });
   }
+}
+
+/** The helper's whole program: block in Atomics.wait, then say how it ended. */
+const HELPER = `onmessage = (e) => {
+  const { id, buffer, index, value, timeout } = e.data;
+  postMessage({ id, result: Atomics.wait(new Int32Array(buffer), index, value, timeout) });
+};`;
+
+/**
+ * Atomics.waitAsync through a helper worker (one per rank: the core arms one asynchronous
+ * wait at a time, p2p/wait.ts parkAsync): the helper blocks in Atomics.wait on the same shared
+ * word and posts the outcome, which settles the promise. For engines without waitAsync.
+ */
+function installWaitAsyncHelper(): void {
+  const g = globalThis as unknown as {
+    Worker: new (url: string) => { postMessage(m: unknown): void; onmessage: ((e: { data: { id: number; result: string } }) => void) | null };
+    URL: { createObjectURL(b: unknown): string };
+    Blob: new (parts: string[], o: { type: string }) => unknown;
+  };
+  const helper = new g.Worker(g.URL.createObjectURL(new g.Blob([HELPER], { type: 'text/javascript' })));
+  const pending = new Map<number, (r: string) => void>();
+  let next = 0;
+  // What the helper did, for tests: waits armed, and those a doorbell ended.
+  const counts = { waits: 0, woken: 0 };
+  (globalThis as Record<string, unknown>).__nbcollWaitAsyncHelper = counts;
+  helper.onmessage = (e) => {
+    const settle = pending.get(e.data.id);
+    pending.delete(e.data.id);
+    if (e.data.result === 'ok') counts.woken++;
+    settle?.(e.data.result);
+  };
+  const waitAsyncByHelper = (ia: Int32Array, index: number, value: number, timeout?: number) => {
+    if (Atomics.load(ia, index) !== value) return { async: false as const, value: 'not-equal' as const };
+    const id = next++;
+    counts.waits++;
+    const value2 = new Promise<'ok' | 'timed-out'>((resolve) => pending.set(id, resolve as (r: string) => void));
+    helper.postMessage({ id, buffer: ia.buffer, index, value, timeout: timeout ?? Infinity });
+    return { async: true as const, value: value2 };
+  };
+  (Atomics as unknown as { waitAsync: typeof waitAsyncByHelper }).waitAsync = waitAsyncByHelper;
 }
