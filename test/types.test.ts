@@ -46,8 +46,9 @@ const OK = `
 import {
   init, initSync, dimsCreate, waitAll, Op, Comm, Communicator, PersistentRequest, Request,
   ErrorCode, NbcError, NbcArgError, NbcCommError, IN_PLACE, UNDEFINED,
-  type AnyRequest, type CartComm, type CollOptions, type CommStats, type ErrorCodeValue, type ExecutorsStats, type Status,
+  BinnedSum, type AnyRequest, type CartComm, type CollOptions, type CommStats, type ErrorCodeValue, type ExecutorsStats, type Status,
 } from 'nbcoll';
+import { launchWeb, isolationProblem, type WebLaunchResult } from 'nbcoll/web';
 
 const world: Communicator = await init();
 const same: Communicator = initSync();
@@ -139,6 +140,17 @@ try {
     void comm;
   }
 }
+
+// Reproducible reductions: options and the local accumulator.
+const exact = new BinnedSum(3).addAll(recv).value();
+world.scan(send, recv, 'sum', { reproducible: true, folds: 3, executor: 'offload' });
+const rp: PersistentRequest = world.reduceScatterBlockInit(send, recv, 'sum', { reproducible: true });
+void [exact, rp];
+
+// The browser entry type-checks in a Node project too (it names no DOM type).
+const page: Promise<WebLaunchResult> = launchWeb(new URL('./job.js', import.meta.url), { ranks: 2, timeoutMs: 1000 });
+const why: string | null = isolationProblem();
+void [page, why];
 
 void [same, dupIsCommunicator, outside, node, asCart, gridDup, from, again, base];
 `;
