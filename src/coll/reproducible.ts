@@ -5,18 +5,19 @@
  * Sums of Float64 or Float32 are binned (ops/binned.ts) in one of two ways, which give the same
  * bits for the same contributions:
  *
- * - **One pass** (host executor, small blocking calls and the non-blocking and persistent
- *   allreduce, reduce and reduce-scatter): each element becomes a compact item, [top, K
- *   counts], and the items are reduced by the compact merge, a user op over whole items
- *   (exactly associative and commutative, so any algorithm gives the same bits).
- * - **Two phases** (large blocking allreduces, every call on the offload and agg executors,
- *   scan and exscan): the elements' bins are agreed first (an allreduce of one byte per
- *   element by `max`), then every rank splits its elements on them into K counts, exact
- *   integers, reduced by a plain `sum` of doubles: exact in any order, so the node engines and
- *   the fabric run it. A large allreduce reduce-scatters the counts, each rank converts its
- *   block, and the doubles are gathered: 1 + 8K / p + 8 bytes per element cross, against 16 for
- *   a plain ring's reduce-scatter and allgather. A non-blocking call chains its second phase
- *   on a companion communicator (a dup made at the first such call), started in call order.
+ * - **One pass** (host executor, fewer than 512 elements): each element becomes one item, its
+ *   top bin and K counts (packed into K doubles below 2^8 ranks), and the items are reduced by
+ *   a merge that aligns their tops, a user op over whole items (exactly associative and
+ *   commutative, so any algorithm gives the same bits).
+ * - **Two phases** (512 elements and more, every call on the offload and agg executors, scan
+ *   and exscan): the elements' bins are agreed first (an allreduce of one byte per element by
+ *   `max`), then every rank splits its elements on them into K counts, exact integers, reduced
+ *   by a plain `sum` of doubles: exact in any order, so the node engines and the fabric run
+ *   it. A large blocking allreduce reduce-scatters the counts, each rank converts its block,
+ *   and the doubles are gathered (at K = 2 on p ranks a rank sends about 2 + 24 (p - 1) / p
+ *   bytes per element, a plain ring 16 (p - 1) / p). A non-blocking call chains its second
+ *   phase on a companion communicator (a dup made at the first such call), started in call
+ *   order.
  *
  * Products of Float64 or Float32 (`op 'prod'`) take a canonical form: every rank's
  * contribution is gathered and multiplied in a fixed tree over rank indices, the same bits for
