@@ -20,7 +20,7 @@ interface Result {
   three: string[];
   float32Same: boolean;
   threeSame: boolean;
-  large: { split: string; whole: string; nb: string; expected: string };
+  large: { split: string; whole: string; nb: string; offload: string; inPlace: string; expected: string };
   reduceScatter: Record<string, string>;
   blockOk: boolean;
   scans: Record<string, string>;
@@ -65,9 +65,11 @@ describe('reproducible sums', () => {
       }
       assert.equal(new Set(Object.values(r.prods)).size, 1, `prod: the fixed tree's bits under every algorithm and executor (${JSON.stringify(r.prods)})`);
       assert.ok(rs.every((x) => x.prodRootedOk), 'reduce of a product: the same tree');
-      assert.equal(r.large.split, r.large.expected, '5000 elements by reduce-scatter and gather: the sequential binned sum');
+      assert.equal(r.large.split, r.large.expected, '5000 elements by the exchange of values and the gather: the sequential binned sum');
       assert.equal(r.large.whole, r.large.expected, '5000 elements by ring allreduce of the counts: the same');
       assert.equal(r.large.nb, r.large.expected, '5000 elements by iallreduce (two phases on the host): the same');
+      assert.equal(r.large.offload, r.large.expected, '5000 elements on the offload executor (the values exchanged, then summed on the ranks): the same');
+      assert.equal(r.large.inPlace, r.large.expected, '5000 elements in place: the same');
       // Against the exact sum of each element's first p values.
       for (let e = 0; e < data.length; e++) {
         const xs = data[e]!.slice(0, p);

@@ -30,7 +30,7 @@ import type { TypedArray } from '../comm/validate.js';
 import { NbcArgError } from '../errors.js';
 import {
   binnedItemLength, checkFolds, COMPACT_MAX_TERMS, compactFinish, compactFresh, compactItemLength, compactMerge, depositFresh, finish, finishBlock, merge,
-  PACKED_MAX_TERMS, packedFinish, packedFresh, packedMerge, splitBlock, topCodes,
+  maxCodesInto, PACKED_MAX_TERMS, packedFinish, packedFresh, packedMerge, splitAddBlock, splitBlock, topCodes,
 } from '../ops/binned.js';
 import { Op, resolveOp, type OpLike } from '../ops/op.js';
 import { IN_PLACE } from '../p2p/constants.js';
@@ -42,8 +42,9 @@ import { PersistentRequest } from './persistent.js';
 /** What the reproducible calls need of a communicator (a Communicator). */
 export interface ReproducibleTarget extends Comm {
   allreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): void;
-  reduceScatter(send: BufOrInPlace, recv: Float64Array, counts: ArrayLike<number>, op: OpLike, opts?: CollOptions): void;
   allgatherv(send: BufOrInPlace, recv: Float64Array | Float32Array, counts: ArrayLike<number>, displs: ArrayLike<number>, opts?: CollOptions): void;
+  alltoallv(send: Float64Array | Float32Array, scounts: ArrayLike<number>, sdispls: ArrayLike<number>, recv: Float64Array | Float32Array,
+    rcounts: ArrayLike<number>, rdispls: ArrayLike<number>, opts?: CollOptions): void;
   iallreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): Request;
   ireduce(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): Request;
   ireduceScatter(send: BufOrInPlace, recv: Float64Array, counts: ArrayLike<number>, op: OpLike, opts?: CollOptions): Request;
@@ -527,6 +528,8 @@ interface Kept {
   codes?: Uint8Array;
   counts?: Float64Array;
   block?: Float64Array;
+  /** The large path's values of this rank's block, from every rank. */
+  parts?: Float64Array | Float32Array;
 }
 const kept = new WeakMap<object, [Kept, Kept]>();
 
@@ -535,6 +538,30 @@ function keptOf(c: object, folds: unknown): Kept {
   let k = kept.get(c);
   if (k === undefined) kept.set(c, (k = [{}, {}]));
   return k[folds === 3 ? 1 : 0];
+}
+
+/** Elements per chunk of the large path: a chunk's values (32 KiB from each rank) and counts stay in the cache between its passes. */
+const CHUNK = 4096;
+const chunkCodes = new Uint8Array(CHUNK);
+let chunkCounts = new Float64Array(3 * CHUNK);
+
+/**
+ * out[at + i] = the reproducible sum of element i of this rank's block, for i < mine: rank q's
+ * value of it at parts[q mine + i], this rank's own at mine[from + i]; per chunk, the bins
+ * (the max over the contributions'), the counts (exact sums, from -0), the conversion.
+ */
+function sumBlock(parts: Floats, own: Floats, me: number, from: number, p: number, mine: number, out: Floats, at: number, folds: 2 | 3): void {
+  if (chunkCounts.length < folds * CHUNK) chunkCounts = new Float64Array(folds * CHUNK);
+  const src = (q: number): Floats => (q === me ? own : parts);
+  const base = (q: number): number => (q === me ? from : q * mine);
+  for (let c0 = 0; c0 < mine; c0 += CHUNK) {
+    const len = Math.min(CHUNK, mine - c0);
+    chunkCodes.fill(0, 0, len);
+    for (let q = 0; q < p; q++) maxCodesInto(src(q), base(q) + c0, len, chunkCodes);
+    chunkCounts.fill(-0, 0, folds * len);
+    for (let q = 0; q < p; q++) splitAddBlock(src(q).subarray(base(q) + c0, base(q) + c0 + len), chunkCodes, 0, len, chunkCounts, 0, folds);
+    finishBlock(chunkCounts, 0, chunkCodes, 0, len, out, at + c0, folds);
+  }
 }
 
 /** A blocking reproducible call. */
@@ -586,26 +613,34 @@ function allreduceChecked(c: ReproducibleTarget, call: ReproducibleCall, k: Chec
   if (c.size > COMPACT_MAX_TERMS) {
     throw new NbcArgError(`Cannot allreduce with { reproducible: true } on ${c.size} ranks and executor '${call.executor}': from ${COMPACT_MAX_TERMS + 1} ranks only the host executor takes it; expected executor 'host'`);
   }
-  // Two phases: the bins, then the counts.
-  const codes = keep.codes?.length === n ? keep.codes : (keep.codes = new Uint8Array(n));
-  topCodes(input, codes);
-  c.allreduce(IN_PLACE, codes, 'max', innerOptions(inner.executor!, undefined));
-  const counts = keep.counts?.length === n * folds ? keep.counts : (keep.counts = new Float64Array(n * folds));
   const p = c.size;
   if (p === 1 || n < SPLIT_ELEMENTS || call.opts.algorithm !== undefined) {
+    // Two phases: the bins, then the counts.
+    const codes = keep.codes?.length === n ? keep.codes : (keep.codes = new Uint8Array(n));
+    topCodes(input, codes);
+    c.allreduce(IN_PLACE, codes, 'max', innerOptions(inner.executor!, undefined));
+    const counts = keep.counts?.length === n * folds ? keep.counts : (keep.counts = new Float64Array(n * folds));
     splitInto(input, codes, counts, folds, undefined);
     c.allreduce(IN_PLACE, counts, 'sum', inner);
     finishCounts(counts, codes, 0, n, output, 0, folds);
     return;
   }
-  // Large: each rank sums and finishes its block of the counts, then the doubles are gathered.
+  // Large: every rank sends each rank the values of its block (an alltoallv: the bytes of a
+  // plain reduce-scatter). A rank then holds every contribution to its block, so it finds each
+  // element's bin itself (the largest contribution's, as the max of the two phases would) and
+  // sums the counts: chunk by chunk, each chunk's values read once from memory and again from
+  // the cache. Then the doubles are gathered.
   const per = new Array<number>(p);
   for (let r = 0; r < p; r++) per[r] = Math.floor(n / p) + (r < n % p ? 1 : 0);
   const displs = offsets(per);
   const mine = per[c.rank]!;
-  const block = keep.block?.length === mine * folds ? keep.block : (keep.block = new Float64Array(mine * folds));
-  splitInto(input, codes, counts, folds, per);
-  c.reduceScatter(counts, block, scaled(per, folds), 'sum', inner);
-  finishCounts(block, codes, displs[c.rank]!, mine, output, displs[c.rank]!, folds);
+  const from = displs[c.rank]!;
+  const Ctor = input.constructor as Float64ArrayConstructor | Float32ArrayConstructor;
+  const parts = keep.parts?.length === mine * p && keep.parts.constructor === Ctor ? keep.parts : (keep.parts = new Ctor(mine * p));
+  // Its own values stay where they are (no count to itself).
+  const sendCounts = per.map((k, q) => (q === c.rank ? 0 : k));
+  const recvCounts = per.map((_, q) => (q === c.rank ? 0 : mine));
+  c.alltoallv(input, sendCounts, displs, parts, recvCounts, per.map((_, q) => q * mine), innerOptions(inner.executor!, undefined));
+  sumBlock(parts, input, c.rank, from, p, mine, output, from, folds);
   c.allgatherv(IN_PLACE, output, per, displs, innerOptions(inner.executor!, undefined));
 }

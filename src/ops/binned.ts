@@ -527,19 +527,39 @@ export function compactFinish(n: Float64Array, at: number, stride: number, top: 
 
 /** Each element's code, its bin + 1 (0: zero, NaN or an infinity), into `codes`. */
 export function topCodes(xs: Float64Array | Float32Array, codes: Uint8Array): void {
-  const n = xs.length;
+  codes.fill(0, 0, xs.length);
+  maxCodesInto(xs, 0, xs.length, codes);
+}
+
+/**
+ * out[i] = max(out[i], the code of xs[from + i]) for i < n: with every contribution to a
+ * block passed in turn, each element's bin over all of them. The exponents are read from the
+ * doubles' high words.
+ */
+export function maxCodesInto(xs: Float64Array | Float32Array, from: number, n: number, out: Uint8Array): void {
   if (xs instanceof Float64Array) {
-    const hi = new Uint32Array(xs.buffer, xs.byteOffset, 2 * n);
+    const hi = highWords(xs);
     for (let i = 0; i < n; i++) {
-      const b = (hi[2 * i + 1]! >>> 20) & 0x7ff;
-      codes[i] = b !== 0 ? CODE_OF_BIASED[b]! : xs[i] === 0 ? 0 : binOf(xs[i]!) + 1;
+      const b = (hi[2 * (from + i) + 1]! >>> 20) & 0x7ff;
+      const x = xs[from + i]!;
+      const code = b !== 0 ? CODE_OF_BIASED[b]! : x === 0 ? 0 : binOf(x) + 1;
+      if (code > out[i]!) out[i] = code;
     }
     return;
   }
   for (let i = 0; i < n; i++) {
-    const x = xs[i]!;
-    codes[i] = x === 0 || !(x - x === 0) ? 0 : binOf(x) + 1;
+    const x = xs[from + i]!;
+    const code = x === 0 || !(x - x === 0) ? 0 : binOf(x) + 1;
+    if (code > out[i]!) out[i] = code;
   }
+}
+
+/** The 32-bit words of a Float64Array's buffer, the high word of element i at 2 i + 1 (little-endian), one view per array. */
+const highWordViews = new WeakMap<Float64Array, Uint32Array>();
+function highWords(xs: Float64Array): Uint32Array {
+  let v = highWordViews.get(xs);
+  if (v === undefined) highWordViews.set(xs, (v = new Uint32Array(xs.buffer, xs.byteOffset, 2 * xs.length)));
+  return v;
 }
 
 /**
@@ -567,6 +587,34 @@ export function splitBlock(xs: Float64Array | Float32Array, codes: Uint8Array, f
       if (three) counts[at2 + i] = ((y1 - q1) * TWO40 + ROUND) - ROUND;
     } else {
       splitSlow(x, t, counts, at + i, n, K);
+    }
+  }
+}
+
+/**
+ * splitBlock's counts of elements [from, from + n) of `xs` added into counts[at + k n + i]
+ * instead of written: how a rank sums the values every rank sent it for its block. Counts
+ * start at -0 (the identity of addition, signed zeros included), so a zero-only element ends
+ * as -0 exactly when every contribution was -0, and a special as the IEEE sum of the specials.
+ */
+export function splitAddBlock(xs: Float64Array | Float32Array, codes: Uint8Array, from: number, n: number, counts: Float64Array, at: number, K: number): void {
+  const three = K === 3;
+  const at1 = at + n;
+  const at2 = at + 2 * n;
+  for (let i = 0; i < n; i++) {
+    const t = codes[from + i]! - 1;
+    const x = xs[from + i]!;
+    if (t >= 2 && x - x === 0 && K > 1) {
+      const y = x * INV_UNIT[t]!;
+      const q0 = (y + ROUND) - ROUND;
+      const y1 = (y - q0) * TWO40;
+      const q1 = (y1 + ROUND) - ROUND;
+      counts[at + i] = counts[at + i]! + q0;
+      counts[at1 + i] = counts[at1 + i]! + q1;
+      if (three) counts[at2 + i] = counts[at2 + i]! + (((y1 - q1) * TWO40 + ROUND) - ROUND);
+    } else {
+      splitSlow(x, t, folded, 0, 1, K);
+      for (let k = 0; k < K; k++) counts[at + k * n + i] = counts[at + k * n + i]! + folded[k]!;
     }
   }
 }

@@ -242,7 +242,11 @@ export default function reproducible(world: Communicator): unknown {
   });
   const bigNb = new Float64Array(big);
   world.iallreduce(bigMine, bigNb, 'sum', { reproducible: true }).wait();
-  const large = { split: sha(bigSplit), whole: sha(bigWhole), nb: sha(bigNb), expected: sha(bigExpected) };
+  const bigOff = new Float64Array(big);
+  world.allreduce(bigMine, bigOff, 'sum', { reproducible: true, executor: 'offload' });
+  const bigInPlace = Float64Array.from(bigMine);
+  world.allreduce(IN_PLACE, bigInPlace, 'sum', { reproducible: true });
+  const large = { split: sha(bigSplit), whole: sha(bigWhole), nb: sha(bigNb), offload: sha(bigOff), inPlace: sha(bigInPlace), expected: sha(bigExpected) };
 
   // Refusals, by name, on every rank alike.
   const refusals: string[] = [];
