@@ -13,11 +13,12 @@
  *   and exscan): the elements' bins are agreed first (an allreduce of one byte per element by
  *   `max`), then every rank splits its elements on them into K counts, exact integers, reduced
  *   by a plain `sum` of doubles: exact in any order, so the node engines and the fabric run
- *   it. A large blocking allreduce reduce-scatters the counts, each rank converts its block,
- *   and the doubles are gathered (at K = 2 on p ranks a rank sends about 2 + 24 (p - 1) / p
- *   bytes per element, a plain ring 16 (p - 1) / p). A non-blocking call chains its second
- *   phase on a companion communicator (a dup made at the first such call), started in call
- *   order.
+ *   it. A non-blocking call chains its second phase on a companion communicator (a dup made at
+ *   the first such call), started in call order.
+ * - **Exchange** (blocking allreduce from 4096 elements, any executor): the values of each
+ *   rank's block go to it (an alltoallv, a plain reduce-scatter's bytes); it bins each element
+ *   on the largest contribution, sums the counts and converts them chunk by chunk, and the
+ *   doubles are gathered: a plain allreduce's bytes.
  *
  * Products of Float64 or Float32 (`op 'prod'`) take a canonical form: every rank's
  * contribution is gathered and multiplied in a fixed tree over rank indices, the same bits for
