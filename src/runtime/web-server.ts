@@ -13,13 +13,16 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { accessSync, constants, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, extname, join } from 'node:path';
+import { delimiter, dirname, extname, join } from 'node:path';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { NbcLaunchError } from '../errors.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const DIST_WEB = join(ROOT, 'dist', 'web');
 const DEMO = join(ROOT, 'examples', 'web');
+/** uPlot's files, wherever npm put the package (beside this one when installed as a dependency). */
+const UPLOT = dirname(createRequire(import.meta.url).resolve('uplot/package.json'));
 
 /** The headers that make a page cross-origin isolated (SharedArrayBuffer), on every response. */
 export const ISOLATION_HEADERS: Readonly<Record<string, string>> = {
@@ -183,9 +186,9 @@ export async function serveWeb(o: WebServeOptions): Promise<WebServer> {
       } else if (job === null && /^\/[\w.-]+$/.test(path) && existsSync(join(DEMO, path.slice(1)))) {
         send(res, 200, TYPES[extname(path)] ?? 'application/octet-stream', readFileSync(join(DEMO, path.slice(1))), isolated);
       } else if (job === null && path === '/uplot.js') {
-        send(res, 200, TYPES['.js']!, readFileSync(join(ROOT, 'node_modules', 'uplot', 'dist', 'uPlot.esm.js')), isolated);
+        send(res, 200, TYPES['.js']!, readFileSync(join(UPLOT, 'dist', 'uPlot.esm.js')), isolated);
       } else if (job === null && path === '/uplot.css') {
-        send(res, 200, TYPES['.css']!, readFileSync(join(ROOT, 'node_modules', 'uplot', 'dist', 'uPlot.min.css')), isolated);
+        send(res, 200, TYPES['.css']!, readFileSync(join(UPLOT, 'dist', 'uPlot.min.css')), isolated);
       } else {
         send(res, 404, 'text/plain', `not found: ${path}\n`, isolated);
       }
