@@ -223,3 +223,23 @@ test('the compact, packed and two-phase forms keep the fixed rules for NaN, infi
   for (const v of both([Infinity, -5, 1e300])) assert.equal(v, Infinity);
   for (const v of both([5e-324, 5e-324, -0])) assert.equal(v, 1e-323);
 });
+
+test('a Float32 sum past the largest single is an infinity of its own sign, and one just below the threshold the largest single', () => {
+  const FLT_MAX = 2 ** 128 - 2 ** 104;
+  const single = (xs: number[], K: number): number => {
+    const items = xs.map((x) => {
+      const a = new Float64Array(1 + K);
+      compactFresh(a, 0, x, K);
+      return a;
+    });
+    for (const a of items.slice(1)) compactMerge(items[0]!, 0, a, 0, K);
+    return compactFinish(items[0]!, 1, 1, items[0]![0]!, K, true);
+  };
+  // The double is past the threshold, and below it the first rounding's error (negative) matters not.
+  assert.equal(single([FLT_MAX, FLT_MAX, -(2 ** 46)], 3), Infinity);
+  assert.equal(single([-FLT_MAX, -FLT_MAX, 2 ** 46], 3), -Infinity);
+  // Exactly FLT_MAX + 2^103 - 2^46: the double rounds to the threshold, the exact value is below it.
+  assert.equal(single([FLT_MAX, 2 ** 103, -(2 ** 46)], 3), FLT_MAX);
+  assert.equal(single([-FLT_MAX, -(2 ** 103), 2 ** 46], 3), -FLT_MAX);
+  assert.equal(single([FLT_MAX, 2 ** 103, 2 ** 46], 3), Infinity);
+});

@@ -97,6 +97,8 @@ describe('reproducible sums', () => {
         "NBC_ERR_ARG: Cannot allreduce with { reproducible: true }: it applies to op 'sum' or 'prod' over Float64Array or Float32Array, got op 'max' over Float64Array; min, max, the bitwise and the logical ops give the same bits in any order already (docs/ops.md)",
         "NBC_ERR_ARG: Cannot allreduce with { reproducible: true }: it applies to op 'sum' or 'prod' over Float64Array or Float32Array, got op 'sum' over Int32Array; min, max, the bitwise and the logical ops give the same bits in any order already (docs/ops.md)",
         "NBC_ERR_ARG: Cannot scan with { reproducible: true } and op 'prod': the canonical product is made for allreduce and reduce; expected op 'sum', or allreduce or reduce",
+        `NBC_ERR_COUNT: Cannot allreduce on communicator ${r.refusals[4]!.match(/communicator (\d+)/)?.[1]} with { reproducible: true }: recv has 1 elements; expected 2`,
+        `NBC_ERR_COUNT: Cannot reduceScatter on communicator ${r.refusals[4]!.match(/communicator (\d+)/)?.[1]} with { reproducible: true }: send has ${p + 1} elements; expected ${p}`,
         `NBC_ERR_ARG: Cannot allgather on communicator ${r.refusals[4]!.match(/communicator (\d+)/)?.[1]} with { reproducible: true }: it applies to the reductions (allreduce, reduce, reduceScatter, reduceScatterBlock, scan, exscan; blocking, non-blocking and persistent); expected one of them`,
         'NBC_ERR_ARG: Cannot use collective option folds number 3 without reproducible: true: the folds are the binned format\'s',
         'NBC_ERR_ARG: Cannot allreduce with { reproducible: true }: folds is number 4; expected 2 or 3',

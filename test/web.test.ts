@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { request } from 'node:http';
 import { mkdtempSync, readFileSync, copyFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -114,5 +115,37 @@ describe('nbcoll/web in headless Chromium', { skip }, () => {
     const head = readFileSync(png).subarray(0, 8);
     assert.deepEqual([...head], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'a PNG');
     if (process.env.NBC_WRITE_SCREENSHOT === '1') copyFileSync(png, SCREENSHOT);
+  });
+});
+
+/** A raw request to the server: its status. */
+function status(url: string, method: string, headers: Record<string, string>, body = ''): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const r = request(url, { method, headers }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    r.on('error', reject);
+    r.end(body);
+  });
+}
+
+describe('the nbc web server', () => {
+  test('answers its own host only, refuses POSTs without its token, and sends the isolation headers', T, async () => {
+    const server = await serveWeb({ job: jobPath('runtime.ts'), ranks: 2, onOutput: () => {} });
+    try {
+      const host = new URL(server.url).host;
+      assert.equal(await status(server.url, 'GET', { host }), 200);
+      assert.equal(await status(server.url, 'GET', { host: `evil.example:${new URL(server.url).port}` }), 421, 'another Host (DNS rebinding)');
+      assert.equal(await status(`${server.url}done`, 'POST', { host }, '{"ok":true}'), 403, 'the end of the job, without the token');
+      assert.equal(await status(`${server.url}out`, 'POST', { host, 'x-nbc-token': 'guess' }, '[]'), 403, 'output, with a wrong token');
+      assert.equal(await status(`${server.url}nbcoll-web.js`, 'GET', { host }), 200);
+      assert.equal(await status(`${server.url}..%2fpackage.json`, 'GET', { host }), 404, 'nothing outside the routes');
+      const res = await fetch(server.url);
+      assert.equal(res.headers.get('cross-origin-opener-policy'), 'same-origin');
+      assert.equal(res.headers.get('cross-origin-embedder-policy'), 'require-corp');
+    } finally {
+      await server.close();
+    }
   });
 });

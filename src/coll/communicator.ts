@@ -28,7 +28,7 @@ import type { Buf, BufOrInPlace, Counts, Planner } from './args.js';
 import {
   leanAllreduceOf, leanAlltoallOf, leanBcastOf, LeanPaths, type LeanAllreduce, type LeanAlltoall, type LeanBcast,
 } from './lean.js';
-import { allreduceReproducible, reproducibleInit, startReproducible, wantsReproducible, type ReproducibleCall, type ReproducibleColl } from './reproducible.js';
+import { allreduceReproducible, releaseReproducible, reproducibleInit, startReproducible, wantsReproducible, type ReproducibleCall, type ReproducibleColl } from './reproducible.js';
 import { callSignature, disagreement, numberCall } from './check-calls.js';
 import { byteLengthOf, findRecent, remember, ScheduleCache, type CountArrays, type RecentCall } from './memo.js';
 import { checkOptions, type CollOptions } from './options.js';
@@ -241,6 +241,7 @@ export class Communicator extends Comm {
   override free(): void {
     super.free();
     releaseCommunicator(this.transport, this.collTarget);
+    releaseReproducible(this); // the companion of its non-blocking reproducible calls
   }
 
   /** This communicator as the executors address it. */

@@ -28,7 +28,7 @@
  */
 import type { Comm } from '../comm/comm.js';
 import type { TypedArray } from '../comm/validate.js';
-import { NbcArgError } from '../errors.js';
+import { NbcArgError, NbcCountError } from '../errors.js';
 import {
   binnedItemLength, checkFolds, COMPACT_MAX_TERMS, compactFinish, compactFresh, compactItemLength, compactMerge, depositFresh, finish, finishBlock, merge,
   maxCodesInto, PACKED_MAX_TERMS, packedFinish, packedFresh, packedMerge, splitAddBlock, splitBlock, topCodes,
@@ -82,7 +82,7 @@ const binnedOps: Array<Op | undefined> = [];
  * crossing on 2 ranks of a node: 256 to 1024 elements).
  */
 const ONE_PASS_BELOW = 512;
-/** From this many elements a blocking allreduce's second phase reduce-scatters the counts, then gathers the results. */
+/** From this many elements a blocking allreduce (more than one rank, no algorithm named) takes the exchange form. */
 const SPLIT_ELEMENTS = 4096;
 
 /**
@@ -149,6 +149,8 @@ interface Checked {
   /** The inner calls' options: the caller's executor and algorithm. */
   inner: CollOptions;
   host: boolean;
+  /** reduceScatter(Block): each rank's element count, checked; else null. */
+  blocks: number[] | null;
 }
 
 const innerKept = new Map<string, Map<string | undefined, CollOptions>>();
@@ -184,16 +186,27 @@ function checkCall(c: ReproducibleTarget, call: ReproducibleCall): Checked {
   if (output === undefined || (output !== null && output.constructor !== input.constructor)) {
     throw new NbcArgError(`Cannot ${what} with { reproducible: true }: the output is ${output?.constructor.name ?? String(output)}; expected a ${input.constructor.name} like the input`);
   }
-  return { input, output, prod: o.name === 'prod', folds, inner: innerOptions(call.executor, call.opts.algorithm), host: call.executor === 'host' };
-}
-
-/** The per-rank element counts of a reduce-scatter call (block: all alike). */
-function blockCounts(c: ReproducibleTarget, call: ReproducibleCall, input: Floats): number[] {
-  if (call.coll === 'reduceScatterBlock') {
-    const k = Math.floor(input.length / c.size);
-    return new Array<number>(c.size).fill(k);
+  const counted = (buffer: string, got: number, expected: number): void => {
+    if (got !== expected) throw new NbcCountError(`Cannot ${what} on communicator ${c.ctx} with { reproducible: true }: ${buffer} has ${got} elements; expected ${expected}`);
+  };
+  let blocks: number[] | null = null;
+  if (what === 'reduceScatterBlock') {
+    // As the plain call: each rank's block is recv's length (in place, recv holds all of them).
+    const n = call.send === IN_PLACE ? output!.length / c.size : output!.length;
+    counted('send', input.length, Number.isInteger(n) ? n * c.size : NaN);
+    blocks = new Array<number>(c.size).fill(n);
+  } else if (what === 'reduceScatter') {
+    const cs = call.counts;
+    if (cs === undefined || cs.length !== c.size || !Array.from(cs).every((k) => Number.isInteger(k) && k >= 0)) {
+      throw new NbcCountError(`Cannot ${what} on communicator ${c.ctx} with { reproducible: true }: counts must have ${c.size} non-negative integer entries (one per rank)`);
+    }
+    blocks = Array.from(cs, Number);
+    counted('send', input.length, blocks.reduce((a, b) => a + b, 0));
+    if (call.send !== IN_PLACE) counted('recv', output!.length, blocks[c.rank]!);
+  } else if (output !== null) {
+    counted('recv', output.length, input.length);
   }
-  return Array.from(call.counts ?? [], Number);
+  return { input, output, prod: o.name === 'prod', folds, inner: innerOptions(call.executor, call.opts.algorithm), host: call.executor === 'host', blocks };
 }
 
 function scaled(counts: readonly number[], by: number): number[] {
@@ -276,7 +289,7 @@ function onePass(c: ReproducibleTarget, call: ReproducibleCall, k: Checked): Req
       return new ThenRequest(r, () => { if (output !== null) finishItems(items, output, 0, output.length, folds, form); });
     }
     default: { // reduceScatter, reduceScatterBlock
-      const counts = blockCounts(c, call, input);
+      const counts = k.blocks!;
       const mine = counts[c.rank]!;
       const block = new Float64Array(mine * L);
       const r = c.ireduceScatter(items, block, scaled(counts, L), op, inner);
@@ -295,7 +308,8 @@ function wideOnePass(c: ReproducibleTarget, call: ReproducibleCall, k: Checked):
   const items = new Float64Array(input.length * L);
   for (let i = 0; i < input.length; i++) depositFresh(items, i * L, input[i]!, folds);
   const fin = (): void => {
-    if (output !== null) for (let i = 0; i < output.length; i++) output[i] = finish(items, i * L, folds);
+    const single = output instanceof Float32Array;
+    if (output !== null) for (let i = 0; i < output.length; i++) output[i] = finish(items, i * L, folds, single);
   };
   if (call.coll === 'allreduce') return new ThenRequest(c.iallreduce(IN_PLACE, items, binnedSumOp(folds), inner), fin);
   const root = call.root!;
@@ -311,15 +325,43 @@ function wideOnePass(c: ReproducibleTarget, call: ReproducibleCall, k: Checked):
  */
 class Companion {
   readonly waiting: TwoPhaseRequest[] = [];
+  /**
+   * Why the companion stopped: a first phase failed on this rank, so the second phases here no
+   * longer pair with the other ranks'; every call queued or made since fails with it.
+   */
+  broken: Error | null = null;
+  private pumping = false;
   constructor(readonly comm: ReproducibleTarget) {}
 
-  /** Starts every second phase whose turn has come. */
+  /**
+   * Starts every second phase whose turn has come, in call order. Not re-entered: a start can
+   * complete another call's first phase (and, with NBC_CHECK_CALLS, block on an exchange),
+   * whose own pump would otherwise start its second phase ahead of this one.
+   */
   pump(): void {
-    while (this.waiting.length > 0 && this.waiting[0]!.firstDone) this.waiting.shift()!.second(this.comm);
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      while (this.waiting.length > 0 && (this.broken !== null || this.waiting[0]!.firstDone)) {
+        const next = this.waiting.shift()!;
+        if (this.broken !== null) next.fail(this.broken);
+        else next.second(this.comm);
+      }
+    } finally {
+      this.pumping = false;
+    }
   }
 }
 
 const companions = new WeakMap<object, Companion>();
+
+/** Frees `c`'s companion communicator, if it has one (Communicator.free). */
+export function releaseReproducible(c: object): void {
+  const k = companions.get(c);
+  if (k === undefined) return;
+  companions.delete(c);
+  k.comm.free();
+}
 
 function companionOf(c: ReproducibleTarget): Companion {
   let k = companions.get(c);
@@ -379,10 +421,18 @@ class TwoPhaseRequest extends Request implements RequestListener {
     }
   }
 
+  /** Fails the call without its second phase (its companion broke). */
+  fail(error: Error): void {
+    this.inSecond = true;
+    this.complete(error);
+  }
+
   settled(_token: number, error: Error | null): void {
     if (!this.inSecond) {
       if (error !== null) {
-        // Its second phase never starts: the call fails here (the first phase failed under a lost peer).
+        // The first phase failed here (under a lost peer): this rank's second phases would no
+        // longer pair with the others', so this call and every one queued behind it fail.
+        this.companion.broken ??= error;
         this.companion.waiting.splice(this.companion.waiting.indexOf(this), 1);
         this.complete(error);
       } else {
@@ -426,7 +476,7 @@ function secondPhase(c: ReproducibleTarget, call: ReproducibleCall, k: Checked):
       };
     }
     default: { // reduceScatter, reduceScatterBlock
-      const per = blockCounts(c, call, input);
+      const per = k.blocks!;
       const mine = per[c.rank]!;
       const from = offsets(per)[c.rank]!;
       const block = new Float64Array(mine * folds);
@@ -446,6 +496,7 @@ function twoPhase(c: ReproducibleTarget, call: ReproducibleCall, k: Checked): Re
   }
   const phase = secondPhase(c, call, k);
   const companion = companionOf(c);
+  if (companion.broken !== null) throw companion.broken;
   const codes = new Uint8Array(k.input.length);
   topCodes(k.input, codes);
   const first = c.iallreduce(IN_PLACE, codes, 'max', innerOptions(k.inner.executor!, undefined));
@@ -615,7 +666,7 @@ function allreduceChecked(c: ReproducibleTarget, call: ReproducibleCall, k: Chec
     throw new NbcArgError(`Cannot allreduce with { reproducible: true } on ${c.size} ranks and executor '${call.executor}': from ${COMPACT_MAX_TERMS + 1} ranks only the host executor takes it; expected executor 'host'`);
   }
   const p = c.size;
-  if (p === 1 || n < SPLIT_ELEMENTS || call.opts.algorithm !== undefined) {
+  if (p === 1 || n < SPLIT_ELEMENTS || inner.algorithm !== undefined) {
     // Two phases: the bins, then the counts.
     const codes = keep.codes?.length === n ? keep.codes : (keep.codes = new Uint8Array(n));
     topCodes(input, codes);

@@ -31,8 +31,8 @@
  * order. So the same set of values gives the same double.
  *
  * Error: each value is rounded to u_L < 4 max|x| 2^(-40 (K - 1)), so |result - exact| <=
- * 2 N max|x| 2^(-40 (K - 1)) plus the final conversion's rounding (within 2 ulp of the
- * binned value; docs/ops.md).
+ * 2 N max|x| 2^(-40 (K - 1)) plus the final conversion's rounding: to the nearest double (or
+ * single) of the binned value, ties to even (docs/ops.md).
  *
  * Specials, fixed rules: any NaN, or both infinities, give the canonical NaN; otherwise an
  * infinity gives itself; a sum of nothing but -0 is -0, any other zero sum +0.
@@ -62,6 +62,10 @@ const F_NINF = 4;
 const F_NOT_NEG_ZERO = 8;
 /** Any summand was seen. */
 const F_SEEN = 16;
+
+/** The largest single, and the least double that rounds to a single's infinity (FLT_MAX + half its ulp). */
+const FLT_MAX = 2 ** 128 - 2 ** 104;
+const FLT_OVERFLOW = 2 ** 128 - 2 ** 103;
 
 const scratch = new Float64Array(1);
 const bits = new Uint32Array(scratch.buffer);
@@ -260,8 +264,12 @@ function loadCanonical(a: Float64Array, at: number, k: number): void {
   digits[2 * k + 1] = s - carry * TWO52;
 }
 
-/** The double nearest the binned item `at` (K folds), by the fixed rules for specials and zeros. */
-export function finish(a: Float64Array, at: number, K: number): number {
+/**
+ * The double nearest the binned item `at` (K folds), by the fixed rules for specials and zeros
+ * (or with `single` the nearest single): correctly rounded while the top fold's count stays
+ * below 2^53 (about 2^14 summands at the top of their bin), within an ulp beyond.
+ */
+export function finish(a: Float64Array, at: number, K: number, single = false): number {
   const flags = a[at + 1]!;
   if ((flags & F_NAN) !== 0 || ((flags & F_PINF) !== 0 && (flags & F_NINF) !== 0)) return NaN;
   if ((flags & F_PINF) !== 0) return Infinity;
@@ -301,7 +309,7 @@ export function finish(a: Float64Array, at: number, K: number): number {
     v = roundTerms(top, digits[0]! * TWO52 + digits[1]!, K > 1 ? digits[3]! : 0, K > 2 ? digits[5]! : 0, K);
   }
   if (v === 0) return (flags & F_SEEN) !== 0 && (flags & F_NOT_NEG_ZERO) === 0 ? -0 : 0;
-  return v;
+  return single ? toSingle(v) : v;
 }
 
 /**
@@ -364,6 +372,12 @@ function sumWithResidual(x: number, y: number): number {
 function toSingle(v: number): number {
   const f = Math.fround(v);
   if (f === v || residual === 0) return f;
+  if (!(f - f === 0)) {
+    // Past the largest single: v is exactly the overflow threshold only when the exact value
+    // may still lie below it, and then the first rounding's error says which side it is on.
+    const edge = FLT_OVERFLOW * Math.sign(v);
+    return v === edge && (residual > 0) !== (v > 0) ? Math.sign(v) * FLT_MAX : f;
+  }
   const g = 2 * v - f; // the other single at the same distance, if v is halfway
   if (g === f || Math.fround(g) !== g) return f;
   return (residual > 0) === (g > f) ? g : f;

@@ -251,5 +251,19 @@ export class Waiter {
   }
 }
 
-/** Runs `f` on the event loop's next turn: setImmediate where the runtime has it (Node, Bun, Deno), else a zero timer (browsers). */
-const soon: (f: () => void) => void = typeof setImmediate === 'function' ? (f) => void setImmediate(f) : (f) => void setTimeout(f, 0);
+/**
+ * Runs `f` on the event loop's next turn: setImmediate where the runtime has it (Node, Bun,
+ * Deno); in a browser a MessageChannel's message (nested zero timers are clamped to 4 ms).
+ */
+const soon: (f: () => void) => void = typeof setImmediate === 'function' ? (f) => void setImmediate(f) : messageSoon();
+
+function messageSoon(): (f: () => void) => void {
+  const queue: Array<() => void> = [];
+  const channel = new MessageChannel();
+  // A browser's port (setting onmessage starts it); Node's types describe another kind.
+  (channel.port1 as unknown as { onmessage: (() => void) | null }).onmessage = () => queue.shift()?.();
+  return (f) => {
+    queue.push(f);
+    channel.port2.postMessage(null);
+  };
+}

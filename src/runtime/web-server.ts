@@ -10,6 +10,7 @@
  * Without a job file the page is the demo (examples/web/): an allreduce benchmark and a CG
  * solve among the workers, with live charts.
  */
+import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { accessSync, constants, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -102,9 +103,15 @@ function send(res: ServerResponse, status: number, type: string, body: string | 
   res.end(body);
 }
 
+/** A request body, at most 16 MiB (the ranks' lines in a batch, or the job's results). */
 async function body(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
-  for await (const c of req) chunks.push(c as Buffer);
+  let size = 0;
+  for await (const c of req) {
+    size += (c as Buffer).length;
+    if (size > 16 << 20) throw new Error('request body beyond 16 MiB');
+    chunks.push(c as Buffer);
+  }
   return Buffer.concat(chunks).toString('utf8');
 }
 
@@ -121,18 +128,18 @@ function jobPage(job: string, ranks: number): string {
 import { launchWeb } from '/nbcoll-web.js';
 const out = document.getElementById('out');
 const status = document.getElementById('status');
+const cfg = await (await fetch('/config.json')).json();
 let queue = [];
 let sending = Promise.resolve();
 const flush = () => {
   if (queue.length === 0) return sending;
   const lines = queue;
   queue = [];
-  sending = sending.then(() => fetch('/out', { method: 'POST', body: JSON.stringify(lines) }));
+  sending = sending.then(() => fetch('/out', { method: 'POST', headers: { 'X-Nbc-Token': cfg.token }, body: JSON.stringify(lines) }));
   return sending;
 };
 const flusher = setInterval(flush, 50);
 const json = (x) => JSON.stringify(x, (k, v) => (typeof v === 'bigint' ? v.toString() + 'n' : v));
-const cfg = await (await fetch('/config.json')).json();
 let end;
 try {
   const r = await launchWeb('/job.js', {
@@ -148,7 +155,7 @@ try {
 clearInterval(flusher);
 await flush();
 document.body.dataset.done = '1';
-await fetch('/done', { method: 'POST', body: json(end) });
+await fetch('/done', { method: 'POST', headers: { 'X-Nbc-Token': cfg.token }, body: json(end) });
 </script>
 `;
 }
@@ -164,12 +171,21 @@ export async function serveWeb(o: WebServeOptions): Promise<WebServer> {
   const out = o.onOutput ?? ((_r: number, s: 'out' | 'err', t: string) => (s === 'out' ? process.stdout : process.stderr).write(`${t}\n`));
   let finish!: (end: WebJobEnd) => void;
   const done = new Promise<WebJobEnd>((resolve) => (finish = resolve));
+  // The page's POSTs carry this server's token: another site open in the browser cannot read
+  // it (no CORS here), so cannot fake the job's output or end; and the Host must be this one
+  // (a rebound DNS name cannot read the job either).
+  const token = randomBytes(16).toString('hex');
   const config = JSON.stringify({ ranks: o.ranks, args: o.args ?? [], timeoutMs: o.timeoutMs ?? null, spinUs: o.spinUs ?? null,
-    waitAsyncHelper: o.waitAsyncHelper === true });
+    waitAsyncHelper: o.waitAsyncHelper === true, token });
+  let host = '';
   const server: Server = createServer((req, res) => {
     void (async () => {
       const path = new URL(req.url ?? '/', 'http://127.0.0.1').pathname;
-      if (req.method === 'POST' && path === '/out') {
+      if (req.headers.host !== host) {
+        send(res, 421, 'text/plain', `this server answers ${host} only\n`, isolated);
+      } else if (req.method === 'POST' && req.headers['x-nbc-token'] !== token) {
+        send(res, 403, 'text/plain', 'a POST needs this server\'s token\n', isolated);
+      } else if (req.method === 'POST' && path === '/out') {
         for (const [rank, stream, text] of JSON.parse(await body(req)) as Array<[number, 'out' | 'err', string]>) out(rank, stream, text);
         send(res, 204, 'text/plain', '', isolated);
       } else if (req.method === 'POST' && path === '/done') {
@@ -202,6 +218,7 @@ export async function serveWeb(o: WebServeOptions): Promise<WebServer> {
     server.listen(o.port ?? 0, '127.0.0.1', () => resolve());
   });
   const port = (server.address() as { port: number }).port;
+  host = `127.0.0.1:${port}`;
   return {
     url: `http://127.0.0.1:${port}/`,
     done,

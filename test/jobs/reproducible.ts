@@ -264,6 +264,8 @@ export default function reproducible(world: Communicator): unknown {
   refused(() => world.allreduce(x, y, 'max', { reproducible: true }));
   refused(() => world.allreduce(Int32Array.of(1), new Int32Array(1), 'sum', { reproducible: true }));
   refused(() => world.scan(x, y, 'prod', { reproducible: true }));
+  refused(() => world.allreduce(x, new Float64Array(1), 'sum', { reproducible: true }));
+  refused(() => world.reduceScatter(new Float64Array(p + 1), new Float64Array(1), new Array<number>(p).fill(1), 'sum', { reproducible: true }));
   refused(() => world.allgather(x, new Float64Array(2 * p), { reproducible: true }));
   refused(() => world.allreduce(x, y, 'sum', { folds: 3 }));
   refused(() => world.allreduce(x, y, 'sum', { reproducible: true, folds: 4 as 3 }));
