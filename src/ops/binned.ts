@@ -584,25 +584,7 @@ function highWords(xs: Float64Array): Uint32Array {
  * per fold than over interleaved pairs.
  */
 export function splitBlock(xs: Float64Array | Float32Array, codes: Uint8Array, from: number, n: number, counts: Float64Array, at: number, K: number): void {
-  // The common case inline (splitOn's arithmetic), the rest through splitSlow.
-  const three = K === 3;
-  const at1 = at + n;
-  const at2 = at + 2 * n;
-  for (let i = 0; i < n; i++) {
-    const t = codes[from + i]! - 1;
-    const x = xs[from + i]!;
-    if (t >= 2 && x - x === 0 && K > 1) {
-      const y = x * INV_UNIT[t]!;
-      const q0 = (y + ROUND) - ROUND;
-      const y1 = (y - q0) * TWO40;
-      const q1 = (y1 + ROUND) - ROUND;
-      counts[at + i] = q0;
-      counts[at1 + i] = q1;
-      if (three) counts[at2 + i] = ((y1 - q1) * TWO40 + ROUND) - ROUND;
-    } else {
-      splitSlow(x, t, counts, at + i, n, K);
-    }
-  }
+  split(xs, codes, from, n, counts, at, K, false);
 }
 
 /**
@@ -612,6 +594,14 @@ export function splitBlock(xs: Float64Array | Float32Array, codes: Uint8Array, f
  * as -0 exactly when every contribution was -0, and a special as the IEEE sum of the specials.
  */
 export function splitAddBlock(xs: Float64Array | Float32Array, codes: Uint8Array, from: number, n: number, counts: Float64Array, at: number, K: number): void {
+  split(xs, codes, from, n, counts, at, K, true);
+}
+
+/**
+ * Both: each count written as -0 + count (the same value, -0 included) or added to. The
+ * common case inline (splitOn's arithmetic), the rest through splitSlow.
+ */
+function split(xs: Float64Array | Float32Array, codes: Uint8Array, from: number, n: number, counts: Float64Array, at: number, K: number, add: boolean): void {
   const three = K === 3;
   const at1 = at + n;
   const at2 = at + 2 * n;
@@ -623,26 +613,27 @@ export function splitAddBlock(xs: Float64Array | Float32Array, codes: Uint8Array
       const q0 = (y + ROUND) - ROUND;
       const y1 = (y - q0) * TWO40;
       const q1 = (y1 + ROUND) - ROUND;
-      counts[at + i] = counts[at + i]! + q0;
-      counts[at1 + i] = counts[at1 + i]! + q1;
-      if (three) counts[at2 + i] = counts[at2 + i]! + (((y1 - q1) * TWO40 + ROUND) - ROUND);
+      counts[at + i] = (add ? counts[at + i]! : -0) + q0;
+      counts[at1 + i] = (add ? counts[at1 + i]! : -0) + q1;
+      if (three) counts[at2 + i] = (add ? counts[at2 + i]! : -0) + (((y1 - q1) * TWO40 + ROUND) - ROUND);
     } else {
-      splitSlow(x, t, folded, 0, 1, K);
-      for (let k = 0; k < K; k++) counts[at + k * n + i] = counts[at + k * n + i]! + folded[k]!;
+      splitSlow(x, t, K);
+      for (let k = 0; k < K; k++) counts[at + k * n + i] = (add ? counts[at + k * n + i]! : -0) + folded[k]!;
     }
   }
 }
 
 const folded = new Float64Array(3);
 
-function splitSlow(x: number, t: number, counts: Float64Array, at: number, stride: number, K: number): void {
+/** The K counts of x on top t into `folded` (split's uncommon cases). */
+function splitSlow(x: number, t: number, K: number): void {
   if (t < 0 || !(x - x === 0)) {
-    counts[at] = x; // a special decides; a zero keeps its sign
-    for (let k = 1; k < K; k++) counts[at + k * stride] = 0;
+    folded[0] = x; // a special decides; a zero keeps its sign
+    folded[1] = 0;
+    folded[2] = 0;
     return;
   }
   splitOn(folded, 0, x, t, K);
-  for (let k = 0; k < K; k++) counts[at + k * stride] = folded[k]!;
 }
 
 /**
