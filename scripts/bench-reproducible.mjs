@@ -6,7 +6,8 @@
  * - the kernel: a binned deposit of every element of a 1 Mi-element Float64Array (K = 2 and 3)
  *   against a plain summation loop over the same array, in M elements/s on one core;
  * - allreduce on 2 ranks of one node at 8 B, 64 KiB, 1 MiB and 16 MiB: plain against
- *   `{ reproducible: true }` (folds 2 and 3), interleaved call by call (scripts/reproducible-job.mjs);
+ *   `{ reproducible: true }` (folds 2 and 3), interleaved call by call, warm (2000 untimed calls
+ *   of each side first at sizes to 64 KiB; scripts/reproducible-job.mjs);
  * - the bytes rank 0 sends per element of each call (the transport's count).
  *
  * Writes bench/results/reproducible/ (OUT): summary.json, summary.md. ROUNDS (default 3) jobs,

@@ -71,8 +71,12 @@ describe('nbcoll/web in headless Chromium', { skip }, () => {
         const rs = end.results as Array<{ sum: number; helper: { waits: number; woken: number } | null }>;
         assert.ok(rs.every((r) => r.sum === 6), JSON.stringify(rs));
         if (!waitAsyncHelper) assert.ok(rs.every((r) => r.helper === null), 'Chromium has Atomics.waitAsync: no helper');
-        // Ranks 1 and 2 waited for rank 0's 200 ms: their helpers saw the doorbell ring.
-        else assert.ok(rs.slice(1).every((r) => r.helper !== null && r.helper.woken >= 1 && r.helper.waits >= r.helper.woken), JSON.stringify(rs));
+        else {
+          // Ranks 1 and 2 waited for rank 0's 200 ms through their helpers, in 50 ms waits (the
+          // core's timer backs each up), and the doorbell ended a helper's wait on at least one.
+          assert.ok(rs.slice(1).every((r) => r.helper !== null && r.helper.waits >= 1), JSON.stringify(rs));
+          assert.ok(rs.slice(1).some((r) => r.helper!.woken >= 1), JSON.stringify(rs));
+        }
       } finally {
         await server.close();
       }
