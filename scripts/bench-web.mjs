@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * `npm run bench:web`: the same job (scripts/web-bench-job.mjs) on Node, Bun and Deno (`nbc
- * run --runtime`, one node) and in headless Chromium (`nbc web`, Web Workers), rounds
+ * run --runtime`, one node) and in headless Chromium and Firefox (`nbc web`, Web Workers), rounds
  * interleaved: barrier and 8 B allreduce latency, 8 MiB allreduce bandwidth, on 4 ranks (the
  * issue's figure; 2 cores here, so crowded) and on 2 (a core each). Medians over ROUNDS
  * (default 3); the ratio to Node's in the same run.
@@ -12,22 +12,23 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { launch } from '../dist/index.js';
-import { chromiumPath, runHeadless, serveWeb } from '../dist/runtime/web-server.js';
+import { chromiumPath, firefoxPath, runHeadless, serveWeb } from '../dist/runtime/web-server.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const OUT = process.env.OUT ?? `${ROOT}bench/results/web`;
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const JOB = `${ROOT}scripts/web-bench-job.mjs`;
-const RUNTIMES = ['node', 'bun', 'deno', 'chromium'];
+// Firefox where it is installed (Debian's firefox-esr).
+const RUNTIMES = ['node', 'bun', 'deno', 'chromium', ...(firefoxPath() === null ? [] : ['firefox'])];
 mkdirSync(OUT, { recursive: true });
 if (chromiumPath() === null) throw new Error('bench:web needs Chromium (apt-get install chromium, or NBC_CHROMIUM=<path>)');
 
 async function once(runtime, ranks) {
-  if (runtime === 'chromium') {
+  if (runtime === 'chromium' || runtime === 'firefox') {
     const server = await serveWeb({ job: JOB, ranks, timeoutMs: 300_000, onOutput: () => {} });
     try {
-      const end = await runHeadless(server);
-      if (!end.ok) throw new Error(`chromium, ${ranks} ranks: ${end.message}`);
+      const end = await runHeadless(server, { browser: runtime });
+      if (!end.ok) throw new Error(`${runtime}, ${ranks} ranks: ${end.message}`);
       return end.results[0];
     } finally {
       await server.close();

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { launch } from 'nbcoll';
-import { chromiumPath, runHeadless, serveWeb, type WebJobEnd } from '../src/runtime/web-server.ts';
+import { chromiumPath, firefoxPath, runHeadless, serveWeb, type WebJobEnd } from '../src/runtime/web-server.ts';
 import { jobPath } from './helpers.ts';
 
 const T = { timeout: 120_000 };
@@ -22,10 +22,10 @@ const chromium = chromiumPath();
 const skip = chromium === null ? 'no Chromium (apt-get install chromium, or NBC_CHROMIUM=<path>)' : false;
 
 /** Serves `job` on `ranks` workers, runs the page headless, and closes the server. */
-async function inPage(job: string | null, ranks: number, args: string[] = [], screenshot?: string): Promise<WebJobEnd> {
+async function inPage(job: string | null, ranks: number, args: string[] = [], screenshot?: string, browser: 'chromium' | 'firefox' = 'chromium'): Promise<WebJobEnd> {
   const server = await serveWeb({ job, ranks, args, timeoutMs: 60_000, onOutput: () => {} });
   try {
-    return await runHeadless(server, { screenshot });
+    return await runHeadless(server, { screenshot, browser });
   } finally {
     await server.close();
   }
@@ -119,6 +119,27 @@ describe('nbcoll/web in headless Chromium', { skip }, () => {
     const head = readFileSync(png).subarray(0, 8);
     assert.deepEqual([...head], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'a PNG');
     if (process.env.NBC_WRITE_SCREENSHOT === '1') copyFileSync(png, SCREENSHOT);
+  });
+});
+
+describe('nbcoll/web in headless Firefox', { skip: firefoxPath() === null ? 'no Firefox (apt-get install firefox-esr, or NBC_FIREFOX=<path>)' : false }, () => {
+  test('every collective, blocking, non-blocking and persistent, on 1, 2, 3, 4 and 8 ranks: the reference in the page, and Node\'s hashes', T, async () => {
+    for (const n of [1, 2, 3, 4, 8]) {
+      const page = await inPage(jobPath('props-web.ts'), n, [], undefined, 'firefox');
+      assert.ok(page.ok, `${n} ranks in Firefox: ${page.message}`);
+      const node = await launch(jobPath('props-web.ts'), { ranks: n, ppn: n, output: 'pipe', timeoutMs: 60_000 });
+      assert.equal(node.exitCode, 0, `${node.failure}\n${node.stderr}`);
+      assert.deepEqual(page.results, node.ranks.map((r) => r.result), `${n} ranks: Firefox's hashes are Node's`);
+    }
+  });
+
+  test('awaited collectives (Atomics.waitAsync) and a rank that throws', T, async () => {
+    const ok = await inPage(jobPath('runtime.ts'), 4, [], undefined, 'firefox');
+    assert.ok(ok.ok, ok.message);
+    assert.deepEqual(ok.results, Array.from({ length: 4 }, () => ({ sum: 6, isum: 10, runtime: 'browser' })));
+    const bad = await inPage(jobPath('web-fail.ts'), 3, ['1'], undefined, 'firefox');
+    assert.equal(bad.ok, false);
+    assert.match(bad.message ?? '', /^rank 1 failed: Error: boom from rank 1/);
   });
 });
 

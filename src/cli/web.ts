@@ -5,7 +5,7 @@
  * job's (1 when a rank failed, 124 on --timeout). Without a job, the demo page.
  */
 import { writeFileSync } from 'node:fs';
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { checkJobFile } from '../runtime/launcher.js';
 import { runHeadless, serveWeb } from '../runtime/web-server.js';
 import { positiveInt } from './args.js';
@@ -15,13 +15,19 @@ export function registerWeb(program: Command): void {
     .description("run a job's ranks as Web Workers of a cross-origin-isolated page on 127.0.0.1 (no job: the demo page)")
     .option('--ranks <n>', 'how many ranks', positiveInt, 4)
     .option('--port <n>', 'port on 127.0.0.1 (default: any free one)', positiveInt)
-    .option('--headless', "run the page in headless Chromium to the job's end (NBC_CHROMIUM, else chromium on PATH)")
+    .option('--headless', "run the page in a headless browser to the job's end (NBC_CHROMIUM, else chromium on PATH)")
+    .option('--browser <name>', 'with --headless: chromium (default) or firefox (NBC_FIREFOX, else firefox-esr on PATH)', (v: string) => {
+      if (v !== 'chromium' && v !== 'firefox') throw new InvalidArgumentError("expected 'chromium' or 'firefox'");
+      return v;
+    })
     .option('--timeout <seconds>', 'fail the job after this many seconds (exit code 124)', positiveInt)
     .option('--screenshot <file.png>', 'with --headless: a picture of the page at the end')
     .option('--json <file>', "with --headless: write the job's end (results by rank, ms) as JSON")
     .argument('[job]', 'job file (.js, .mjs or .ts) using only the public API')
     .argument('[args...]', 'arguments for the job')
-    .action(async (job: string | undefined, args: string[], o: { ranks: number; port?: number; headless?: boolean; timeout?: number; screenshot?: string; json?: string }) => {
+    .action(async (job: string | undefined, args: string[], o: {
+      ranks: number; port?: number; headless?: boolean; browser?: 'chromium' | 'firefox'; timeout?: number; screenshot?: string; json?: string;
+    }) => {
       if (job !== undefined) checkJobFile(job);
       const server = await serveWeb({ job: job ?? null, ranks: o.ranks, args, port: o.port, timeoutMs: o.timeout === undefined ? undefined : o.timeout * 1000 });
       if (o.headless !== true) {
@@ -30,7 +36,7 @@ export function registerWeb(program: Command): void {
         return; // the server keeps serving until interrupted
       }
       try {
-        const end = await runHeadless(server, { screenshot: o.screenshot });
+        const end = await runHeadless(server, { screenshot: o.screenshot, browser: o.browser });
         if (o.json !== undefined) writeFileSync(o.json, JSON.stringify(end, null, 2) + '\n');
         if (!end.ok) {
           process.stderr.write(`nbc web: ${end.message ?? 'the job failed'}\n`);

@@ -236,8 +236,19 @@ export async function serveWeb(o: WebServeOptions): Promise<WebServer> {
 export function chromiumPath(env: NodeJS.ProcessEnv = process.env): string | null {
   const named = env.NBC_CHROMIUM;
   if (named !== undefined && named !== '') return named;
+  return onPath(env, ['chromium', 'chromium-browser', 'google-chrome', 'google-chrome-stable']);
+}
+
+/** Firefox (Debian's ESR): NBC_FIREFOX where set, else firefox-esr or firefox on PATH; null where none is. */
+export function firefoxPath(env: NodeJS.ProcessEnv = process.env): string | null {
+  const named = env.NBC_FIREFOX;
+  if (named !== undefined && named !== '') return named;
+  return onPath(env, ['firefox-esr', 'firefox']);
+}
+
+function onPath(env: NodeJS.ProcessEnv, names: string[]): string | null {
   for (const dir of (env.PATH ?? '').split(delimiter)) {
-    for (const name of ['chromium', 'chromium-browser', 'google-chrome', 'google-chrome-stable']) {
+    for (const name of names) {
       try {
         accessSync(join(dir, name), constants.X_OK);
         return join(dir, name);
@@ -250,6 +261,8 @@ export function chromiumPath(env: NodeJS.ProcessEnv = process.env): string | nul
 }
 
 export interface HeadlessOptions {
+  /** Which browser (default chromium): Firefox through WebDriver BiDi. */
+  browser?: 'chromium' | 'firefox';
   /** Write a PNG of the page when the job has ended. */
   screenshot?: string;
   /** The window's size (default 1200 x 900). */
@@ -263,17 +276,22 @@ export interface HeadlessOptions {
  * of its background connections (this machine's network is closed).
  */
 export async function runHeadless(server: WebServer, o: HeadlessOptions = {}): Promise<WebJobEnd> {
-  const executablePath = chromiumPath();
+  const firefox = o.browser === 'firefox';
+  const executablePath = firefox ? firefoxPath() : chromiumPath();
   if (executablePath === null) {
-    throw new NbcLaunchError('Cannot run the page headless: no Chromium found; expected NBC_CHROMIUM=<path>, or chromium on PATH (apt-get install chromium)');
+    throw new NbcLaunchError(firefox
+      ? 'Cannot run the page headless in Firefox: none found; expected NBC_FIREFOX=<path>, or firefox-esr on PATH (apt-get install firefox-esr)'
+      : 'Cannot run the page headless: no Chromium found; expected NBC_CHROMIUM=<path>, or chromium on PATH (apt-get install chromium)');
   }
   const { default: puppeteer } = await import('puppeteer-core');
-  const profile = mkdtempSync(join(tmpdir(), 'nbc-chromium-'));
-  const browser = await puppeteer.launch({
-    executablePath, headless: true, userDataDir: profile,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update',
-      '--disable-sync', '--disable-dev-shm-usage'],
-  });
+  const profile = mkdtempSync(join(tmpdir(), firefox ? 'nbc-firefox-' : 'nbc-chromium-'));
+  const browser = await puppeteer.launch(firefox
+    ? { browser: 'firefox', executablePath, headless: true, userDataDir: profile }
+    : {
+      executablePath, headless: true, userDataDir: profile,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update',
+        '--disable-sync', '--disable-dev-shm-usage'],
+    });
   try {
     const page = await browser.newPage();
     await page.setViewport({ width: o.width ?? 1200, height: o.height ?? 900 });
