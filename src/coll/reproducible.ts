@@ -245,16 +245,21 @@ function finishItems(items: Float64Array, out: Floats, from: number, n: number, 
 class ThenRequest extends Request implements RequestListener {
   constructor(private readonly inner: Request, private readonly after: () => void) {
     super(progressorOf(inner));
-    if (inner.done) this.settled(0, inner.error);
-    else {
-      inner.listener = this;
-      inner.listenerToken = 0;
-    }
+    listen(inner, this);
   }
 
   settled(_token: number, error: Error | null): void {
     this.status = this.inner.status;
     this.complete(error ?? attempt(this.after));
+  }
+}
+
+/** `l` is told when `r` completes: now, if it already has. */
+function listen(r: Request, l: RequestListener): void {
+  if (r.done) l.settled(0, r.error);
+  else {
+    r.listener = l;
+    r.listenerToken = 0;
   }
 }
 
@@ -397,11 +402,7 @@ class TwoPhaseRequest extends Request implements RequestListener {
     super(progressorOf(first));
     this.counts = new Float64Array(input.length * folds);
     companion.waiting.push(this);
-    if (first.done) this.settled(0, first.error);
-    else {
-      first.listener = this;
-      first.listenerToken = 0;
-    }
+    listen(first, this);
   }
 
   /** Starts the second phase on the companion (its turn has come). */
@@ -414,11 +415,7 @@ class TwoPhaseRequest extends Request implements RequestListener {
       this.complete(err as Error);
       return;
     }
-    if (r.done) this.settled(0, r.error);
-    else {
-      r.listener = this;
-      r.listenerToken = 0;
-    }
+    listen(r, this);
   }
 
   /** Fails the call without its second phase (its companion broke). */
@@ -579,7 +576,6 @@ interface Kept {
   items?: Float64Array;
   codes?: Uint8Array;
   counts?: Float64Array;
-  block?: Float64Array;
   /** The large path's values of this rank's block, from every rank. */
   parts?: Float64Array | Float32Array;
 }
