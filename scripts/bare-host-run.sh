@@ -1,11 +1,16 @@
 #!/bin/bash
-# Runs `npm run bench:multicore` on a host that has python3 but no Node (a lent 16-core
-# machine), from the bundle scripts/pack-bare-host.sh makes in .device/: Node 20, the
-# production node_modules and dist, the UCX libraries the native addon links. Output goes to
-# $OUT (default /tmp/multicore-out): setup.txt, log.txt, multicore.tgz, summary.{md,json}.
-# Environment: CASES, ROUNDS, BUDGET_S as bench-multicore.mjs takes them.
+# Runs a benchmark on a host that has python3 but no Node (a lent 16-core machine), from the
+# bundle scripts/pack-bare-host.sh makes in .device/: Node 20, the production node_modules and
+# dist, the UCX libraries the native addon links (and with --peers, Open MPI, hypre and the
+# peers built). Output goes to $OUT (default /tmp/multicore-out): setup.txt, log.txt, and
+#
+#   bash .device/run.sh            npm run bench:multicore: multicore.tgz, summary.{md,json}
+#                                  (CASES, ROUNDS, BUDGET_S as bench-multicore.mjs takes them)
+#   bash .device/run.sh strong     bench:strong and bench:ompi next to hypre and Open MPI:
+#                                  strong/, ompi/ (SHAPES, ROUNDS, OMPI_ROUNDS, OMPI_CASES)
 set -u
 OUT=${OUT:-/tmp/multicore-out}
+what=${1:-multicore}
 mkdir -p "$OUT"
 cd "$(dirname "$0")/.."
 T0=$(date +%s)
@@ -16,8 +21,38 @@ export PATH=/tmp/nb:$PATH
 python3 -c "import tarfile; tarfile.open('.device/prod-nm.tar.xz').extractall('.')"
 export LD_LIBRARY_PATH=$PWD/.device/lib UCX_MODULE_DIR=$PWD/.device/ucxmod
 export NBC_COMMIT=$(cat .device/commit)
-{ node --version; nproc; uname -r; node dist/cli/nbc.js info 2>&1 | head -30; echo "setup $(( $(date +%s) - T0 )) s"; } > "$OUT/setup.txt" 2>&1
-BUDGET_S=${BUDGET_S:-450} node scripts/bench-multicore.mjs --out /tmp/mc > "$OUT/log.txt" 2>&1
-echo "exit $? after $(( $(date +%s) - T0 )) s" >> "$OUT/log.txt"
-tar -czf "$OUT/multicore.tgz" -C /tmp/mc .
-cp /tmp/mc/summary.md /tmp/mc/summary.json "$OUT/" 2>/dev/null
+if [ -f .device/mpi-root.tar.xz ]; then
+  # Open MPI and hypre at their own paths; a file the host has already stays as it is.
+  python3 - <<'PY' > "$OUT/peers.txt" 2>&1
+import os, tarfile
+added = kept = 0
+with tarfile.open('.device/mpi-root.tar.xz') as t:
+    for m in t.getmembers():
+        path = '/' + m.name
+        if os.path.lexists(path):
+            kept += 1
+            continue
+        t.extract(m, '/')
+        added += 1
+print(f'peers: {added} files added, {kept} already there')
+PY
+  export NBC_PEER_BIN_DIR=$PWD/.device/peers OMPI_MCA_btl_base_warn_component_unused=0
+  { mpirun --version 2>&1 | head -1; mpirun --allow-run-as-root --oversubscribe -np 1 "$NBC_PEER_BIN_DIR/hypre_pcg" 10 1e-8 2>&1 | tail -2; } >> "$OUT/peers.txt" 2>&1
+fi
+{ cat /etc/os-release 2>/dev/null | head -2; node --version; nproc; uname -r; node dist/cli/nbc.js info 2>&1 | head -30; echo "setup $(( $(date +%s) - T0 )) s"; } > "$OUT/setup.txt" 2>&1
+case "$what" in
+  multicore)
+    BUDGET_S=${BUDGET_S:-450} node scripts/bench-multicore.mjs --out /tmp/mc > "$OUT/log.txt" 2>&1
+    echo "exit $? after $(( $(date +%s) - T0 )) s" >> "$OUT/log.txt"
+    tar -czf "$OUT/multicore.tgz" -C /tmp/mc .
+    cp /tmp/mc/summary.md /tmp/mc/summary.json "$OUT/" 2>/dev/null
+    ;;
+  strong)
+    # Straight into $OUT, so that the runs made before a time limit still come back.
+    OUT=$OUT/strong CHART=$OUT/strong/strong.svg node scripts/bench-strong.mjs > "$OUT/log.txt" 2>&1
+    echo "bench:strong exit $? after $(( $(date +%s) - T0 )) s" >> "$OUT/log.txt"
+    OUT=$OUT/ompi ROUNDS=${OMPI_ROUNDS:-2} CASES=${OMPI_CASES:-} node scripts/bench-ompi.mjs >> "$OUT/log.txt" 2>&1
+    echo "bench:ompi exit $? after $(( $(date +%s) - T0 )) s" >> "$OUT/log.txt"
+    ;;
+  *) echo "run.sh: unknown benchmark '$what' (expected multicore or strong)" >&2; exit 2 ;;
+esac

@@ -11,7 +11,8 @@
  *   loopback): targets <= 1.0x and <= 1.2x.
  *
  * Writes bench/results/ompi/ (OUT): each run's JSON or CSV, summary.json and summary.md.
- * Without Open MPI the nbc side is measured alone, and says why.
+ * CASES="id ..." runs only those cases. Without Open MPI the nbc side is measured alone, and
+ * says why.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -28,9 +29,11 @@ const SIZES = [8, 32768, 131072];
 /** What each case runs: nbc bench's layout and sizes, mpirun's processes and transport, and the target. */
 const CASES = [
   ...OPS.map((op) => ({ id: `${op}-2`, op, what: '2 ranks of one node', nbc: ['--ranks', '2'], sizes: op === 'barrier' ? [8] : SIZES, np: 2, btl: 'self,vader', target: 1.0 })),
-  { id: 'allreduce-4on2', op: 'allreduce', what: '4 ranks on 2 cores', nbc: ['--ranks', '4'], sizes: [8], np: 4, btl: 'self,vader', target: 1.2 },
+  { id: 'allreduce-4on2', op: 'allreduce', what: `4 ranks on ${cpus().length} cores`, nbc: ['--ranks', '4'], sizes: [8], np: 4, btl: 'self,vader', target: 1.2 },
   { id: 'allreduce-2x1-ucx', op: 'allreduce', what: '2 nodes x 1, UCX (Open MPI: btl tcp)', nbc: ['--ranks', '2', '--ppn', '1', '--transport', 'ucx'], sizes: [8, 524288], np: 2, btl: 'self,tcp', target: null },
 ];
+/** CASES="id ..." runs only those. */
+const ONLY = (process.env.CASES ?? '').split(/\s+/).filter(Boolean);
 /** The 2 x 1 UCX targets: <= 1.0x at 8 B, <= 1.2x at 512 KiB. */
 const targetOf = (c, bytes) => c.target ?? (bytes <= 8 ? 1.0 : 1.2);
 mkdirSync(OUT, { recursive: true });
@@ -68,6 +71,7 @@ if (peer.why !== undefined) process.stderr.write(`bench:two-ranks: Open MPI not 
 const runs = { nbc: {}, ompi: {} };
 for (let round = 1; round <= ROUNDS; round++) {
   for (const c of CASES) {
+    if (ONLY.length > 0 && !ONLY.includes(c.id)) continue;
     (runs.nbc[c.id] ??= []).push(nbc(c, round));
     if (peer.bin !== undefined) (runs.ompi[c.id] ??= []).push(ompi(peer.bin, c, round));
   }
@@ -76,6 +80,7 @@ for (let round = 1; round <= ROUNDS; round++) {
 
 const rows = [];
 for (const c of CASES) {
+  if (ONLY.length > 0 && !ONLY.includes(c.id)) continue;
   for (const bytes of c.sizes) {
     const pick = (side) => {
       const xs = runs[side][c.id] ?? [];

@@ -19,11 +19,12 @@
  * hypre's +-1. hypre is C and has no warm-up: its one solve is its cold and its warm time.
  * Writes bench/results/strong/ (OUT): each run's JSON, summary.json, summary.md, and the chart
  * docs/img/strong.svg. Needs libhypre-dev and Open MPI for the peer; without them the nbc
- * side is measured alone and says why.
+ * side is measured alone and says why. CHART moves the chart elsewhere.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { renderSpec } from '../dist/bench/chart.js';
 import { buildPeer } from './peer-build.mjs';
@@ -140,7 +141,8 @@ const md = [
 ];
 writeFileSync(`${OUT}/summary.md`, md.join('\n'));
 if (chart.length > 0) {
-  mkdirSync(`${ROOT}docs/img`, { recursive: true });
+  const file = process.env.CHART ?? `${ROOT}docs/img/strong.svg`;
+  mkdirSync(dirname(file), { recursive: true });
   await renderSpec({
     $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
     title: 'nbc pcg against hypre, ms per iteration as a ratio (medians)',
@@ -153,6 +155,6 @@ if (chart.length > 0) {
       y: { field: 'ratio', type: 'quantitative', scale: { type: 'log' }, title: 'nbc / hypre' },
       color: { field: 'side', type: 'nominal', title: '', legend: { orient: 'bottom', columns: 4, labelLimit: 300 } },
     },
-  }, `${ROOT}docs/img/strong.svg`);
+  }, file);
 }
 process.stdout.write(md.join('\n'));
