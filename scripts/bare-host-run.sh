@@ -7,7 +7,8 @@
 #   bash .device/run.sh            npm run bench:multicore: multicore.tgz, summary.{md,json}
 #                                  (CASES, ROUNDS, BUDGET_S as bench-multicore.mjs takes them)
 #   bash .device/run.sh strong     bench:strong and bench:ompi next to hypre and Open MPI:
-#                                  strong/, ompi/ (SHAPES, ROUNDS, OMPI_ROUNDS, OMPI_CASES)
+#                                  strong.tgz, ompi.tgz (SHAPES, ROUNDS, STRONG_S, OMPI_ROUNDS,
+#                                  OMPI_CASES, OMPI_S)
 set -u
 OUT=${OUT:-/tmp/multicore-out}
 what=${1:-multicore}
@@ -48,11 +49,14 @@ case "$what" in
     cp /tmp/mc/summary.md /tmp/mc/summary.json "$OUT/" 2>/dev/null
     ;;
   strong)
-    # Straight into $OUT, so that the runs made before a time limit still come back.
-    OUT=$OUT/strong CHART=$OUT/strong/strong.svg node scripts/bench-strong.mjs > "$OUT/log.txt" 2>&1
+    # A time limit each (STRONG_S, OMPI_S), so that what ran comes back as one archive each
+    # (a lent machine returns at most 8 files).
+    OUT=/tmp/strong CHART=/tmp/strong/strong.svg timeout "${STRONG_S:-330}" node scripts/bench-strong.mjs > "$OUT/log.txt" 2>&1
     echo "bench:strong exit $? after $(( $(date +%s) - T0 )) s" >> "$OUT/log.txt"
-    OUT=$OUT/ompi ROUNDS=${OMPI_ROUNDS:-2} CASES=${OMPI_CASES:-} node scripts/bench-ompi.mjs >> "$OUT/log.txt" 2>&1
+    tar -czf "$OUT/strong.tgz" -C /tmp/strong .
+    OUT=/tmp/ompi ROUNDS=${OMPI_ROUNDS:-2} CASES=${OMPI_CASES:-} timeout "${OMPI_S:-120}" node scripts/bench-ompi.mjs >> "$OUT/log.txt" 2>&1
     echo "bench:ompi exit $? after $(( $(date +%s) - T0 )) s" >> "$OUT/log.txt"
+    tar -czf "$OUT/ompi.tgz" -C /tmp/ompi .
     ;;
   *) echo "run.sh: unknown benchmark '$what' (expected multicore or strong)" >&2; exit 2 ;;
 esac

@@ -78,6 +78,8 @@ for (let round = 1; round <= ROUNDS; round++) {
     if (peer.bin !== undefined) note(`${s}-hypre`, hypre(peer.bin, shape));
     for (const v of VARIANTS) for (const m of MODES) note(`${s}-${v}-${m.mode}`, nbc(shape, v, m, round));
   }
+  // Each round's readings as they stand, for a run cut short by a time limit.
+  writeFileSync(`${OUT}/runs.json`, JSON.stringify(runs, null, 2) + '\n');
   process.stderr.write(`round ${round}/${ROUNDS} done\n`);
 }
 
