@@ -20,6 +20,7 @@
 import { dimsCreate, type Communicator } from '../index.js';
 import { axpy, axpyFromGhost, boundaryBoxes, dot, dotGhost, interiorBox, makeBox, matvec7, xpbyIntoGhost, type Box } from './grid.js';
 import { Halo } from './halo.js';
+import { VectorHeap } from './kernels.js';
 import { matvecGBs } from './pcg.js';
 import {
   collOptions, haloOptions, P, Pacer, parseAppArgs, phaseSummary, Phases, placement, report, solveContext, warmUp, type AppOptions, type AppResult, type Verification,
@@ -73,8 +74,10 @@ export function cgSetup(cart: Communicator, o: AppOptions, box: Box): CgWork {
   const n = box.rows;
   const [n0, n1, n2] = box.n;
   const [N0, N1, N2] = box.global;
-  const u = new Float64Array(n);
-  const b = new Float64Array(n);
+  // the vectors in one heap, so that the WebAssembly kernels run from the first iteration
+  const heap = new VectorHeap(5 * n + box.ghosted, n2 + 2);
+  const u = heap.vector(n);
+  const b = heap.vector(n);
   for (let i = 0, c = 0; i < n0; i++) {
     const X = factor(box.start[0] + i, N0);
     for (let j = 0; j < n1; j++) {
@@ -87,7 +90,7 @@ export function cgSetup(cart: Communicator, o: AppOptions, box: Box): CgWork {
     }
   }
   return {
-    halo, u, b, x: new Float64Array(n), r: new Float64Array(n), s: new Float64Array(n), p: new Float64Array(box.ghosted),
+    halo, u, b, x: heap.vector(n), r: heap.vector(n), s: heap.vector(n), p: heap.vector(box.ghosted),
     inner: interiorBox(box), shell: boundaryBoxes(box),
   };
 }

@@ -9,8 +9,10 @@
  * ((n0 + 2) x (n1 + 2) x (n2 + 2)) that the halo exchange fills. Ghosts on the global boundary
  * are never written and stay 0: that is the zero Dirichlet condition. Kernels are plain loops
  * over typed arrays and allocate nothing (PERFORMANCE.md; the solvers call them every
- * iteration).
+ * iteration). Where every vector of a call lies in one `VectorHeap` (kernels.ts), the same
+ * loop runs in WebAssembly, with the same bits.
  */
+import { wasmFor } from './kernels.js';
 
 /** A rank's part of the global grid. */
 export interface Box {
@@ -125,6 +127,19 @@ export function interiorBox(box: Box): number[] {
 export function matvec7(box: Box, y: Float64Array, p: Float64Array, b: readonly number[], hook: LineHook | null): void {
   const n1 = box.n[1];
   const n2 = box.n[2];
+  const k = wasmFor(y, p);
+  if (k !== undefined) {
+    if (hook === null) k.fn.matvec7(n1, n2, y.byteOffset, p.byteOffset, b[0]!, b[1]!, b[2]!, b[3]!, b[4]!, b[5]!);
+    else {
+      for (let i0 = b[0]!; i0 < b[1]!; i0++) {
+        for (let i1 = b[2]!; i1 < b[3]!; i1++) {
+          k.fn.matvec7(n1, n2, y.byteOffset, p.byteOffset, i0, i0 + 1, i1, i1 + 1, b[4]!, b[5]!);
+          hook.lines(b[5]! - b[4]!);
+        }
+      }
+    }
+    return;
+  }
   const g2 = n2 + 2;
   const s0 = (n1 + 2) * g2;
   const lo2 = b[4]!;
@@ -159,6 +174,19 @@ export function matvec27(box: Box, y: Float64Array, p: Float64Array, b: readonly
   const hi2 = b[5]!;
   const width = hi2 - lo2;
   if (width <= 0) return;
+  const k = wasmFor(y, p);
+  if (k !== undefined && k.columns >= width + 2) {
+    if (hook === null) k.fn.matvec27(n1, n2, y.byteOffset, p.byteOffset, k.col, b[0]!, b[1]!, b[2]!, b[3]!, lo2, hi2);
+    else {
+      for (let i0 = b[0]!; i0 < b[1]!; i0++) {
+        for (let i1 = b[2]!; i1 < b[3]!; i1++) {
+          k.fn.matvec27(n1, n2, y.byteOffset, p.byteOffset, k.col, i0, i0 + 1, i1, i1 + 1, lo2, hi2);
+          hook.lines(width);
+        }
+      }
+    }
+    return;
+  }
   if (columns.length < width + 2) columns = new Float64Array(width + 2);
   const col = columns;
   for (let i0 = b[0]!; i0 < b[1]!; i0++) {
@@ -180,6 +208,8 @@ export function matvec27(box: Box, y: Float64Array, p: Float64Array, b: readonly
 
 /** Local part of (a, b), both compact. */
 export function dot(a: Float64Array, b: Float64Array, n: number): number {
+  const k = wasmFor(a, b);
+  if (k !== undefined) return k.fn.dot(a.byteOffset, b.byteOffset, n);
   let s = 0;
   for (let i = 0; i < n; i++) s += a[i]! * b[i]!;
   return s;
@@ -188,6 +218,8 @@ export function dot(a: Float64Array, b: Float64Array, n: number): number {
 /** Local part of (a, p), a compact and p ghosted. */
 export function dotGhost(box: Box, a: Float64Array, p: Float64Array): number {
   const [n0, n1, n2] = box.n;
+  const k = wasmFor(a, p);
+  if (k !== undefined) return box.rows === 0 ? 0 : k.fn.dotGhost(n0, n1, n2, a.byteOffset, p.byteOffset);
   const g2 = n2 + 2;
   let s = 0;
   let c = 0;
@@ -202,12 +234,19 @@ export function dotGhost(box: Box, a: Float64Array, p: Float64Array): number {
 
 /** y += alpha * x, both compact. */
 export function axpy(y: Float64Array, alpha: number, x: Float64Array, n: number): void {
+  const k = wasmFor(y, x);
+  if (k !== undefined) return k.fn.axpy(y.byteOffset, alpha, x.byteOffset, n);
   for (let i = 0; i < n; i++) y[i]! += alpha * x[i]!;
 }
 
 /** y += alpha * p, y compact and p ghosted. */
 export function axpyFromGhost(box: Box, y: Float64Array, alpha: number, p: Float64Array): void {
   const [n0, n1, n2] = box.n;
+  const k = wasmFor(y, p);
+  if (k !== undefined) {
+    if (box.rows > 0) k.fn.axpyFromGhost(n0, n1, n2, y.byteOffset, alpha, p.byteOffset);
+    return;
+  }
   const g2 = n2 + 2;
   let c = 0;
   for (let i0 = 0; i0 < n0; i0++) {
@@ -221,6 +260,11 @@ export function axpyFromGhost(box: Box, y: Float64Array, alpha: number, p: Float
 /** p = w + beta * q, p and q ghosted (interior only; q may be p), w compact. */
 export function xpbyIntoGhost(box: Box, p: Float64Array, w: Float64Array, beta: number, q: Float64Array): void {
   const [n0, n1, n2] = box.n;
+  const k = wasmFor(p, w, q);
+  if (k !== undefined) {
+    if (box.rows > 0) k.fn.xpbyIntoGhost(n0, n1, n2, p.byteOffset, w.byteOffset, beta, q.byteOffset);
+    return;
+  }
   const g2 = n2 + 2;
   let c = 0;
   for (let i0 = 0; i0 < n0; i0++) {
@@ -233,10 +277,14 @@ export function xpbyIntoGhost(box: Box, p: Float64Array, w: Float64Array, beta: 
 
 /** y = x * d elementwise (DiagInvScale, seed 000 Figure 5), all compact. */
 export function scale(y: Float64Array, x: Float64Array, d: Float64Array, n: number): void {
+  const k = wasmFor(y, x, d);
+  if (k !== undefined) return k.fn.scale(y.byteOffset, x.byteOffset, d.byteOffset, n);
   for (let i = 0; i < n; i++) y[i] = x[i]! * d[i]!;
 }
 
 /** y = x / d elementwise (DiagScale, seed 000 Figure 4: a division per row), all compact. */
 export function divide(y: Float64Array, x: Float64Array, d: Float64Array, n: number): void {
+  const k = wasmFor(y, x, d);
+  if (k !== undefined) return k.fn.divide(y.byteOffset, x.byteOffset, d.byteOffset, n);
   for (let i = 0; i < n; i++) y[i] = x[i]! / d[i]!;
 }

@@ -30,6 +30,7 @@ import {
   axpy, axpyFromGhost, boundaryBoxes, divide, dot, dotGhost, interiorBox, makeBox, matvec27, scale, xpbyIntoGhost, type Box,
 } from './grid.js';
 import { Halo } from './halo.js';
+import { VectorHeap } from './kernels.js';
 import {
   collOptions, haloOptions, P, Pacer, parseAppArgs, phaseSummary, Phases, placement, report, solveContext, warmUp, type AppOptions, type AppResult, type Verification,
 } from './run.js';
@@ -165,22 +166,24 @@ export function pcgSetup(world: Communicator, o: AppOptions, box: Box, phases: P
   const opts = collOptions(o);
   const { halo, graph } = Halo.graph(world, box, haloOptions(o));
   const n = box.rows;
-  const b = new Float64Array(n).fill(1);
+  // the vectors in one heap, so that the WebAssembly kernels run from the first iteration
+  const heap = new VectorHeap(8 * n + 2 * box.ghosted, box.n[2] + 2);
+  const b = heap.vector(n).fill(1);
   const bb = new Float64Array(1);
   world.allreduce(Float64Array.of(dot(b, b, n)), bb, 'sum', opts);
-  const r = new Float64Array(n);
+  const r = heap.vector(n);
   r.set(b); // r = b - A x0 with x0 = 0
   return {
     o, graph, box, phases, log: () => {}, n, r,
     A: new Operator(box, halo, pacer, phases),
-    x: new Float64Array(n),
-    s: new Float64Array(n),
-    t: new Float64Array(n),
-    w: new Float64Array(n),
-    diag: new Float64Array(n).fill(26),
-    linv: new Float64Array(n).fill(1 / Math.sqrt(26)),
-    p: new Float64Array(box.ghosted),
-    pPrev: new Float64Array(box.ghosted),
+    x: heap.vector(n),
+    s: heap.vector(n),
+    t: heap.vector(n),
+    w: heap.vector(n),
+    diag: heap.vector(n).fill(26),
+    linv: heap.vector(n).fill(1 / Math.sqrt(26)),
+    p: heap.vector(box.ghosted),
+    pPrev: heap.vector(box.ghosted),
     sdotp: new InnerProduct(world, P.sdotp, phases, opts),
     gammaIp: new InnerProduct(world, P.gamma, phases, opts),
     iprodIp: new InnerProduct(world, P.iprod, phases, opts),

@@ -1,0 +1,100 @@
+/**
+ * The apps' WebAssembly kernels (src/apps/kernels.wat) against their JavaScript loops
+ * (src/apps/grid.ts), which are the reference: the same bits for every kernel on random data,
+ * odd and even line lengths (the f64x2 loops' tails), sub-boxes of the matvecs, a matvec driven
+ * line by line by a hook, and an update in place; the committed kernels-wasm.ts is the .wat
+ * assembled.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import fc from 'fast-check';
+import {
+  axpy, axpyFromGhost, boundaryBoxes, divide, dot, dotGhost, interiorBox, makeBox, matvec27, matvec7, scale, xpbyIntoGhost, type Box,
+} from '../src/apps/grid.ts';
+import { VectorHeap, wasmFor } from '../src/apps/kernels.ts';
+
+const BUILD = fileURLToPath(new URL('../scripts/build-wasm.mjs', import.meta.url));
+
+/** The same random contents twice: in a heap (WebAssembly kernels) and in plain arrays (JavaScript). */
+function pair(heap: VectorHeap, n: number, seed: number): [Float64Array, Float64Array] {
+  const w = heap.vector(n);
+  let s = seed >>> 0 || 1;
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    w[i] = (s / 2 ** 32 - 0.5) * 2 ** ((s % 40) - 20);
+  }
+  return [w, Float64Array.from(w)];
+}
+
+const bits = (a: Float64Array): string => Buffer.from(a.buffer, a.byteOffset, a.byteLength).toString('hex');
+
+describe('the apps\' WebAssembly kernels', () => {
+  test('kernels-wasm.ts is kernels.wat assembled', async () => {
+    await promisify(execFile)(process.execPath, [BUILD, '--check']);
+  });
+
+  test('a heap\'s vectors take the WebAssembly kernels; plain arrays and mixed calls the JavaScript ones', () => {
+    const heap = new VectorHeap(64, 8);
+    assert.equal(heap.wasm, true);
+    const a = heap.vector(10);
+    const b = heap.vector(10);
+    assert.notEqual(wasmFor(a, b), undefined);
+    assert.equal(wasmFor(a, new Float64Array(10)), undefined);
+    assert.equal(wasmFor(new Float64Array(10), a), undefined);
+    assert.equal(a.byteOffset % 16, 0);
+    assert.equal(b.byteOffset % 16, 0);
+    assert.throws(() => heap.vector(1e6), RangeError);
+  });
+
+  test('every kernel gives the JavaScript loop\'s bits (random boxes, odd and even lines)', () => {
+    fc.assert(fc.property(
+      fc.integer({ min: 1, max: 6 }), fc.integer({ min: 1, max: 6 }), fc.integer({ min: 1, max: 9 }), fc.integer(), fc.double({ min: -4, max: 4, noNaN: true }),
+      (n0, n1, n2, seed, alpha) => {
+        const box: Box = makeBox([n0, n1, n2], [1, 1, 1], [0, 0, 0]);
+        const heap = new VectorHeap(8 * box.rows + 3 * box.ghosted, n2 + 2);
+        const n = box.rows;
+        const [xw, xj] = pair(heap, n, seed);
+        const [yw, yj] = pair(heap, n, seed + 1);
+        const [dw, dj] = pair(heap, n, seed + 2);
+        const [pw, pj] = pair(heap, box.ghosted, seed + 3);
+        const [qw, qj] = pair(heap, box.ghosted, seed + 4);
+        assert.equal(Object.is(dot(xw, yw, n), dot(xj, yj, n)), true, 'dot');
+        assert.equal(Object.is(dotGhost(box, xw, pw), dotGhost(box, xj, pj)), true, 'dotGhost');
+        axpy(yw, alpha, xw, n);
+        axpy(yj, alpha, xj, n);
+        assert.equal(bits(yw), bits(yj), 'axpy');
+        axpyFromGhost(box, yw, alpha, pw);
+        axpyFromGhost(box, yj, alpha, pj);
+        assert.equal(bits(yw), bits(yj), 'axpyFromGhost');
+        scale(yw, xw, dw, n);
+        scale(yj, xj, dj, n);
+        assert.equal(bits(yw), bits(yj), 'scale');
+        divide(yw, xw, dw, n);
+        divide(yj, xj, dj, n);
+        assert.equal(bits(yw), bits(yj), 'divide');
+        xpbyIntoGhost(box, qw, yw, alpha, pw);
+        xpbyIntoGhost(box, qj, yj, alpha, pj);
+        assert.equal(bits(qw), bits(qj), 'xpbyIntoGhost');
+        xpbyIntoGhost(box, pw, yw, alpha, pw); // in place
+        xpbyIntoGhost(box, pj, yj, alpha, pj);
+        assert.equal(bits(pw), bits(pj), 'xpbyIntoGhost in place');
+        // The matvecs over the interior and boundary boxes a solver uses, one of them by lines.
+        const lines = { w: 0, j: 0 };
+        for (const [k, sub] of [interiorBox(box), ...boundaryBoxes(box)].entries()) {
+          const hw = k === 1 ? { lines: (r: number) => { lines.w += r; } } : null;
+          const hj = k === 1 ? { lines: (r: number) => { lines.j += r; } } : null;
+          matvec27(box, yw, pw, sub, hw);
+          matvec27(box, yj, pj, sub, hj);
+          assert.equal(bits(yw), bits(yj), `matvec27 on ${sub.join(',')}`);
+          matvec7(box, xw, pw, sub, hw);
+          matvec7(box, xj, pj, sub, hj);
+          assert.equal(bits(xw), bits(xj), `matvec7 on ${sub.join(',')}`);
+        }
+        assert.equal(lines.w, lines.j, 'the hook sees the same rows');
+      },
+    ), { numRuns: 60 });
+  });
+});
