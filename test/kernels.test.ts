@@ -2,7 +2,8 @@
  * The apps' WebAssembly kernels (src/apps/kernels.wat) against their JavaScript loops
  * (src/apps/grid.ts), which are the reference: the same bits for every kernel on random data,
  * odd and even line lengths (the f64x2 loops' tails), sub-boxes of the matvecs, a matvec driven
- * line by line by a hook, and an update in place; the committed kernels-wasm.ts is the .wat
+ * line by line by a hook, an update in place, a halo's gather and scatter; the committed
+ * kernels-wasm.ts is the .wat
  * assembled.
  */
 import assert from 'node:assert/strict';
@@ -12,7 +13,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import fc from 'fast-check';
 import {
-  axpy, axpyFromGhost, boundaryBoxes, divide, dot, dotGhost, interiorBox, makeBox, matvec27, matvec7, scale, xpbyIntoGhost, type Box,
+  axpy, axpyFromGhost, boundaryBoxes, divide, dot, dotGhost, gather, interiorBox, makeBox, matvec27, matvec7, scale, scatter, xpbyIntoGhost,
+  type Box,
 } from '../src/apps/grid.ts';
 import { VectorHeap, wasmFor } from '../src/apps/kernels.ts';
 
@@ -46,7 +48,12 @@ describe('the apps\' WebAssembly kernels', () => {
     assert.equal(wasmFor(new Float64Array(10), a), undefined);
     assert.equal(a.byteOffset % 16, 0);
     assert.equal(b.byteOffset % 16, 0);
-    assert.throws(() => heap.vector(1e6), RangeError);
+    const big = heap.vector(1e6); // past the heap: a plain array, on which the JavaScript loops run
+    assert.equal(big.length, 1e6);
+    assert.equal(wasmFor(a, big), undefined);
+    const idx = heap.ints(Int32Array.of(3, 1, 2));
+    assert.deepEqual([...idx], [3, 1, 2]);
+    assert.notEqual(wasmFor(a, idx), undefined);
   });
 
   test('every kernel gives the JavaScript loop\'s bits (random boxes, odd and even lines)', () => {
@@ -94,6 +101,16 @@ describe('the apps\' WebAssembly kernels', () => {
           assert.equal(bits(xw), bits(xj), `matvec7 on ${sub.join(',')}`);
         }
         assert.equal(lines.w, lines.j, 'the hook sees the same rows');
+        // A halo's pack and unpack: a shuffled index list into the ghosted vector, at an offset.
+        const order = Int32Array.from({ length: Math.min(n, box.ghosted) }, (_, i) => (i * 7 + (seed >>> 0)) % box.ghosted);
+        const idxW = heap.ints(order);
+        assert.notEqual(wasmFor(yw, pw, idxW), undefined, 'the index list is in the heap');
+        gather(yw, 1, pw, idxW.subarray(0, n - 1));
+        gather(yj, 1, pj, order.subarray(0, n - 1));
+        assert.equal(bits(yw), bits(yj), 'gather');
+        scatter(qw, xw, 1, idxW.subarray(0, n - 1));
+        scatter(qj, xj, 1, order.subarray(0, n - 1));
+        assert.equal(bits(qw), bits(qj), 'scatter');
       },
     ), { numRuns: 60 });
   });

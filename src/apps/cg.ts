@@ -70,12 +70,14 @@ export interface CgWork {
 
 /** Builds the solves' halo, vectors and right-hand side. Collective over `cart` (the halo agrees on its block). */
 export function cgSetup(cart: Communicator, o: AppOptions, box: Box): CgWork {
-  const halo = Halo.cart(cart, box, haloOptions(o));
   const n = box.rows;
   const [n0, n1, n2] = box.n;
   const [N0, N1, N2] = box.global;
-  // the vectors in one heap, so that the WebAssembly kernels run from the first iteration
-  const heap = new VectorHeap(5 * n + box.ghosted, n2 + 2);
+  // The vectors and the halo's buffers in one heap, so that the WebAssembly kernels run from
+  // the first iteration (blocks padded to the largest face of any rank: where they do not fit,
+  // the heap hands out plain arrays and the pack and unpack stay in JavaScript).
+  const heap = new VectorHeap(5 * n + box.ghosted + 3 * (box.ghosted - n), n2 + 2);
+  const halo = Halo.cart(cart, box, haloOptions(o), heap);
   const u = heap.vector(n);
   const b = heap.vector(n);
   for (let i = 0, c = 0; i < n0; i++) {

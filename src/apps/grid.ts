@@ -288,3 +288,17 @@ export function divide(y: Float64Array, x: Float64Array, d: Float64Array, n: num
   if (k !== undefined) return k.fn.divide(y.byteOffset, x.byteOffset, d.byteOffset, n);
   for (let i = 0; i < n; i++) y[i] = x[i]! / d[i]!;
 }
+
+/** dst[at + k] = src[idx[k]] for every k: a halo's pack. */
+export function gather(dst: Float64Array, at: number, src: Float64Array, idx: Int32Array): void {
+  const k = wasmFor(dst, src, idx);
+  if (k !== undefined) return k.fn.gather(dst.byteOffset + at * 8, src.byteOffset, idx.byteOffset, idx.length);
+  for (let i = 0; i < idx.length; i++) dst[at + i] = src[idx[i]!]!;
+}
+
+/** dst[idx[k]] = src[at + k] for every k: a halo's unpack. */
+export function scatter(dst: Float64Array, src: Float64Array, at: number, idx: Int32Array): void {
+  const k = wasmFor(dst, src, idx);
+  if (k !== undefined) return k.fn.scatter(dst.byteOffset, src.byteOffset + at * 8, idx.byteOffset, idx.length);
+  for (let i = 0; i < idx.length; i++) dst[idx[i]!] = src[at + i]!;
+}

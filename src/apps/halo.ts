@@ -15,7 +15,8 @@
  * allocated once.
  */
 import { PROC_NULL, type CollOptions, type Communicator, type Request } from '../index.js';
-import { rankAt, recvRegion, sendRegion, type Box } from './grid.js';
+import { gather, rankAt, recvRegion, scatter, sendRegion, type Box } from './grid.js';
+import type { VectorHeap } from './kernels.js';
 
 export class Halo {
   private readonly send: Float64Array;
@@ -25,8 +26,8 @@ export class Halo {
   private constructor(
     private readonly comm: Communicator,
     /** Per slot: ghosted indices to pack from (PROC_NULL slots: none). */
-    private readonly sendIdx: Int32Array[],
-    private readonly recvIdx: Int32Array[],
+    private sendIdx: Int32Array[],
+    private recvIdx: Int32Array[],
     /** Element offsets of each slot's block in the send / receive buffers. */
     private readonly sdispls: number[],
     private readonly rdispls: number[],
@@ -36,9 +37,15 @@ export class Halo {
     /** Equal blocks (neighborAlltoall) or exact ones (neighborAlltoallv). */
     private readonly equalBlocks: boolean,
     private readonly opts: CollOptions,
+    heap: VectorHeap | null,
   ) {
-    this.send = new Float64Array(sendLen);
-    this.recv = new Float64Array(recvLen);
+    // In the solver's heap, the pack and unpack run in WebAssembly (kernels.ts).
+    this.send = heap?.vector(sendLen) ?? new Float64Array(sendLen);
+    this.recv = heap?.vector(recvLen) ?? new Float64Array(recvLen);
+    if (heap !== null) {
+      this.sendIdx = sendIdx.map((x) => heap.ints(x));
+      this.recvIdx = recvIdx.map((x) => heap.ints(x));
+    }
   }
 
   /** Bytes this rank sends per exchange (padding included). */
@@ -47,21 +54,11 @@ export class Halo {
   }
 
   private pack(p: Float64Array): void {
-    const s = this.send;
-    for (let i = 0; i < this.sendIdx.length; i++) {
-      const idx = this.sendIdx[i]!;
-      let at = this.sdispls[i]!;
-      for (let k = 0; k < idx.length; k++) s[at++] = p[idx[k]!]!;
-    }
+    for (let i = 0; i < this.sendIdx.length; i++) gather(this.send, this.sdispls[i]!, p, this.sendIdx[i]!);
   }
 
   private unpack(p: Float64Array): void {
-    const r = this.recv;
-    for (let i = 0; i < this.recvIdx.length; i++) {
-      const idx = this.recvIdx[i]!;
-      let at = this.rdispls[i]!;
-      for (let k = 0; k < idx.length; k++) p[idx[k]!] = r[at++]!;
-    }
+    for (let i = 0; i < this.recvIdx.length; i++) scatter(p, this.recv, this.rdispls[i]!, this.recvIdx[i]!);
   }
 
   /** Packs p's boundary and starts the exchange; finish() completes it into p's ghosts. */
@@ -91,7 +88,7 @@ export class Halo {
    * The six face neighbours of `cart` (3-D, non-periodic) in neighbour-collective order (per
    * dimension the -1 then the +1 neighbour). Collective over `cart` (it agrees on the block).
    */
-  static cart(cart: Communicator, box: Box, opts: CollOptions): Halo {
+  static cart(cart: Communicator, box: Box, opts: CollOptions, heap: VectorHeap | null = null): Halo {
     const offsets: number[][] = [];
     const nbrs: number[] = [];
     for (let k = 0; k < 3; k++) {
@@ -111,14 +108,14 @@ export class Halo {
     const recvIdx = offsets.map((o, i) => (nbrs[i] === PROC_NULL ? new Int32Array(0) : recvRegion(box, o)));
     const displs = offsets.map((_, i) => i * B);
     const counts = offsets.map(() => B);
-    return new Halo(cart, sendIdx, recvIdx, displs, displs, counts, counts, 6 * B, 6 * B, true, opts);
+    return new Halo(cart, sendIdx, recvIdx, displs, displs, counts, counts, 6 * B, 6 * B, true, opts, heap);
   }
 
   /**
    * The up to 26 neighbours (faces, edges, corners) of this rank's box on the process grid of
    * `box`, as a distributed graph over `world`. Collective over `world`: creates the graph.
    */
-  static graph(world: Communicator, box: Box, opts: CollOptions): { halo: Halo; graph: Communicator } {
+  static graph(world: Communicator, box: Box, opts: CollOptions, heap: VectorHeap | null = null): { halo: Halo; graph: Communicator } {
     const offsets: number[][] = [];
     const nbrs: number[] = [];
     for (let d0 = -1; d0 <= 1; d0++) {
@@ -144,7 +141,7 @@ export class Halo {
       return c.map((x) => { const d = at; at += x; return d; });
     };
     const sum = (c: number[]): number => c.reduce((a, b) => a + b, 0);
-    const halo = new Halo(graph, sendIdx, recvIdx, prefix(scounts), prefix(rcounts), scounts, rcounts, sum(scounts), sum(rcounts), false, opts);
+    const halo = new Halo(graph, sendIdx, recvIdx, prefix(scounts), prefix(rcounts), scounts, rcounts, sum(scounts), sum(rcounts), false, opts, heap);
     return { halo, graph };
   }
 }

@@ -24,6 +24,8 @@ interface Exports {
   matvec7(n1: number, n2: number, y: number, p: number, lo0: number, hi0: number, lo1: number, hi1: number, lo2: number, hi2: number): void;
   matvec27(n1: number, n2: number, y: number, p: number, col: number,
     lo0: number, hi0: number, lo1: number, hi1: number, lo2: number, hi2: number): void;
+  gather(dst: number, src: number, idx: number, n: number): void;
+  scatter(dst: number, src: number, idx: number, n: number): void;
 }
 
 /** The kernels of one heap: its instance's exports and its 27-point column scratch. */
@@ -61,15 +63,16 @@ function kernelModule(): object | null {
 }
 
 /** The WebAssembly kernels for a, b (and c), where all lie in one heap; else undefined. */
-export function wasmFor(a: Float64Array, b: Float64Array, c?: Float64Array): WasmKernels | undefined {
+export function wasmFor(a: ArrayBufferView, b: ArrayBufferView, c?: ArrayBufferView): WasmKernels | undefined {
   const k = byBuffer.get(a.buffer);
   return k !== undefined && b.buffer === a.buffer && (c === undefined || c.buffer === a.buffer) ? k : undefined;
 }
 
 /**
- * Vectors for one solver: `capacity` doubles in all, handed out by `vector(n)`; the memory
- * never grows (a grown memory would detach the views). Without WebAssembly (NBC_WASM=0) the
- * vectors are plain arrays and the JavaScript kernels run.
+ * Vectors for one solver: `capacity` doubles in all, handed out by `vector(n)` (and index lists
+ * by `ints(n)`); the memory never grows (a grown memory would detach the views). Past its
+ * capacity, or without WebAssembly (NBC_WASM=0), a heap hands out plain arrays, on which the
+ * JavaScript kernels run.
  */
 export class VectorHeap {
   /** Whether the WebAssembly kernels run on this heap's vectors. */
@@ -101,11 +104,24 @@ export class VectorHeap {
 
   /** A zeroed vector of n doubles. */
   vector(n: number): Float64Array {
-    if (this.buffer === null) return new Float64Array(n);
+    const at = this.take(n * 8);
+    return at < 0 ? new Float64Array(n) : new Float64Array(this.buffer!, at, n);
+  }
+
+  /** A copy of `values` (element indices for gather and scatter) in the heap. */
+  ints(values: Int32Array): Int32Array {
+    const at = this.take(values.length * 4);
+    const out = at < 0 ? new Int32Array(values.length) : new Int32Array(this.buffer!, at, values.length);
+    out.set(values);
+    return out;
+  }
+
+  /** Byte offset of `bytes` more, or -1 where they do not fit (or there is no memory). */
+  private take(bytes: number): number {
+    if (this.buffer === null || align16(this.next + bytes) > this.end) return -1;
     const at = this.next;
-    this.next = align16(at + n * 8);
-    if (this.next > this.end) throw new RangeError(`VectorHeap: ${n} doubles past the heap's ${this.end} bytes`);
-    return new Float64Array(this.buffer, at, n);
+    this.next = align16(at + bytes);
+    return at;
   }
 }
 

@@ -89,6 +89,32 @@
         (br $each)))
     (local.get $s))
 
+  ;; dst[k] = src[idx[k]], k < n: a halo's pack (idx: i32 element indices)
+  (func (export "gather") (param $dst i32) (param $src i32) (param $idx i32) (param $n i32)
+    (local $end i32)
+    (local.set $end (i32.add (local.get $dst) (i32.shl (local.get $n) (i32.const 3))))
+    (block $done
+      (loop $each
+        (br_if $done (i32.ge_u (local.get $dst) (local.get $end)))
+        (f64.store (local.get $dst)
+          (f64.load (i32.add (local.get $src) (i32.shl (i32.load (local.get $idx)) (i32.const 3)))))
+        (local.set $dst (i32.add (local.get $dst) (i32.const 8)))
+        (local.set $idx (i32.add (local.get $idx) (i32.const 4)))
+        (br $each))))
+
+  ;; dst[idx[k]] = src[k], k < n: a halo's unpack
+  (func (export "scatter") (param $dst i32) (param $src i32) (param $idx i32) (param $n i32)
+    (local $end i32)
+    (local.set $end (i32.add (local.get $src) (i32.shl (local.get $n) (i32.const 3))))
+    (block $done
+      (loop $each
+        (br_if $done (i32.ge_u (local.get $src) (local.get $end)))
+        (f64.store (i32.add (local.get $dst) (i32.shl (i32.load (local.get $idx)) (i32.const 3)))
+          (f64.load (local.get $src)))
+        (local.set $src (i32.add (local.get $src) (i32.const 8)))
+        (local.set $idx (i32.add (local.get $idx) (i32.const 4)))
+        (br $each))))
+
   ;; Byte offset of interior row (i0, i1, 0) of a ghosted vector at p.
   (func $ghostLine (param $p i32) (param $n1 i32) (param $n2 i32) (param $i0 i32) (param $i1 i32) (result i32)
     (i32.add (local.get $p)

@@ -164,10 +164,12 @@ interface PcgEnd {
 /** Builds the solves' operator, vectors and inner products (b = ones). Collective: creates the halo's graph, one allreduce for (b, b). */
 export function pcgSetup(world: Communicator, o: AppOptions, box: Box, phases: Phases, pacer: Pacer): PcgWork {
   const opts = collOptions(o);
-  const { halo, graph } = Halo.graph(world, box, haloOptions(o));
   const n = box.rows;
-  // the vectors in one heap, so that the WebAssembly kernels run from the first iteration
-  const heap = new VectorHeap(8 * n + 2 * box.ghosted, box.n[2] + 2);
+  // The vectors and the halo's buffers in one heap, so that the WebAssembly kernels run from
+  // the first iteration: 8 vectors, 2 ghosted ones, and the halo's send and receive blocks and
+  // index lists (each at most the ghost layer, the lists half as large).
+  const heap = new VectorHeap(8 * n + 2 * box.ghosted + 3 * (box.ghosted - n), box.n[2] + 2);
+  const { halo, graph } = Halo.graph(world, box, haloOptions(o), heap);
   const b = heap.vector(n).fill(1);
   const bb = new Float64Array(1);
   world.allreduce(Float64Array.of(dot(b, b, n)), bb, 'sum', opts);
