@@ -6,7 +6,8 @@
 #     the native addon has no UCX).
 # Usage: scripts/ab-hot-paths.sh OLD_DIST NEW_DIST [RUNS] [OUT_DIR]. Each run measures old then
 # new back to back (this VM drifts up to 2x in minutes, so only side-by-side pairs compare);
-# prints every pair and the median of each side, and keeps the JSON in OUT_DIR.
+# prints every pair and the median of each side, and keeps the JSON in OUT_DIR. OLD_ARGS and
+# NEW_ARGS give each side its own Node and V8 flags (NBC_NODE_ARGS), to A/B a flag on one build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 old=$1 new=$2 runs=${3:-5} out=${4:-$(mktemp -d)}
@@ -20,6 +21,8 @@ fi
 for i in $(seq 1 "$runs"); do
   for side in old new; do
     dist=$old; [ "$side" = new ] && dist=$new
+    args=${OLD_ARGS:-}; [ "$side" = new ] && args=${NEW_ARGS:-}
+    export NBC_NODE_ARGS=$args
     nbc="node $dist/cli/nbc.js"
     $nbc bench allreduce --ranks 2 --sizes 8 --iters 20000 --json "$out/allreduce-$side-$i.json" >/dev/null
     $nbc bench barrier --ranks 2 --iters 20000 --json "$out/barrier-$side-$i.json" >/dev/null
