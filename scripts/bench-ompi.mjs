@@ -8,7 +8,12 @@
  *   the target's 64 KiB lies between; target <= 1.0x;
  * - allreduce 8 B on 4 ranks of 2 cores (Open MPI oversubscribed): target <= 1.2x;
  * - allreduce 8 B and 512 KiB on 2 nodes x 1 rank over UCX (Open MPI over btl tcp, both on
- *   loopback): targets <= 1.0x and <= 1.2x.
+ *   loopback): targets <= 1.0x and <= 1.2x;
+ * - every blocking collective nbc bench measures (barrier, bcast, reduce, allreduce, gather,
+ *   scatter, allgather, alltoall, reduceScatterBlock, scan, exscan) on 2 ranks of one node at
+ *   8 B and 64 KiB, against bench/peers/mpicolls.c, which sizes its buffers as nbc bench does
+ *   (mpibench's alltoall splits its size over the ranks; nbc bench sends it to each): target
+ *   <= 1.0x (case id `every`).
  *
  * Writes bench/results/ompi/ (OUT): each run's JSON or CSV, summary.json and summary.md.
  * CASES="id ..." runs only those cases. Without Open MPI the nbc side is measured alone, and
@@ -54,6 +59,25 @@ function ompi(bin, c, round) {
   return by;
 }
 
+/** The every-collective group: nbc bench's ops against mpicolls.c on 2 ranks of one node. */
+const EVERY_OPS = ['barrier', 'bcast', 'reduce', 'allreduce', 'gather', 'scatter', 'allgather', 'alltoall', 'reduceScatterBlock', 'scan', 'exscan'];
+const EVERY_SIZES = [8, 65536];
+const every = ONLY.length === 0 || ONLY.includes('every');
+
+/** Open MPI's latency per op and size (us), from one mpicolls run. */
+function ompiEvery(bin, round) {
+  const p = spawnSync('mpirun', ['--oversubscribe', '-np', '2', '--mca', 'btl', 'self,vader', bin, ...EVERY_SIZES.map(String)],
+    { encoding: 'utf8', env: ompiEnv, timeout: 300_000 });
+  writeFileSync(`${OUT}/ompi-every-r${round}.csv`, p.stdout ?? '');
+  if (p.status !== 0) return { error: `mpirun exit ${p.status}: ${(p.stderr ?? '').trim().split('\n').at(-1)}` };
+  const by = {};
+  for (const line of (p.stdout ?? '').trim().split('\n').slice(1)) {
+    const [op, bytes, us] = line.split(',');
+    (by[op] ??= {})[Number(bytes)] = Number(us);
+  }
+  return by;
+}
+
 /** nbc's latency per size (us) for case `c`. */
 function nbc(c, round) {
   const file = `${OUT}/nbc-${c.id}-r${round}.json`;
@@ -67,9 +91,17 @@ function nbc(c, round) {
 }
 
 const peer = buildPeer('mpibench.c');
-if (peer.why !== undefined) process.stderr.write(`bench:two-ranks: Open MPI not measured: ${peer.why}\n`);
+if (peer.why !== undefined) process.stderr.write(`bench:ompi: Open MPI not measured: ${peer.why}\n`);
+const peerEvery = every ? buildPeer('mpicolls.c', { src: `${ROOT}bench/peers/mpicolls.c` }) : { why: 'not asked' };
+if (every && peerEvery.why !== undefined) process.stderr.write(`bench:ompi: Open MPI not measured for every collective: ${peerEvery.why}\n`);
+const everyCases = every ? EVERY_OPS.map((op) => ({ id: `every-${op}`, op, what: '2 ranks of one node (every collective)', nbc: ['--ranks', '2'], sizes: op === 'barrier' ? [8] : EVERY_SIZES, target: 1.0 })) : [];
 const runs = { nbc: {}, ompi: {} };
 for (let round = 1; round <= ROUNDS; round++) {
+  for (const c of everyCases) (runs.nbc[c.id] ??= []).push(nbc(c, round));
+  if (peerEvery.bin !== undefined) {
+    const by = ompiEvery(peerEvery.bin, round);
+    for (const c of everyCases) (runs.ompi[c.id] ??= []).push(by.error !== undefined ? by : (by[c.op] ?? { error: `no ${c.op} line` }));
+  }
   for (const c of CASES) {
     if (ONLY.length > 0 && !ONLY.includes(c.id)) continue;
     (runs.nbc[c.id] ??= []).push(nbc(c, round));
@@ -79,8 +111,7 @@ for (let round = 1; round <= ROUNDS; round++) {
 }
 
 const rows = [];
-for (const c of CASES) {
-  if (ONLY.length > 0 && !ONLY.includes(c.id)) continue;
+for (const c of [...CASES.filter((x) => ONLY.length === 0 || ONLY.includes(x.id)), ...everyCases]) {
   for (const bytes of c.sizes) {
     const pick = (side) => {
       const xs = runs[side][c.id] ?? [];
@@ -90,7 +121,8 @@ for (const c of CASES) {
       return vals.length === 0 ? { error: 'no reading' } : { median: median(vals), rounds: vals };
     };
     const n = pick('nbc');
-    const o = peer.bin === undefined ? { error: peer.why } : pick('ompi');
+    const from = c.id.startsWith('every-') ? peerEvery : peer;
+    const o = from.bin === undefined ? { error: from.why } : pick('ompi');
     const ratio = n.median !== undefined && o.median !== undefined ? n.median / o.median : null;
     const target = targetOf(c, bytes);
     rows.push({

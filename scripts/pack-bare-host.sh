@@ -30,6 +30,7 @@ if [ "$peers" = yes ]; then
   mkdir -p "$out/peers"
   mpicc -O2 ../shared/peers/hypre_pcg.c -o "$out/peers/hypre_pcg" -I/usr/include/hypre -lHYPRE -lm
   mpicc -O2 ../shared/peers/mpibench.c -o "$out/peers/mpibench"
+  mpicc -O2 bench/peers/mpicolls.c -o "$out/peers/mpicolls"
   # Every package that owns a library the peers, mpirun or Open MPI's and PMIx's plugins load,
   # and Open MPI's own; libc6 is the host's. Shared objects, programs and data only.
   libs=$( { ldd /usr/bin/orterun "$out"/peers/* /usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/*.so \

@@ -165,6 +165,7 @@ interface Rule {
   minBytes?: number;
   maxBytes?: number;
   minSize?: number;
+  maxSize?: number;
   /** Bounds on the communicator's nodes and the most ranks per node. */
   minNodes?: number;
   maxNodes?: number;
@@ -213,9 +214,15 @@ export const RULES: Record<CollName, Rule[]> = {
     { algorithm: 'knomial', minBytes: 16 << 10, maxNodes: 1, why: 'bench/results/switch (npm run bench:switch, 2 interleaved rounds, medians): one node of 2 ranks 16 KiB 6.9 vs 13.9 us for recursive doubling, 64 KiB 17.5 vs 23.5; 4 ranks on 2 cores 43.8 vs 61.0, 85.8 vs 90.3 (rabenseifner 8.9 / 21.0 and 71.5 / 101.7): past the eager limit recursive doubling exchanges the whole vector by rendezvous both ways at once; from 128 KiB the rabenseifner rule above wins' },
     { algorithm: 'recursive-doubling', why: 'allreduce-n2-*.json: fastest or tied below 128 KiB (across nodes: bench/results/switch, 2 x 1 over UCX, to 64 KiB); any op; its blocking small case runs on the lean path' },
   ],
-  gather: [{ algorithm: 'binomial', why: 'log p rounds' }],
+  gather: [
+    { algorithm: 'linear', maxSize: 4, why: 'the same messages with no staging: one node, 2 ranks 64 KiB 2.8 vs 14.5 us for binomial, 16 KiB 1.6 vs 5.0, 8 B 0.72 vs 0.78; 4 ranks on 2 cores 8 B 7.9 vs 11.0, 64 KiB 11.9 vs 46.0 (nbc bench --algorithm, one run each)' },
+    { algorithm: 'binomial', why: 'log p rounds' },
+  ],
   gatherv: [{ algorithm: 'linear', why: 'the only one' }],
-  scatter: [{ algorithm: 'binomial', why: 'log p rounds' }],
+  scatter: [
+    { algorithm: 'linear', maxSize: 4, why: 'the same messages with no staging: one node, 2 ranks 64 KiB 2.7 vs 13.3 us for binomial, 16 KiB 1.3 vs 4.3, 8 B 0.67 vs 0.86; 4 ranks on 2 cores 8 B 7.4 vs 9.3, 64 KiB 12.6 vs 41.1 (nbc bench --algorithm, one run each)' },
+    { algorithm: 'binomial', why: 'log p rounds' },
+  ],
   scatterv: [{ algorithm: 'linear', why: 'the only one' }],
   allgather: [
     { algorithm: 'ring', minBytes: 64 << 10, why: 'large blocks: p-1 neighbour steps, no block sent twice (theory; bench/results/switch: ring or recursive doubling within 1.2x of the fastest from 64 KiB on 2 and 4 ranks)' },
@@ -328,6 +335,7 @@ export function select(coll: CollName, s: SelectInput, override: string | undefi
     if (r.minBytes !== undefined && s.bytes < r.minBytes) continue;
     if (r.maxBytes !== undefined && s.bytes > r.maxBytes) continue;
     if (r.minSize !== undefined && s.size < r.minSize) continue;
+    if (r.maxSize !== undefined && s.size > r.maxSize) continue;
     if (r.minNodes !== undefined && s.nodes < r.minNodes) continue;
     if (r.maxNodes !== undefined && s.nodes > r.maxNodes) continue;
     if (r.minPpn !== undefined && s.ppn < r.minPpn) continue;
