@@ -2,7 +2,11 @@
  * Allgather algorithms: rank i's block (SEND) lands at block i of RECV on every rank.
  * Every schedule starts by copying the own block into place (with IN_PLACE it is there).
  *
- * - ring: p-1 steps, each passing one block to the right.
+ * - ring: p-1 steps, each passing one block to the right. The first step sends the own block
+ *   from SEND, not from its copy in RECV: a send from RECV lends that region to the receiver,
+ *   and the next call's copy into it then waits on the lend (2 ranks, 64 KiB: 11.9 against
+ *   3.2 us a call).
+
  * - recursiveDoubling: log2(p') steps doubling the blocks held; for non-powers of two each
  *   rank p'+i first hands its block to rank i, which carries it (so a group of ranks holds two
  *   contiguous runs: its own blocks and its extras'), and gets the full result at the end.
@@ -24,7 +28,7 @@ export function ring(s: CollShape): Schedule {
   for (let k = 0; k < p - 1; k++) {
     const out = (s.rank - k + p) % p;
     const inn = (s.rank - k - 1 + p) % p;
-    b.send((s.rank + 1) % p, { buf: RECV, offset: out * B, bytes: B });
+    b.send((s.rank + 1) % p, k === 0 ? { buf: SEND, offset: 0, bytes: B } : { buf: RECV, offset: out * B, bytes: B });
     b.recv((s.rank - 1 + p) % p, { buf: RECV, offset: inn * B, bytes: B });
     b.round();
   }
@@ -101,7 +105,7 @@ export function ringV(s: CollShape): Schedule {
   for (let k = 0; k < p - 1; k++) {
     const out = (s.rank - k + p) % p;
     const inn = (s.rank - k - 1 + p) % p;
-    if (counts[out]! > 0) b.send((s.rank + 1) % p, { buf: RECV, offset: displs[out]!, bytes: counts[out]! });
+    if (counts[out]! > 0) b.send((s.rank + 1) % p, k === 0 ? { buf: SEND, offset: 0, bytes: counts[out]! } : { buf: RECV, offset: displs[out]!, bytes: counts[out]! });
     if (counts[inn]! > 0) b.recv((s.rank - 1 + p) % p, { buf: RECV, offset: displs[inn]!, bytes: counts[inn]! });
     b.round();
   }
