@@ -121,6 +121,23 @@ export function interiorBox(box: Box): number[] {
 }
 
 /**
+ * Runs a WebAssembly matvec over box b's lines (lo0, hi0, lo1, hi1): all at once, or one line
+ * at a time where a hook is told of each line's rows.
+ */
+function byLines(b: readonly number[], hook: LineHook | null, rows: (lo0: number, hi0: number, lo1: number, hi1: number) => void): void {
+  if (hook === null) {
+    rows(b[0]!, b[1]!, b[2]!, b[3]!);
+    return;
+  }
+  for (let i0 = b[0]!; i0 < b[1]!; i0++) {
+    for (let i1 = b[2]!; i1 < b[3]!; i1++) {
+      rows(i0, i0 + 1, i1, i1 + 1);
+      hook.lines(b[5]! - b[4]!);
+    }
+  }
+}
+
+/**
  * y = A p on the rows of box b for the 7-point Laplacian (6 on the diagonal, -1 for the six
  * face neighbours). p is ghosted, y compact.
  */
@@ -129,15 +146,7 @@ export function matvec7(box: Box, y: Float64Array, p: Float64Array, b: readonly 
   const n2 = box.n[2];
   const k = wasmFor(y, p);
   if (k !== undefined) {
-    if (hook === null) k.fn.matvec7(n1, n2, y.byteOffset, p.byteOffset, b[0]!, b[1]!, b[2]!, b[3]!, b[4]!, b[5]!);
-    else {
-      for (let i0 = b[0]!; i0 < b[1]!; i0++) {
-        for (let i1 = b[2]!; i1 < b[3]!; i1++) {
-          k.fn.matvec7(n1, n2, y.byteOffset, p.byteOffset, i0, i0 + 1, i1, i1 + 1, b[4]!, b[5]!);
-          hook.lines(b[5]! - b[4]!);
-        }
-      }
-    }
+    byLines(b, hook, (lo0, hi0, lo1, hi1) => k.fn.matvec7(n1, n2, y.byteOffset, p.byteOffset, lo0, hi0, lo1, hi1, b[4]!, b[5]!));
     return;
   }
   const g2 = n2 + 2;
@@ -176,15 +185,7 @@ export function matvec27(box: Box, y: Float64Array, p: Float64Array, b: readonly
   if (width <= 0) return;
   const k = wasmFor(y, p);
   if (k !== undefined && k.columns >= width + 2) {
-    if (hook === null) k.fn.matvec27(n1, n2, y.byteOffset, p.byteOffset, k.col, b[0]!, b[1]!, b[2]!, b[3]!, lo2, hi2);
-    else {
-      for (let i0 = b[0]!; i0 < b[1]!; i0++) {
-        for (let i1 = b[2]!; i1 < b[3]!; i1++) {
-          k.fn.matvec27(n1, n2, y.byteOffset, p.byteOffset, k.col, i0, i0 + 1, i1, i1 + 1, lo2, hi2);
-          hook.lines(width);
-        }
-      }
-    }
+    byLines(b, hook, (lo0, hi0, lo1, hi1) => k.fn.matvec27(n1, n2, y.byteOffset, p.byteOffset, k.col, lo0, hi0, lo1, hi1, lo2, hi2));
     return;
   }
   if (columns.length < width + 2) columns = new Float64Array(width + 2);
