@@ -1,28 +1,35 @@
 #!/usr/bin/env node
-// Assembles src/apps/kernels.wat (the apps' kernels in WebAssembly) into src/apps/kernels-wasm.ts,
-// the module's bytes as base64, so that every runtime (Node, Bun, Deno, a bundle) loads them
-// synchronously with the code. Run after editing the .wat: `node scripts/build-wasm.mjs`;
-// `--check` exits 1 where the committed file is not the .wat's (test/kernels.test.ts runs it).
+// Assembles the project's WebAssembly: src/apps/kernels.wat (the apps' kernels) into
+// src/apps/kernels-wasm.ts and src/ops/folds.wat (the reductions) into src/ops/folds-wasm.ts,
+// each module's bytes as base64, so that every runtime (Node, Bun, Deno, a bundle) loads them
+// synchronously with the code. Run after editing a .wat: `node scripts/build-wasm.mjs`;
+// `--check` exits 1 where a committed file is not its .wat's (test/kernels.test.ts runs it).
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import wabtInit from 'wabt';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const WAT = `${ROOT}src/apps/kernels.wat`;
-const TS = `${ROOT}src/apps/kernels-wasm.ts`;
 
-export async function assemble() {
+/** Each module: its source, the generated file, and the name of the constant it exports. */
+export const MODULES = [
+  { wat: 'src/apps/kernels.wat', ts: 'src/apps/kernels-wasm.ts', name: 'KERNELS_WASM_BASE64' },
+  { wat: 'src/ops/folds.wat', ts: 'src/ops/folds-wasm.ts', name: 'FOLDS_WASM_BASE64' },
+];
+
+export async function assemble(m) {
   const wabt = await wabtInit();
-  const mod = wabt.parseWat('kernels.wat', readFileSync(WAT, 'utf8'), { simd: true });
+  const file = m.wat.slice(m.wat.lastIndexOf('/') + 1);
+  const features = { simd: true, threads: true };
+  const mod = wabt.parseWat(file, readFileSync(`${ROOT}${m.wat}`, 'utf8'), features);
   try {
-    mod.validate();
+    mod.validate(features);
     const { buffer } = mod.toBinary({ write_debug_names: false });
     const b64 = Buffer.from(buffer).toString('base64');
     const lines = b64.match(/.{1,96}/g) ?? [];
     return [
-      '// Generated from kernels.wat by scripts/build-wasm.mjs: do not edit.',
-      `/** The assembled kernels.wat (${buffer.length} bytes), base64. */`,
-      'export const KERNELS_WASM_BASE64 =',
+      `// Generated from ${file} by scripts/build-wasm.mjs: do not edit.`,
+      `/** The assembled ${file} (${buffer.length} bytes), base64. */`,
+      `export const ${m.name} =`,
       lines.map((l) => `  '${l}'`).join(' +\n') + ';',
       '',
     ].join('\n');
@@ -32,13 +39,14 @@ export async function assemble() {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const text = await assemble();
-  if (process.argv.includes('--check')) {
-    if (readFileSync(TS, 'utf8') !== text) {
-      process.stderr.write('src/apps/kernels-wasm.ts is not kernels.wat assembled: run node scripts/build-wasm.mjs\n');
-      process.exit(1);
+  let stale = 0;
+  for (const m of MODULES) {
+    const text = await assemble(m);
+    if (!process.argv.includes('--check')) writeFileSync(`${ROOT}${m.ts}`, text);
+    else if (readFileSync(`${ROOT}${m.ts}`, 'utf8') !== text) {
+      process.stderr.write(`${m.ts} is not ${m.wat} assembled: run node scripts/build-wasm.mjs\n`);
+      stale++;
     }
-  } else {
-    writeFileSync(TS, text);
   }
+  if (stale > 0) process.exit(1);
 }

@@ -10,6 +10,7 @@
  *
  * `NBC_WASM=0` keeps the JavaScript kernels (to measure one against the other).
  */
+import { compileBase64, WA } from '../ops/wasm.js';
 import { KERNELS_WASM_BASE64 } from './kernels-wasm.js';
 
 /** kernels.wat's exports; offsets in bytes, counts in elements. */
@@ -36,30 +37,16 @@ export interface WasmKernels {
   readonly columns: number;
 }
 
-/** The part of the WebAssembly JavaScript API used here (this project's lib has no DOM types). */
-interface WasmApi {
-  Module: new (bytes: Uint8Array) => object;
-  Instance: new (module: object, imports: object) => { exports: object };
-  Memory: new (descriptor: { initial: number }) => { buffer: ArrayBuffer };
-}
-
 const PAGE = 65536;
-const WA = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
 let compiled: object | null | undefined;
 const byBuffer = new WeakMap<ArrayBufferLike, WasmKernels>();
 
 function kernelModule(): object | null {
   if (compiled === undefined) {
     const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env;
-    if (env?.NBC_WASM === '0' || WA === undefined) compiled = null;
-    else {
-      const bin = atob(KERNELS_WASM_BASE64);
-      const bytes = new Uint8Array(bin.length);
-      for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-      compiled = new WA.Module(bytes);
-    }
+    compiled = env?.NBC_WASM === '0' ? null : compileBase64(KERNELS_WASM_BASE64);
   }
-  return compiled ?? null;
+  return compiled;
 }
 
 /** The WebAssembly kernels for a, b (and c), where all lie in one heap; else undefined. */
@@ -77,7 +64,7 @@ export function wasmFor(a: ArrayBufferView, b: ArrayBufferView, c?: ArrayBufferV
 export class VectorHeap {
   /** Whether the WebAssembly kernels run on this heap's vectors. */
   readonly wasm: boolean;
-  private readonly buffer: ArrayBuffer | null;
+  private readonly buffer: ArrayBufferLike | null;
   private next: number;
   private readonly end: number;
 

@@ -41,6 +41,11 @@ export function buf(c: Planner, coll: string, b: unknown, what: string): Uint8Ar
   return bytesOf(b, coll, c.ctx, what);
 }
 
+/** Whether two byte views share no byte (a reduction's SEND and RECV without IN_PLACE). */
+export function apart(a: Uint8Array, b: Uint8Array): boolean {
+  return a.buffer !== b.buffer || a.byteOffset + a.byteLength <= b.byteOffset || b.byteOffset + b.byteLength <= a.byteOffset;
+}
+
 export function checkRoot(c: Planner, root: number, coll: string): void {
   if (!Number.isInteger(root) || root < 0 || root >= c.size) {
     const what = typeof root === 'number' ? `root ${String(root)} is out of range` : `root is ${describeValue(root)}`;

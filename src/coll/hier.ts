@@ -51,11 +51,15 @@ function topology(s: CollShape): Topology {
   return s.topo;
 }
 
-/** The shape of a phase among `size` ranks in which this rank is `rank`. */
+/**
+ * The shape of a phase among `size` ranks in which this rank is `rank`. A phase is spliced
+ * onto other buffers (the leaders' reduce runs from RECV into RECV), so it may not take SEND
+ * and RECV as apart.
+ */
 function phase(s: CollShape, rank: number, size: number, extra: Partial<CollShape> = {}): CollShape {
   return {
     ...s, rank, size, root: 0, counts: undefined, displs: undefined, rcounts: undefined, rdispls: undefined,
-    topo: undefined, leader: undefined, radix: 2, ...extra,
+    topo: undefined, leader: undefined, radix: 2, distinct: undefined, ...extra,
   };
 }
 

@@ -95,7 +95,7 @@ export function remember<L>(list: Array<RecentCall<L>>, bytes: number, a: unknow
  * its degree (rank, size and topology are the communicator's own). Calls with per-rank count
  * arrays are not cached.
  */
-const KEY_FIELDS = ['root', 'bytes', 'esize', 'dtype', 'op', 'commutative'] as const satisfies ReadonlyArray<keyof CollShape>;
+const KEY_FIELDS = ['root', 'bytes', 'esize', 'dtype', 'op', 'commutative', 'distinct'] as const satisfies ReadonlyArray<keyof CollShape>;
 
 /**
  * A communicator's schedules by call shape, least recently used out. Hits update a use tick in

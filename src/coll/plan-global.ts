@@ -7,7 +7,7 @@ import { NbcArgError, NbcCountError } from '../errors.js';
 import { bytesPerElement, dtypeOf, type DType, type OpLike } from '../ops/index.js';
 import { IN_PLACE } from '../p2p/constants.js';
 import type { Plan } from '../sched/executor.js';
-import { buf, count, reduction, sameType, vector, EMPTY, type Buf, type BufOrInPlace, type Counts, type Planner } from './args.js';
+import { apart, buf, count, reduction, sameType, vector, EMPTY, type Buf, type BufOrInPlace, type Counts, type Planner } from './args.js';
 import type { CollOptions } from './options.js';
 
 export function planBarrier(comm: Planner, opts?: CollOptions): Plan {
@@ -33,7 +33,7 @@ export function planAllreduce(comm: Planner, send: BufOrInPlace, recv: BufOrInPl
 
 export function planCheckedAllreduce(comm: Planner, c: ReturnType<typeof checkAllreduce>, opts?: CollOptions): Plan {
   const { sv, rv, red } = c;
-  const s = { ...comm.base(), ...red, bytes: sv.byteLength };
+  const s = { ...comm.base(), ...red, bytes: sv.byteLength, distinct: apart(sv, rv) };
   return comm.plan('allreduce', s, opts, true, sv, rv);
 }
 

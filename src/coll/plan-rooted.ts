@@ -8,7 +8,7 @@ import { NbcArgError } from '../errors.js';
 import { bytesPerElement, dtypeOf, type OpLike } from '../ops/index.js';
 import { IN_PLACE } from '../p2p/constants.js';
 import type { Plan } from '../sched/executor.js';
-import { buf, checkRoot, count, reduction, sameType, vector, EMPTY, type Buf, type BufOrInPlace, type Counts, type Planner } from './args.js';
+import { apart, buf, checkRoot, count, reduction, sameType, vector, EMPTY, type Buf, type BufOrInPlace, type Counts, type Planner } from './args.js';
 import type { CollOptions } from './options.js';
 
 export function planBcast(comm: Planner, data: Buf, root: number, opts?: CollOptions): Plan {
@@ -49,7 +49,7 @@ export function planReduce(comm: Planner, send: BufOrInPlace, recv: BufOrInPlace
   const rv = buf(comm, 'reduce', output, 'recv');
   sameType(comm, 'reduce', input, output);
   count(comm, 'reduce', 'recv', output.length, input.length);
-  return comm.plan('reduce', s, opts, true, sv, rv);
+  return comm.plan('reduce', { ...s, distinct: apart(sv, rv) }, opts, true, sv, rv);
 }
 
 /** gather: block i of the root's recv comes from rank i. At the root send may be IN_PLACE (its block is already in recv). */

@@ -18,6 +18,12 @@ export interface CollShape {
   dtype: number;
   op: number;
   commutative: boolean;
+  /**
+   * Reductions: SEND and RECV are apart (no IN_PLACE), so the root may receive a child's
+   * partial straight into RECV before it has read SEND. Unset where not known: builders then
+   * assume they may alias.
+   */
+  distinct?: boolean;
   /** k-nomial degree (2..8) where the algorithm takes one. */
   radix: number;
   /** Per-rank byte counts and displacements for v-variants (and reduceScatter). */

@@ -1,10 +1,12 @@
 /**
  * Reductions between byte regions, as schedule executors (host and offload) apply them:
  * inout = in ⊕ inout over two views of any buffers. Two typed views and a kernel cached per
- * (op, dtype); unaligned or overlapping operands go through reduceBytes, which handles both.
+ * (op, dtype); unaligned or overlapping operands go through reduceBytes, which handles both, and
+ * two regions of one WebAssembly memory (a node's slice) through its WebAssembly loop (folds.ts).
  */
 import type { TypedArray } from '../comm/validate.js';
 import { bytesPerElement, ctorOf, type DType } from './dtype.js';
+import { wasmFold } from './folds.js';
 import { reduceBytes } from './kernels.js';
 import { builtinOpById, USER_OP_ID_BASE, type Op, type ReduceKernel } from './op.js';
 
@@ -37,6 +39,11 @@ export function reduceRegions(opId: number, dt: DType, input: Uint8Array, inout:
     input.byteOffset < inout.byteOffset + inout.byteLength && inout.byteOffset < input.byteOffset + input.byteLength;
   if (input.byteOffset % bpe !== 0 || inout.byteOffset % bpe !== 0 || overlap) {
     reduceBytes(opById(opId), dt, inout.buffer, inout.byteOffset, input.buffer, input.byteOffset, n);
+    return;
+  }
+  const fold = input.buffer === inout.buffer ? wasmFold(inout.buffer, opId, dt) : null;
+  if (fold !== null) {
+    fold(inout.byteOffset, input.byteOffset, inout.byteLength);
     return;
   }
   const Ctor = ctorOf(dt) as unknown as new (b: ArrayBufferLike, off: number, len: number) => TypedArray;

@@ -23,7 +23,7 @@
  */
 import { NbcTruncateError } from '../errors.js';
 import { ANY_SOURCE, ANY_TAG } from './constants.js';
-import { invalidData, senderFinished, traceMessage, type MessageTrace, type RecvRequest, type TransportStats } from './messages.js';
+import { invalidData, lengthMismatch, senderFinished, traceMessage, type MessageTrace, type RecvRequest, type TransportStats } from './messages.js';
 import { UnexpectedQueue } from './unexpected.js';
 
 /** Takes the payload of a message the core filed unexpected: implemented by each path. */
@@ -147,7 +147,8 @@ export class MatchCore {
 
   /**
    * Fills a matched receive's status. False when the payload must not land in its buffer (the
-   * message is too long, or not valid: its sender's collective had failed); the request has
+   * message is too long, or, for an exact receive, too short; or not valid: its sender's
+   * collective had failed); the request has
    * then failed, and the caller still consumes the message so the sender completes.
    */
   finishRecv(req: RecvRequest, src: number, tag: number, bytes: number, invalid: boolean): boolean {
@@ -158,7 +159,7 @@ export class MatchCore {
     this.stats.messagesReceived++;
     this.stats.bytesReceived += bytes;
     if (this.trace !== null) traceMessage(this.trace.recvs, src, req.ctx, tag, bytes);
-    if (invalid || bytes > req.view.byteLength) return this.refuse(req, src, tag, bytes, invalid);
+    if (invalid || bytes > req.view.byteLength || (req.exact && bytes !== req.view.byteLength)) return this.refuse(req, src, tag, bytes, invalid);
     return true;
   }
 
@@ -166,6 +167,10 @@ export class MatchCore {
   private refuse(req: RecvRequest, src: number, tag: number, bytes: number, invalid: boolean): false {
     if (invalid) {
       req.complete(invalidData(this.me, src, tag));
+      return false;
+    }
+    if (req.exact) { // a collective's receive: the ranks disagree on a count
+      req.complete(lengthMismatch(bytes, req.view.byteLength, src, tag));
       return false;
     }
     req.complete(new NbcTruncateError(

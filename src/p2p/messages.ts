@@ -44,6 +44,11 @@ export class SendRequest extends Request {
 export class RecvRequest extends Request {
   view!: Uint8Array;
   elementBytes = 1;
+  /**
+   * A collective's receive: the message must fill the view exactly (MPI requires the ranks of
+   * a collective to pass matching type signatures); a shorter one fails it with NBC_ERR_COUNT.
+   */
+  exact = false;
   ctx = 0;
   src = 0;
   tag = 0;

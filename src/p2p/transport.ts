@@ -22,7 +22,7 @@ import { SliceAllocator } from '../shm/arena.js';
 import { copyAt } from '../shm/copy.js';
 import type { HostBoard } from '../shm/host-board.js';
 import { endpointWord, HEADER_BYTES, HEADER_WORDS, kAbortWord, kFinished, kWakeFd } from '../shm/layout.js';
-import type { NodeShared } from '../shm/node-shared.js';
+import { adoptSliceMemories, type NodeShared } from '../shm/node-shared.js';
 import { encodeFin } from '../shm/record.js';
 import { REPORTED_ELSEWHERE } from './constants.js';
 import { EAGER_CREDIT_BYTES, EagerCredit } from './credit.js';
@@ -127,6 +127,7 @@ export class Transport implements Progressor, PathHost, ParkHost {
     this.engineEp = ranks;
     this.endpoints = ranks + 1;
     this.control = new Int32Array(shared.control);
+    adoptSliceMemories(shared);
     this.slices = shared.slices.map((s) => new Uint8Array(s));
     this.ringMemory = new Uint8Array(shared.rings);
     this.allocator = new SliceAllocator(shared.layout.sliceBytes);
@@ -363,6 +364,22 @@ export class Transport implements Progressor, PathHost, ParkHost {
     }
     req.view = view;
     req.elementBytes = elementBytes;
+    req.src = src;
+    req.ctx = ctx;
+    req.tag = tag;
+    this.core.post(req);
+    return req;
+  }
+
+  /**
+   * A collective's receive: `irecv` of a message that must be exactly `view`'s length. A longer
+   * one fails it with NBC_ERR_TRUNCATE, a shorter one with NBC_ERR_COUNT (the ranks disagree
+   * on a count), and either is consumed so that its sender completes.
+   */
+  irecvExact(view: Uint8Array, src: number, ctx: number, tag: number): RecvRequest {
+    const req = new RecvRequest(this);
+    req.view = view;
+    req.exact = true;
     req.src = src;
     req.ctx = ctx;
     req.tag = tag;

@@ -38,11 +38,12 @@ import {
 import { OffloadEngine } from '../sched/offload.js';
 import { COMPLETION_ARRIVE, finishedRank, OF_BYTES, readOffloadHeader } from '../sched/offload-records.js';
 import type { UcxPath } from '../p2p/ucx.js';
+import { registerFoldMemories } from '../ops/folds.js';
 import { AggNode } from './agg-node.js';
 import { interNodeSchedule } from '../coll/select.js';
 import type { CoreConfig } from '../config.js';
 import { SliceAllocator } from '../shm/arena.js';
-import { ringOffset, waitWatcher, wake, type NodeShared } from '../shm/node-shared.js';
+import { adoptSliceMemories, ringOffset, waitWatcher, wake, type NodeShared } from '../shm/node-shared.js';
 import { Ring } from '../shm/ring.js';
 import type { Placement } from '../p2p/transport.js';
 import { copyAt } from '../shm/copy.js';
@@ -154,6 +155,8 @@ export class Engine {
     this.control = new Int32Array(shared.control);
     this.rankWaited = waitWatcher(this.control, ranks);
     this.hostIdle = wait.hostIdle ?? null;
+    adoptSliceMemories(shared);
+    registerFoldMemories(shared.memories);
     this.slices = shared.slices.map((s) => Buffer.from(s));
     this.allocator = new SliceAllocator(shared.layout.sliceBytes);
     this.nodes = placement.nodeOfRank.reduce((m, n) => Math.max(m, n + 1), 1);

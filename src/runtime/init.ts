@@ -43,7 +43,7 @@ export function initSync(): Communicator {
 }
 
 function makeRankContext(worldRank: number, worldSize: number): RankContext {
-  const shared = createNodeShared({ ranks: 1, ringBytes: 64 * 1024, sliceBytes: 256 * 1024 * 1024 });
+  const shared = createNodeShared({ ranks: 1, ringBytes: 64 * 1024, sliceBytes: 256 * 1024 * 1024 }, process.env.NBC_WASM !== '0');
   const transport = new Transport(shared, {
     worldRank, worldSize, nodeId: 0, nodeOfRank: Int32Array.of(0), localOfRank: Int32Array.of(0),
   });

@@ -141,7 +141,7 @@ export async function runNode(o: NodeOptions): Promise<number> {
     ranks: o.ranks,
     ringBytes: o.ringBytes ?? DEFAULT_RING_BYTES,
     sliceBytes: o.sliceBytes ?? DEFAULT_SLICE_BYTES,
-  });
+  }, process.env.NBC_WASM !== '0');
   life.control = new Int32Array(shared.control);
   ranksWaited = waitWatcher(life.control, o.ranks);
   const policy = waitPolicy(o, cores, nodes, useUcx);

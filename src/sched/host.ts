@@ -16,8 +16,9 @@
  * so (context, sequence, order) identifies every message: concurrent collectives never cross.
  */
 import type { TypedArray } from '../comm/validate.js';
-import { NbcInternalError } from '../errors.js';
+import { NbcCountError, NbcInternalError, NbcTruncateError } from '../errors.js';
 import { bytesPerElement, ctorOf, type DType } from '../ops/dtype.js';
+import { registerFoldMemories, wasmFold, type WasmFold } from '../ops/folds.js';
 import { kernelFor, reduceRegions } from '../ops/regions.js';
 import { TAG_INVALID } from '../p2p/constants.js';
 import { Request } from '../p2p/request.js';
@@ -25,7 +26,7 @@ import type { Transport } from '../p2p/transport.js';
 import { copyBytes, copyRegion } from '../shm/copy.js';
 import type { CollTarget, Executor, ExecutorStats, Plan } from './executor.js';
 import { Interpreter, Run, type Port } from './interpreter.js';
-import { RECV, SEND, TMP, type Schedule } from './schedule.js';
+import { A_RECV, RECV, SEND, TMP, type Schedule } from './schedule.js';
 
 export interface CollBuffers {
   send: Uint8Array;
@@ -39,6 +40,8 @@ export interface CollBuffers {
    */
   views?: Array<Uint8Array | undefined>;
   typed?: Array<TypedArray | null | undefined>;
+  /** Per reduction, its WebAssembly loop where both regions lie in one slice (ops/folds.ts), else null. */
+  folds?: Array<WasmFold | null | undefined>;
 }
 
 /** The request of a collective run by the host executor. */
@@ -69,8 +72,27 @@ class HostRun extends Run {
     return false;
   }
 
+  /**
+   * The peers (communicator ranks) a receive of this run found disagreeing on a count, or
+   * null while none has. Such a peer may have built another schedule entirely (a lean path,
+   * another algorithm), so the run waits for nothing more from it (`HostExecutor.recv`).
+   */
+  disagreeing: number[] | null = null;
+
   constructor(sched: Schedule, readonly target: CollTarget, readonly bufs: CollBuffers, readonly tag: number, readonly req: CollRequest) {
     super(sched);
+  }
+
+  override settled(i: number, error: Error | null): void {
+    if (error !== null) this.noteDisagreement(i, error);
+    super.settled(i, error);
+  }
+
+  /** A receive of action i failed with `error`: a count error names its peer as disagreeing. */
+  noteDisagreement(i: number, error: Error): void {
+    if (this.sched.kind[i] === A_RECV && (error instanceof NbcCountError || error instanceof NbcTruncateError)) {
+      (this.disagreeing ??= []).push(this.sched.peer[i]!);
+    }
   }
 }
 
@@ -88,7 +110,9 @@ export class HostExecutor implements Executor, Port<HostRun> {
   private foldBuffer = new ArrayBuffer(0);
 
   /** @param stats where its calls are counted (executors.ts, comm.stats()) */
-  constructor(readonly transport: Transport, private readonly stats: ExecutorStats = { calls: 0 }) {}
+  constructor(readonly transport: Transport, private readonly stats: ExecutorStats = { calls: 0 }) {
+    registerFoldMemories(transport.shared.memories);
+  }
 
   /** Starts a planned collective; round 0 (or the DAG's roots) is posted before this returns. */
   start(plan: Plan, target: CollTarget, tag: number): Request {
@@ -190,7 +214,19 @@ export class HostExecutor implements Executor, Port<HostRun> {
 
   recv(run: HostRun, i: number): boolean {
     const s = run.sched;
-    return watch(run, i, this.transport.irecv(this.region(run, i, 0), 1, s.peer[i]!, run.target.collCtx, run.tag + s.sub[i]!));
+    const peer = s.peer[i]!;
+    const tag = run.tag + s.sub[i]!;
+    if (run.disagreeing !== null && run.disagreeing.includes(peer)) {
+      // The peer passed another count, so it may run another schedule and never send this
+      // (a 2-rank allreduce of 16 KiB against one of 8 B: Rabenseifner against the lean
+      // path). The run already failed; it waits for nothing more from that peer, and a
+      // receive into no bytes takes (and refuses) what the peer does send, so it completes.
+      this.transport.irecv(EMPTY, 1, peer, run.target.collCtx, tag);
+      return true;
+    }
+    const r = this.transport.irecvExact(this.region(run, i, 0), peer, run.target.collCtx, tag);
+    if (r.done && r.error !== null) run.noteDisagreement(i, r.error);
+    return watch(run, i, r);
   }
 
   /**
@@ -236,7 +272,15 @@ export class HostExecutor implements Executor, Port<HostRun> {
       copyBytes(bytes, lent, 0, bytes.byteLength);
       return;
     }
-    kernel(inout, 0, typed[2 * i + 1]!, 0, inout.length);
+    const input = typed[2 * i + 1]!;
+    const folds = (run.bufs.folds ??= []);
+    let fold = folds[i];
+    if (fold === undefined) {
+      fold = input.buffer === inout.buffer ? wasmFold(inout.buffer, s.peer[i]!, dt) : null;
+      folds[i] = fold;
+    }
+    if (fold !== null) fold(inout.byteOffset, input.byteOffset, inout.byteLength);
+    else kernel(inout, 0, input, 0, inout.length);
   }
 
   /** This executor's private fold buffer, at least `bytes` long. */

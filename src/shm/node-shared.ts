@@ -18,6 +18,22 @@ export interface NodeShared {
   rings: SharedArrayBuffer;
   /** One arena slice per endpoint (ranks, then the engine). */
   slices: SharedArrayBuffer[];
+  /**
+   * Per slice, the shared WebAssembly memory it is the buffer of, or null for a plain
+   * SharedArrayBuffer (no WebAssembly, `NBC_WASM=0`, a size that is no whole number of pages).
+   * Reductions between regions of one such slice run in WebAssembly (ops/folds.ts). A thread
+   * that attaches calls `adoptSliceMemories` before it makes views of the slices.
+   */
+  memories?: Array<SliceMemory | null>;
+}
+
+/** A shared WebAssembly memory, as far as the shared memory's code needs it. */
+export interface SliceMemory {
+  readonly buffer: SharedArrayBuffer;
+}
+
+interface SliceMemoryApi {
+  Memory: new (descriptor: { initial: number; maximum: number; shared: true }) => SliceMemory;
 }
 
 export const DEFAULT_RING_BYTES = 64 * 1024;
@@ -40,16 +56,53 @@ export function nodeSizeProblem(ranks: number, ringBytes = DEFAULT_RING_BYTES): 
 /** The rings' limit: offsets in them are 32-bit signed byte offsets. */
 const RINGS_LIMIT_BYTES = 2 ** 31 - 1;
 
-export function createNodeShared(layout: NodeLayout): NodeShared {
+/**
+ * The node's shared memory. `wasmSlices`: make each slice a shared WebAssembly memory, so that
+ * reductions within one run in WebAssembly (the runtime passes false for `NBC_WASM=0`).
+ */
+export function createNodeShared(layout: NodeLayout, wasmSlices = true): NodeShared {
   const problem = nodeSizeProblem(layout.ranks, layout.ringBytes);
   if (problem !== null) throw new NbcLaunchError(`Cannot start the node: ${problem}`);
   const endpoints = layout.ranks + 1;
   const control = new SharedArrayBuffer(controlWords(endpoints) * 4);
   const rings = new SharedArrayBuffer(endpoints * endpoints * (RING_HEADER_BYTES + layout.ringBytes));
-  // SharedArrayBuffers are committed lazily by the OS: an untouched slice costs no memory.
+  // Shared memories are committed lazily by the OS: an untouched slice costs no memory.
   const slices: SharedArrayBuffer[] = [];
-  for (let e = 0; e < endpoints; e++) slices.push(new SharedArrayBuffer(layout.sliceBytes));
-  return { layout, control, rings, slices };
+  const memories: Array<SliceMemory | null> = [];
+  for (let e = 0; e < endpoints; e++) {
+    const memory = wasmSlices ? sliceMemory(layout.sliceBytes) : null;
+    memories.push(memory);
+    slices.push(memory === null ? new SharedArrayBuffer(layout.sliceBytes) : memory.buffer);
+  }
+  return { layout, control, rings, slices, memories };
+}
+
+const WASM_PAGE = 65536;
+
+/** A shared WebAssembly memory of `bytes`, or null where there cannot be one. */
+function sliceMemory(bytes: number): SliceMemory | null {
+  const wa = (globalThis as { WebAssembly?: SliceMemoryApi }).WebAssembly;
+  if (wa === undefined || bytes === 0 || bytes % WASM_PAGE !== 0) return null;
+  const pages = bytes / WASM_PAGE;
+  try {
+    return new wa.Memory({ initial: pages, maximum: pages, shared: true });
+  } catch {
+    return null; // no shared memories here (a runtime without them), or no address space left: a plain one
+  }
+}
+
+/**
+ * Makes this thread address each slice through its WebAssembly memory's own buffer (a memory
+ * and a buffer cloned into a thread apart are two objects there, and ops/folds.ts knows a
+ * memory by its buffer). Call before making any view of `shared.slices`.
+ */
+export function adoptSliceMemories(shared: NodeShared): void {
+  const memories = shared.memories;
+  if (memories === undefined) return;
+  for (let e = 0; e < memories.length; e++) {
+    const memory = memories[e];
+    if (memory !== null && memory !== undefined) shared.slices[e] = memory.buffer;
+  }
 }
 
 export function ringOffset(shared: NodeShared, from: number, to: number): number {
