@@ -252,6 +252,19 @@ export class Communicator extends Comm {
 
   /** Starts a planned collective on its executor; the next sequence number names its messages. */
   private launchPlan(plan: Plan): Request {
+    this.beforeStart(plan);
+    return plan.executor.start(plan, this.collTarget, this.nextTag());
+  }
+
+  /** A blocking call's plan, run to its end: by the executor itself where it can (HostExecutor.runNow), else started and waited for. */
+  private runPlan(plan: Plan): void {
+    this.beforeStart(plan);
+    const ex = plan.executor;
+    if (ex.runNow !== undefined) ex.runNow(plan, this.collTarget, this.nextTag());
+    else ex.start(plan, this.collTarget, this.nextTag()).wait();
+  }
+
+  private beforeStart(plan: Plan): void {
     this.check(plan.coll);
     if (plan.sig !== undefined && this.size > 1) {
       // NBC_CHECK_CALLS: every member compares every member's call before anything is sent.
@@ -260,7 +273,6 @@ export class Communicator extends Comm {
       if (problem !== null) throw problem;
     }
     plan.before?.();
-    return plan.executor.start(plan, this.collTarget, this.nextTag());
   }
 
   private persistent(plan: Plan): PersistentRequest {
@@ -278,7 +290,7 @@ export class Communicator extends Comm {
       this.lean.barrier(this.nextTag());
       return;
     }
-    this.launchPlan(this.memoPlan('barrier', opts, () => planBarrier(this.planner, opts))).wait();
+    this.runPlan(this.memoPlan('barrier', opts, () => planBarrier(this.planner, opts)));
   }
 
   /** Whether this communicator's default barrier takes the lean path (dissemination with n = 1). */
@@ -306,7 +318,7 @@ export class Communicator extends Comm {
       remember(this.recentBcast, bytes, buf, undefined, root, undefined, opts, lean, plan);
     }
     if (lean !== null) this.lean.bcast(lean, this.nextTag());
-    else this.launchPlan(plan!).wait();
+    else this.runPlan(plan!);
   }
 
   ibcast(buf: Buf, root: number, opts?: CollOptions): Request {
@@ -317,7 +329,11 @@ export class Communicator extends Comm {
   // ---- reduce / allreduce ---------------------------------------------------------------
 
   reduce(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): void {
-    this.ireduce(send, recv, op, root, opts).wait();
+    if (this.reproducible(send, recv, op, opts)) {
+      startReproducible(this, this.reproducibleCall('reduce', send, recv, op, opts, root)).wait();
+      return;
+    }
+    this.runPlan(this.memoPlan('reduce', opts, () => planReduce(this.planner, send, recv, op, root, opts), send, recv, op, root));
   }
   ireduce(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): Request {
     if (this.reproducible(send, recv, op, opts)) return startReproducible(this, this.reproducibleCall('reduce', send, recv, op, opts, root));
@@ -348,7 +364,7 @@ export class Communicator extends Comm {
     const hit = findRecent(this.recentAllreduce, send, recv, op, undefined, opts);
     if (hit !== undefined) {
       if (hit.lean !== null) this.lean.allreduce(hit.lean, this.nextTag());
-      else this.launchPlan(hit.plan!).wait();
+      else this.runPlan(hit.plan!);
       return;
     }
     const c = checkAllreduce(this.planner, send, recv, op);
@@ -362,7 +378,7 @@ export class Communicator extends Comm {
     }
     remember(this.recentAllreduce, bytes, send, recv, op, undefined, opts, lean, plan);
     if (lean !== null) this.lean.allreduce(lean, this.nextTag());
-    else this.launchPlan(plan!).wait();
+    else this.runPlan(plan!);
   }
   iallreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): Request {
     if (this.reproducible(send, recv, op, opts)) return startReproducible(this, this.reproducibleCall('allreduce', send, recv, op, opts));
@@ -375,9 +391,7 @@ export class Communicator extends Comm {
 
   // ---- gather / scatter -----------------------------------------------------------------
 
-  gather(send: BufOrInPlace, recv: Buf | null | undefined, root: number, opts?: CollOptions): void {
-    this.igather(send, recv, root, opts).wait();
-  }
+  gather(send: BufOrInPlace, recv: Buf | null | undefined, root: number, opts?: CollOptions): void { this.runPlan(this.memoPlan('gather', opts, () => planGather(this.planner, send, recv, root, opts), send, recv, root)); }
   igather(send: BufOrInPlace, recv: Buf | null | undefined, root: number, opts?: CollOptions): Request {
     return this.launchPlan(this.memoPlan('gather', opts, () => planGather(this.planner, send, recv, root, opts), send, recv, root));
   }
@@ -385,9 +399,7 @@ export class Communicator extends Comm {
     return this.persistent(planGather(this.planner, send, recv, root, opts));
   }
 
-  scatter(send: Buf | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): void {
-    this.iscatter(send, recv, root, opts).wait();
-  }
+  scatter(send: Buf | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): void { this.runPlan(this.memoPlan('scatter', opts, () => planScatter(this.planner, send, recv, root, opts), send, recv, root)); }
   iscatter(send: Buf | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): Request {
     return this.launchPlan(this.memoPlan('scatter', opts, () => planScatter(this.planner, send, recv, root, opts), send, recv, root));
   }
@@ -395,9 +407,7 @@ export class Communicator extends Comm {
     return this.persistent(planScatter(this.planner, send, recv, root, opts));
   }
 
-  gatherv(send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts | null | undefined, displs: Counts | null | undefined, root: number, opts?: CollOptions): void {
-    this.igatherv(send, recv, counts, displs, root, opts).wait();
-  }
+  gatherv(send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts | null | undefined, displs: Counts | null | undefined, root: number, opts?: CollOptions): void { this.runPlan(this.memoPlan('gatherv', opts, () => planGatherv(this.planner, send, recv, counts, displs, root, opts), send, recv, root, undefined, [counts, displs])); }
   igatherv(send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts | null | undefined, displs: Counts | null | undefined, root: number, opts?: CollOptions): Request {
     return this.launchPlan(this.memoPlan('gatherv', opts, () => planGatherv(this.planner, send, recv, counts, displs, root, opts), send, recv, root, undefined, [counts, displs]));
   }
@@ -405,9 +415,7 @@ export class Communicator extends Comm {
     return this.persistent(planGatherv(this.planner, send, recv, counts, displs, root, opts));
   }
 
-  scatterv(send: Buf | null | undefined, counts: Counts | null | undefined, displs: Counts | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): void {
-    this.iscatterv(send, counts, displs, recv, root, opts).wait();
-  }
+  scatterv(send: Buf | null | undefined, counts: Counts | null | undefined, displs: Counts | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): void { this.runPlan(this.memoPlan('scatterv', opts, () => planScatterv(this.planner, send, counts, displs, recv, root, opts), send, recv, root, undefined, [counts, displs])); }
   iscatterv(send: Buf | null | undefined, counts: Counts | null | undefined, displs: Counts | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): Request {
     return this.launchPlan(this.memoPlan('scatterv', opts, () => planScatterv(this.planner, send, counts, displs, recv, root, opts), send, recv, root, undefined, [counts, displs]));
   }
@@ -417,15 +425,13 @@ export class Communicator extends Comm {
 
   // ---- allgather ------------------------------------------------------------------------
 
-  allgather(send: BufOrInPlace, recv: Buf, opts?: CollOptions): void { this.iallgather(send, recv, opts).wait(); }
+  allgather(send: BufOrInPlace, recv: Buf, opts?: CollOptions): void { this.runPlan(this.memoPlan('allgather', opts, () => planAllgather(this.planner, send, recv, opts), send, recv)); }
   iallgather(send: BufOrInPlace, recv: Buf, opts?: CollOptions): Request {
     return this.launchPlan(this.memoPlan('allgather', opts, () => planAllgather(this.planner, send, recv, opts), send, recv));
   }
   allgatherInit(send: BufOrInPlace, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(planAllgather(this.planner, send, recv, opts)); }
 
-  allgatherv(send: BufOrInPlace, recv: Buf, counts: Counts, displs: Counts, opts?: CollOptions): void {
-    this.iallgatherv(send, recv, counts, displs, opts).wait();
-  }
+  allgatherv(send: BufOrInPlace, recv: Buf, counts: Counts, displs: Counts, opts?: CollOptions): void { this.runPlan(this.memoPlan('allgatherv', opts, () => planAllgatherv(this.planner, send, recv, counts, displs, opts), send, recv, undefined, undefined, [counts, displs])); }
   iallgatherv(send: BufOrInPlace, recv: Buf, counts: Counts, displs: Counts, opts?: CollOptions): Request {
     return this.launchPlan(this.memoPlan('allgatherv', opts, () => planAllgatherv(this.planner, send, recv, counts, displs, opts), send, recv, undefined, undefined, [counts, displs]));
   }
@@ -453,7 +459,7 @@ export class Communicator extends Comm {
       remember(this.recentAlltoall, bytes, send, recv, undefined, undefined, opts, lean, plan);
     }
     if (lean !== null) this.lean.alltoall(lean, this.nextTag());
-    else this.launchPlan(plan!).wait();
+    else this.runPlan(plan!);
   }
 
   ialltoall(send: BufOrInPlace, recv: Buf, opts?: CollOptions): Request {
@@ -462,7 +468,8 @@ export class Communicator extends Comm {
   alltoallInit(send: BufOrInPlace, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(planAlltoall(this.planner, send, recv, opts)); }
 
   alltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): void {
-    this.ialltoallv(send, scounts, sdispls, recv, rcounts, rdispls, opts).wait();
+    this.runPlan(this.memoPlan('alltoallv', opts, () => planAlltoallv(this.planner, send, scounts, sdispls, recv, rcounts, rdispls, opts),
+      send, recv, undefined, undefined, [scounts, sdispls, rcounts, rdispls]));
   }
   ialltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): Request {
     return this.launchPlan(this.memoPlan('alltoallv', opts, () => planAlltoallv(this.planner, send, scounts, sdispls, recv, rcounts, rdispls, opts),
@@ -475,7 +482,11 @@ export class Communicator extends Comm {
   // ---- reduce-scatter --------------------------------------------------------------------
 
   reduceScatterBlock(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): void {
-    this.ireduceScatterBlock(send, recv, op, opts).wait();
+    if (this.reproducible(send, recv, op, opts)) {
+      startReproducible(this, this.reproducibleCall('reduceScatterBlock', send, recv, op, opts)).wait();
+      return;
+    }
+    this.runPlan(this.memoPlan('reduceScatterBlock', opts, () => planReduceScatter(this.planner, 'reduceScatterBlock', send, recv, null, op, opts), send, recv, op));
   }
   ireduceScatterBlock(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): Request {
     if (this.reproducible(send, recv, op, opts)) return startReproducible(this, this.reproducibleCall('reduceScatterBlock', send, recv, op, opts));
@@ -486,7 +497,11 @@ export class Communicator extends Comm {
     return this.persistent(planReduceScatter(this.planner, 'reduceScatterBlock', send, recv, null, op, opts));
   }
   reduceScatter(send: BufOrInPlace, recv: Buf, counts: Counts, op: OpLike, opts?: CollOptions): void {
-    this.ireduceScatter(send, recv, counts, op, opts).wait();
+    if (this.reproducible(send, recv, op, opts)) {
+      startReproducible(this, this.reproducibleCall('reduceScatter', send, recv, op, opts, undefined, counts)).wait();
+      return;
+    }
+    this.runPlan(this.memoPlan('reduceScatter', opts, () => planReduceScatter(this.planner, 'reduceScatter', send, recv, counts, op, opts), send, recv, op, undefined, [counts]));
   }
   ireduceScatter(send: BufOrInPlace, recv: Buf, counts: Counts, op: OpLike, opts?: CollOptions): Request {
     if (this.reproducible(send, recv, op, opts)) return startReproducible(this, this.reproducibleCall('reduceScatter', send, recv, op, opts, undefined, counts));
@@ -500,7 +515,13 @@ export class Communicator extends Comm {
   // ---- scan / exscan ------------------------------------------------------------------------
 
 
-  scan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): void { this.iscan(send, recv, op, opts).wait(); }
+  scan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): void {
+    if (this.reproducible(send, recv, op, opts)) {
+      startReproducible(this, this.reproducibleCall('scan', send, recv, op, opts)).wait();
+      return;
+    }
+    this.runPlan(this.memoPlan('scan', opts, () => planScan(this.planner, 'scan', send, recv, op, opts), send, recv, op));
+  }
   iscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): Request {
     if (this.reproducible(send, recv, op, opts)) return startReproducible(this, this.reproducibleCall('scan', send, recv, op, opts));
     return this.launchPlan(this.memoPlan('scan', opts, () => planScan(this.planner, 'scan', send, recv, op, opts), send, recv, op));
@@ -509,7 +530,13 @@ export class Communicator extends Comm {
     if (this.reproducible(send, recv, op, opts)) return reproducibleInit(this, this.reproducibleCall('scan', send, recv, op, opts));
     return this.persistent(planScan(this.planner, 'scan', send, recv, op, opts));
   }
-  exscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): void { this.iexscan(send, recv, op, opts).wait(); }
+  exscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): void {
+    if (this.reproducible(send, recv, op, opts)) {
+      startReproducible(this, this.reproducibleCall('exscan', send, recv, op, opts)).wait();
+      return;
+    }
+    this.runPlan(this.memoPlan('exscan', opts, () => planScan(this.planner, 'exscan', send, recv, op, opts), send, recv, op));
+  }
   iexscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): Request {
     if (this.reproducible(send, recv, op, opts)) return startReproducible(this, this.reproducibleCall('exscan', send, recv, op, opts));
     return this.launchPlan(this.memoPlan('exscan', opts, () => planScan(this.planner, 'exscan', send, recv, op, opts), send, recv, op));
@@ -522,16 +549,17 @@ export class Communicator extends Comm {
   // ---- neighbour collectives (Cartesian and distributed-graph communicators) ----------------------------------------
 
 
-  neighborAllgather(send: Buf, recv: Buf, opts?: CollOptions): void { this.ineighborAllgather(send, recv, opts).wait(); }
+  neighborAllgather(send: Buf, recv: Buf, opts?: CollOptions): void { this.runPlan(this.memoPlan('neighborAllgather', opts, () => planNeighborAllgather(this.planner, send, recv, opts), send, recv)); }
   ineighborAllgather(send: Buf, recv: Buf, opts?: CollOptions): Request { return this.launchPlan(this.memoPlan('neighborAllgather', opts, () => planNeighborAllgather(this.planner, send, recv, opts), send, recv)); }
   neighborAllgatherInit(send: Buf, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(planNeighborAllgather(this.planner, send, recv, opts)); }
 
-  neighborAlltoall(send: Buf, recv: Buf, opts?: CollOptions): void { this.ineighborAlltoall(send, recv, opts).wait(); }
+  neighborAlltoall(send: Buf, recv: Buf, opts?: CollOptions): void { this.runPlan(this.memoPlan('neighborAlltoall', opts, () => planNeighborAlltoall(this.planner, send, recv, opts), send, recv)); }
   ineighborAlltoall(send: Buf, recv: Buf, opts?: CollOptions): Request { return this.launchPlan(this.memoPlan('neighborAlltoall', opts, () => planNeighborAlltoall(this.planner, send, recv, opts), send, recv)); }
   neighborAlltoallInit(send: Buf, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(planNeighborAlltoall(this.planner, send, recv, opts)); }
 
   neighborAlltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): void {
-    this.ineighborAlltoallv(send, scounts, sdispls, recv, rcounts, rdispls, opts).wait();
+    this.runPlan(this.memoPlan('neighborAlltoallv', opts, () => planNeighborAlltoallv(this.planner, send, scounts, sdispls, recv, rcounts, rdispls, opts),
+      send, recv, undefined, undefined, [scounts, sdispls, rcounts, rdispls]));
   }
   ineighborAlltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): Request {
     return this.launchPlan(this.memoPlan('neighborAlltoallv', opts, () => planNeighborAlltoallv(this.planner, send, scounts, sdispls, recv, rcounts, rdispls, opts),

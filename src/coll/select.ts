@@ -237,10 +237,12 @@ export const RULES: Record<CollName, Rule[]> = {
   ],
   alltoallv: [{ algorithm: 'scattered', why: 'the only one' }],
   reduceScatterBlock: [
+    { algorithm: 'ring', maxSize: 2, commutative: true, why: 'on 2 ranks one exchange where reduce-then-scatter is two messages in a row: 8 B 0.45-0.47 us against 0.79-0.80, 64 KiB 15.7-16.0 against 15.8-16.0 (bench/results/rsb-n2, 2 runs each)' },
     { algorithm: 'ring', minBytes: 128 << 10, commutative: true, why: 'large commutative: each block reduced once, like the Rabenseifner allreduce that wins from 128 KiB' },
     { algorithm: 'reduce-scatterv', radix: 2, why: 'any op, rank-ordered' },
   ],
   reduceScatter: [
+    { algorithm: 'ring', maxSize: 2, commutative: true, why: 'on 2 ranks one exchange where reduce-then-scatter is two messages in a row: 8 B 0.45-0.47 us against 0.79-0.80, 64 KiB 15.7-16.0 against 15.8-16.0 (bench/results/rsb-n2, 2 runs each)' },
     { algorithm: 'ring', minBytes: 128 << 10, commutative: true, why: 'large commutative: each block reduced once, like the Rabenseifner allreduce that wins from 128 KiB' },
     { algorithm: 'reduce-scatterv', radix: 2, why: 'any op, rank-ordered' },
   ],

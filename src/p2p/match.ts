@@ -165,7 +165,10 @@ export class MatchCore {
 
   /** `finishRecv`'s rare case, out of line (the hot receive inlines finishRecv): fails `req`. */
   private refuse(req: RecvRequest, src: number, tag: number, bytes: number, invalid: boolean): false {
-    if (invalid) {
+    // A wrong size names the cause (the ranks disagree on a count) even where the sender's
+    // collective had failed already and flagged the data.
+    const fits = req.exact ? bytes === req.view.byteLength : bytes <= req.view.byteLength;
+    if (fits) {
       req.complete(invalidData(this.me, src, tag));
       return false;
     }

@@ -513,7 +513,7 @@ export class RingPath implements Path {
     const r = at >> 2;
     if (!this.wanted(i32, r)) return false;
     if (ring === this.holdRing && !this.wire!.arrived(recArrive(i32, r))) return false;
-    if (recKind(i32, r) !== KIND_EAGER) return this.wantedRendezvous(w, ring, at);
+    if (recKind(i32, r) !== KIND_EAGER || msgTag(i32, r) < 0) return this.wantedOther(w, ring, at);
     const got = msgBytes(i32, r);
     this.owe(recFrom(i32, r), got);
     this.held = ring;
@@ -527,10 +527,11 @@ export class RingPath implements Path {
   }
 
   /**
-   * A rendezvous message where an eager one was expected: the ranks disagree on the size.
+   * The wanted message, but not as an eager one of valid data: a rendezvous message (the ranks
+   * disagree on the size), or data its sender's failed collective still sent (TAG_INVALID).
    * Take it the general way (its sender gets its ACK), then fail (takeUnexpected throws).
    */
-  private wantedRendezvous(w: EagerWait, ring: Ring, at: number): boolean {
+  private wantedOther(w: EagerWait, ring: Ring, at: number): boolean {
     try {
       this.handle(ring, at);
       if (ring.release(recLen(ring.i32, at >> 2))) wake(this.control, ring.from);
@@ -563,7 +564,7 @@ export class RingPath implements Path {
 
   /** Whether the record at Int32 index `w` is the message `recvEager` waits for. */
   private wanted(i32: Int32Array, w: number): boolean {
-    if (msgTag(i32, w) !== this.wantTag || msgSrc(i32, w) !== this.wantSrc || msgCtx(i32, w) !== this.wantCtx) return false;
+    if ((msgTag(i32, w) & TAG_BITS) !== this.wantTag || msgSrc(i32, w) !== this.wantSrc || msgCtx(i32, w) !== this.wantCtx) return false;
     // Only a message: an ACK's other words are stale, a DATA record's are its RTS's.
     const kind = recKind(i32, w);
     return kind === KIND_EAGER || kind === KIND_RTS;

@@ -341,13 +341,15 @@ export class Transport implements Progressor, PathHost, ParkHost {
     this.stats.bytesReceived += m.bytes;
     if (this.core.trace !== null) traceMessage(this.core.trace.recvs, src, ctx, tag, m.bytes);
     this.early = m.path.fetch(m);
-    if (m.invalid) {
-      this.early = EMPTY_BYTES;
-      throw invalidData(this.placement.worldRank, src, tag);
-    }
+    // A wrong size names the cause (the ranks disagree on a count) even where the sender's
+    // collective had failed already and flagged the data.
     if (m.bytes !== bytes) {
       this.early = EMPTY_BYTES;
       throw lengthMismatch(m.bytes, bytes, src, tag);
+    }
+    if (m.invalid) {
+      this.early = EMPTY_BYTES;
+      throw invalidData(this.placement.worldRank, src, tag);
     }
     return true;
   }

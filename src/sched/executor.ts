@@ -23,6 +23,11 @@ export interface Executor {
   /** Starts one instance of a plan, its messages tagged from `tag`; the request completes it. */
   start(plan: Plan, target: CollTarget, tag: number): Request;
   /**
+   * Runs one instance of a plan to its end before returning, for a blocking call; throws its
+   * error. Optional: without it a blocking call starts the plan and waits.
+   */
+  runNow?(plan: Plan, target: CollTarget, tag: number): void;
+  /**
    * The communicator `target` was freed: drop what this executor keeps for it (collectives
    * already started finish normally). Optional.
    */
@@ -78,4 +83,9 @@ export interface Plan {
   composite?: TwoLevelCall;
   /** The call's signature, compared among the ranks before every start (NBC_CHECK_CALLS; coll/check-calls.ts). */
   sig?: Int32Array;
+  /**
+   * Whether the host executor runs a blocking start of it straight on the transport
+   * (HostExecutor.runNow: rounds, every message eager); set on its first blocking start.
+   */
+  direct?: boolean;
 }

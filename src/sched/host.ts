@@ -26,7 +26,7 @@ import type { Transport } from '../p2p/transport.js';
 import { copyBytes, copyRegion } from '../shm/copy.js';
 import type { CollTarget, Executor, ExecutorStats, Plan } from './executor.js';
 import { Interpreter, Run, type Port } from './interpreter.js';
-import { A_RECV, RECV, SEND, TMP, type Schedule } from './schedule.js';
+import { A_RECV, A_REDUCE, A_SEND, RECV, SEND, TMP, type Schedule } from './schedule.js';
 
 export interface CollBuffers {
   send: Uint8Array;
@@ -79,7 +79,7 @@ class HostRun extends Run {
    */
   disagreeing: number[] | null = null;
 
-  constructor(sched: Schedule, readonly target: CollTarget, readonly bufs: CollBuffers, readonly tag: number, readonly req: CollRequest) {
+  constructor(sched: Schedule, readonly target: CollTarget, readonly bufs: CollBuffers, readonly tag: number, readonly req: CollRequest | null) {
     super(sched);
   }
 
@@ -117,58 +117,150 @@ export class HostExecutor implements Executor, Port<HostRun> {
   /** Starts a planned collective; round 0 (or the DAG's roots) is posted before this returns. */
   start(plan: Plan, target: CollTarget, tag: number): Request {
     this.stats.calls++;
-    const sched = plan.sched;
-    const t = this.transport;
-    let bufs = plan.idle?.pop();
-    // Recycles the start's buffers once it completes. A collective that failed may leave
-    // receives posted into them, so its buffers are never reused (the scratch leaks instead).
-    let release: ((err: Error | null) => void) | null = null;
-    if (bufs === undefined) {
-      let tmp = plan.tmp ?? EMPTY;
-      let arenaOffset = -1;
-      let pooledTmp: Uint8Array | null = null;
-      if (sched.tmpBytes > 0 && plan.tmp === undefined) {
-        // Large scratch comes from the arena, so messages sent from it need no staging copy;
-        // small scratch is recycled through a pool rather than allocated per call.
-        arenaOffset = sched.tmpBytes > t.eagerLimit ? t.allocator.alloc(sched.tmpBytes) : -1;
-        if (arenaOffset >= 0) {
-          tmp = new Uint8Array(t.shared.slices[t.ep]!, arenaOffset, sched.tmpBytes);
-        } else {
-          pooledTmp = this.takeTmp(sched.tmpBytes);
-          tmp = pooledTmp.subarray(0, sched.tmpBytes);
-        }
-      }
-      // Two starts running at once must not share working space (a non-root's reduce works in
-      // a RECV of its own): from the pool as well, since a fresh buffer per call costs its
-      // zeroing and page faults (a 2-rank reduce of 64 KiB took 205-270 us instead of 27; of
-      // 1 MiB, 3.5-4.6 ms instead of 0.19, in calls too large to be remembered).
-      let recv = plan.recv;
-      let pooledRecv: Uint8Array | null = null;
-      const bytes = plan.workRecvBytes;
-      if (bytes !== undefined) {
-        pooledRecv = this.takeTmp(bytes);
-        recv = pooledRecv.subarray(0, bytes);
-      }
-      bufs = { send: plan.send, recv, tmp };
-      if (plan.reuse && arenaOffset < 0) {
-        release = idleAgain(plan, bufs); // the plan keeps the whole set, pooled parts included
-      } else if (arenaOffset >= 0 || pooledTmp !== null || pooledRecv !== null) {
-        release = (err) => {
-          if (err !== null) return;
-          if (arenaOffset >= 0) t.allocator.free(arenaOffset);
-          if (pooledTmp !== null) this.tmpPool.push(pooledTmp);
-          if (pooledRecv !== null) this.tmpPool.push(pooledRecv);
-        };
-      }
-    } else {
-      release = idleAgain(plan, bufs);
-    }
-    const req = this.run(sched, target, bufs, tag);
+    const { bufs, release } = this.buffersFor(plan);
+    const req = this.run(plan.sched, target, bufs, tag);
     if (release !== null) {
       if (req.done) release(req.error);
       else req.onDone = release;
     }
     return req;
+  }
+
+  /**
+   * A blocking start: where the schedule runs in rounds and every message of it travels
+   * eagerly, it runs here to its end straight on the transport, as the lean paths do
+   * (coll/lean.ts): per round its sends (Transport.sendLean, which never waits), copies and
+   * reductions in the builder's order, then its receives in order, each read out of the ring
+   * (Transport.recvEagerInto). The same actions, messages, tags and fold order as `start`,
+   * whose interpreter would issue the round's receives before they complete, without the run's
+   * requests and listeners. Check and continue holds too: a failed action records the first
+   * error, later sends go flagged, and no receive waits on a peer that disagreed on a count.
+   * Otherwise: `start`, then wait.
+   */
+  runNow(plan: Plan, target: CollTarget, tag: number): void {
+    if (!(plan.direct ??= this.directly(plan.sched))) {
+      this.start(plan, target, tag).wait();
+      return;
+    }
+    this.stats.calls++;
+    const t = this.transport;
+    if (t.trace !== null) t.trace.schedules++;
+    const { bufs, release } = this.buffersFor(plan);
+    const run = new HostRun(plan.sched, target, bufs, tag, null);
+    try {
+      this.runRounds(run);
+      t.finishLean();
+    } catch (err) {
+      t.dropLean();
+      run.failure ??= err as Error;
+    }
+    release?.(run.failure);
+    if (run.failure !== null) throw run.failure;
+  }
+
+  /** Whether `runNow` may run `sched` straight on the transport: rounds, and no message past the eager limit. */
+  private directly(sched: Schedule): boolean {
+    if (sched.isDag) return false;
+    const limit = this.transport.eagerLimit;
+    for (let i = 0; i < sched.nActions; i++) {
+      const k = sched.kind[i]!;
+      if ((k === A_SEND || k === A_RECV) && sched.bytesA[i]! > limit) return false;
+    }
+    return true;
+  }
+
+  /** `runNow`'s loop: every round, its local actions and sends first, then its receives. */
+  private runRounds(run: HostRun): void {
+    const s = run.sched;
+    const t = this.transport;
+    const { collCtx, rank, worldRanks } = run.target;
+    for (let r = 0; r < s.nRounds; r++) {
+      const end = s.rounds[r + 1]!;
+      let recvs = 0;
+      for (let i = s.rounds[r]!; i < end; i++) {
+        const kind = s.kind[i]!;
+        if (kind === A_RECV) {
+          recvs++;
+        } else if (kind === A_SEND) {
+          const tag = (run.tag + s.sub[i]!) | (run.failure === null ? 0 : TAG_INVALID);
+          t.sendLean(this.region(run, i, 0), s.bytesA[i]!, worldRanks[s.peer[i]!]!, collCtx, rank, tag);
+        } else {
+          try {
+            if (kind === A_REDUCE) this.reduce(run, i);
+            else this.copy(run, i);
+          } catch (err) {
+            run.failure ??= err as Error;
+          }
+        }
+      }
+      for (let i = s.rounds[r]!; recvs > 0 && i < end; i++) {
+        if (s.kind[i] !== A_RECV) continue;
+        recvs--;
+        const peer = s.peer[i]!;
+        const tag = run.tag + s.sub[i]!;
+        if (run.disagreeing !== null && run.disagreeing.includes(peer)) {
+          t.irecv(EMPTY, 1, peer, collCtx, tag); // as in recv(): take what it still sends
+          continue;
+        }
+        try {
+          t.recvEagerInto(worldRanks[peer]!, collCtx, peer, tag, this.region(run, i, 0), 0, s.bytesA[i]!);
+        } catch (err) {
+          run.failure ??= err as Error;
+          run.noteDisagreement(i, err as Error);
+        }
+      }
+    }
+  }
+
+  /**
+   * The buffers one start runs on: scratch from the arena or a pool, a working RECV where the
+   * plan has none, or a remembered plan's idle set; and what gives them back once it is done.
+   */
+  private buffersFor(plan: Plan): { bufs: CollBuffers; release: ((err: Error | null) => void) | null } {
+    const sched = plan.sched;
+    const t = this.transport;
+    let bufs = plan.idle?.pop();
+    if (bufs !== undefined) return { bufs, release: idleAgain(plan, bufs) };
+    // Recycles the start's buffers once it completes. A collective that failed may leave
+    // receives posted into them, so its buffers are never reused (the scratch leaks instead).
+    let release: ((err: Error | null) => void) | null = null;
+    let tmp = plan.tmp ?? EMPTY;
+    let arenaOffset = -1;
+    let pooledTmp: Uint8Array | null = null;
+    if (sched.tmpBytes > 0 && plan.tmp === undefined) {
+      // Large scratch comes from the arena, so messages sent from it need no staging copy;
+      // small scratch is recycled through a pool rather than allocated per call.
+      arenaOffset = sched.tmpBytes > t.eagerLimit ? t.allocator.alloc(sched.tmpBytes) : -1;
+      if (arenaOffset >= 0) {
+        tmp = new Uint8Array(t.shared.slices[t.ep]!, arenaOffset, sched.tmpBytes);
+      } else {
+        pooledTmp = this.takeTmp(sched.tmpBytes);
+        tmp = pooledTmp.subarray(0, sched.tmpBytes);
+      }
+    }
+    // Two starts running at once must not share working space (a non-root's reduce works in
+    // a RECV of its own): from the pool as well, since a fresh buffer per call costs its
+    // zeroing and page faults (a 2-rank reduce of 64 KiB took 205-270 us instead of 27; of
+    // 1 MiB, 3.5-4.6 ms instead of 0.19, in calls too large to be remembered).
+    let recv = plan.recv;
+    let pooledRecv: Uint8Array | null = null;
+    const bytes = plan.workRecvBytes;
+    if (bytes !== undefined) {
+      pooledRecv = this.takeTmp(bytes);
+      recv = pooledRecv.subarray(0, bytes);
+    }
+    bufs = { send: plan.send, recv, tmp };
+    if (plan.reuse && arenaOffset < 0) {
+      release = idleAgain(plan, bufs); // the plan keeps the whole set, pooled parts included
+    } else if (arenaOffset >= 0 || pooledTmp !== null || pooledRecv !== null) {
+      release = (err) => {
+        if (err !== null) return;
+        if (arenaOffset >= 0) t.allocator.free(arenaOffset);
+        if (pooledTmp !== null) this.tmpPool.push(pooledTmp);
+        if (pooledRecv !== null) this.tmpPool.push(pooledRecv);
+      };
+    }
+    return { bufs, release };
   }
 
   /** Runs a schedule on given buffers (checked against its extents once per start). */
@@ -296,7 +388,7 @@ export class HostExecutor implements Executor, Port<HostRun> {
   }
 
   finished(run: HostRun, error: Error | null): void {
-    run.req.complete(error);
+    run.req!.complete(error); // only started runs finish through the interpreter
   }
 
   /**
