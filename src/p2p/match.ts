@@ -159,12 +159,12 @@ export class MatchCore {
     this.stats.messagesReceived++;
     this.stats.bytesReceived += bytes;
     if (this.trace !== null) traceMessage(this.trace.recvs, src, req.ctx, tag, bytes);
-    if (invalid || bytes > req.view.byteLength || (req.exact && bytes !== req.view.byteLength)) return this.refuse(req, src, tag, bytes, invalid);
+    if (invalid || bytes > req.view.byteLength || (req.exact && bytes !== req.view.byteLength)) return this.refuse(req, src, tag, bytes);
     return true;
   }
 
-  /** `finishRecv`'s rare case, out of line (the hot receive inlines finishRecv): fails `req`. */
-  private refuse(req: RecvRequest, src: number, tag: number, bytes: number, invalid: boolean): false {
+  /** `finishRecv`'s rare case, out of line (the hot receive inlines finishRecv): fails `req`, whose message is too long or short, or else not valid. */
+  private refuse(req: RecvRequest, src: number, tag: number, bytes: number): false {
     // A wrong size names the cause (the ranks disagree on a count) even where the sender's
     // collective had failed already and flagged the data.
     const fits = req.exact ? bytes === req.view.byteLength : bytes <= req.view.byteLength;
