@@ -91,6 +91,11 @@ export interface MessageTrace {
   sends: number[];
   recvs: number[];
   schedules: number;
+  /**
+   * Of those schedules, how many a blocking call ran inside the call (the host executor's
+   * rounds of eager messages, HostExecutor.runNow); counted where the field is present.
+   */
+  direct?: number;
 }
 
 /**

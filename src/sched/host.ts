@@ -144,7 +144,10 @@ export class HostExecutor implements Executor, Port<HostRun> {
     }
     this.stats.calls++;
     const t = this.transport;
-    if (t.trace !== null) t.trace.schedules++;
+    if (t.trace !== null) {
+      t.trace.schedules++;
+      if (t.trace.direct !== undefined) t.trace.direct++;
+    }
     const { bufs, release } = this.buffersFor(plan);
     const run = new HostRun(plan.sched, target, bufs, tag, null);
     try {

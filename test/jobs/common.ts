@@ -1,4 +1,5 @@
 /** Helpers shared by the test jobs. */
+import assert from 'node:assert/strict';
 import { NbcError, Op } from 'nbcoll';
 
 /**
@@ -47,3 +48,23 @@ export const matmul = Op.create((inout: Float64Array, input: Float64Array) => {
  * file compiles on its own into test/.jobs (job-path.ts).
  */
 export { mulberry32 } from '../../dist/bench/prng.js';
+
+/** Messages of one direction as text, tags relative to their call; fails on a message of another context or call. */
+export function messages(list: number[], run: { call: number }, ctx: number, what: string, dir: 'to' | 'from'): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < list.length; i += 4) {
+    const [peer, mctx, tag, bytes] = [list[i]!, list[i + 1]!, list[i + 2]!, list[i + 3]!];
+    const sub = tag - 16 * run.call;
+    if (mctx !== ctx || sub < 0 || sub > 15) {
+      assert.fail(`${what}: message ${i / 4} ${dir} ${peer} has context ${mctx} and tag ${tag}; expected context ${ctx} and a tag of call ${run.call} (${16 * run.call}..${16 * run.call + 15})`);
+    }
+    out.push(`${dir} ${peer} sub-tag ${sub}: ${bytes} B`);
+  }
+  return out;
+}
+
+/** Sorted by peer, keeping each peer's messages in order. */
+export const perSource = (m: string[]): string[] => m
+  .map((text, i) => ({ text, i, peer: Number(text.split(' ')[1]) }))
+  .sort((a, b) => a.peer - b.peer || a.i - b.i)
+  .map((x) => x.text);

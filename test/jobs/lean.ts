@@ -28,7 +28,7 @@ import {
   IN_PLACE, type CollOptions, type Communicator, type MessageTrace, type OpLike, type TypedArray,
 } from 'nbcoll';
 import { DType, bytesPerElement, ctorOf, dtypeName, isBigInt, isFloat } from 'nbcoll/testing';
-import { matmul } from './common.ts';
+import { matmul, messages, perSource } from './common.ts';
 
 type DT = (typeof DType)[keyof typeof DType];
 type LeanColl = 'allreduce' | 'barrier' | 'bcast' | 'alltoall';
@@ -182,26 +182,6 @@ interface Run {
   /** The call's position among the collectives on its communicator: its tags are 16 * call + sub-tag. */
   call: number;
 }
-
-/** Messages of one direction as text, tags relative to their call; fails on a message of another context or call. */
-function messages(list: number[], run: Run, ctx: number, what: string, dir: 'to' | 'from'): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < list.length; i += 4) {
-    const [peer, mctx, tag, bytes] = [list[i]!, list[i + 1]!, list[i + 2]!, list[i + 3]!];
-    const sub = tag - 16 * run.call;
-    if (mctx !== ctx || sub < 0 || sub > 15) {
-      assert.fail(`${what}: message ${i / 4} ${dir} ${peer} has context ${mctx} and tag ${tag}; expected context ${ctx} and a tag of call ${run.call} (${16 * run.call}..${16 * run.call + 15})`);
-    }
-    out.push(`${dir} ${peer} sub-tag ${sub}: ${bytes} B`);
-  }
-  return out;
-}
-
-/** Sorted by peer, keeping each peer's messages in order. */
-const perSource = (m: string[]): string[] => m
-  .map((text, i) => ({ text, i, peer: Number(text.split(' ')[1]) }))
-  .sort((a, b) => a.peer - b.peer || a.i - b.i)
-  .map((x) => x.text);
 
 /** Runs every case on `c`; adds what it proved to `tally`. */
 function prove(c: Communicator, label: string, tally: Record<LeanColl | 'skipped', number>): void {
