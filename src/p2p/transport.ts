@@ -364,13 +364,7 @@ export class Transport implements Progressor, PathHost, ParkHost {
     } else {
       req = new RecvRequest(this);
     }
-    req.view = view;
-    req.elementBytes = elementBytes;
-    req.src = src;
-    req.ctx = ctx;
-    req.tag = tag;
-    this.core.post(req);
-    return req;
+    return this.postRecv(req, view, elementBytes, src, ctx, tag, false);
   }
 
   /**
@@ -379,9 +373,14 @@ export class Transport implements Progressor, PathHost, ParkHost {
    * on a count), and either is consumed so that its sender completes.
    */
   irecvExact(view: Uint8Array, src: number, ctx: number, tag: number): RecvRequest {
-    const req = new RecvRequest(this);
+    return this.postRecv(new RecvRequest(this), view, 1, src, ctx, tag, true);
+  }
+
+  /** Fills in a receive and posts it to the match core. */
+  private postRecv(req: RecvRequest, view: Uint8Array, elementBytes: number, src: number, ctx: number, tag: number, exact: boolean): RecvRequest {
     req.view = view;
-    req.exact = true;
+    req.elementBytes = elementBytes;
+    req.exact = exact;
     req.src = src;
     req.ctx = ctx;
     req.tag = tag;
