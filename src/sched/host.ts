@@ -184,16 +184,19 @@ export class HostExecutor implements Executor, Port<HostRun> {
         const kind = s.kind[i]!;
         if (kind === A_RECV) {
           recvs++;
-        } else if (kind === A_SEND) {
-          const tag = (run.tag + s.sub[i]!) | (run.failure === null ? 0 : TAG_INVALID);
-          t.sendLean(this.region(run, i, 0), s.bytesA[i]!, worldRanks[s.peer[i]!]!, collCtx, rank, tag);
-        } else {
-          try {
-            if (kind === A_REDUCE) this.reduce(run, i);
-            else this.copy(run, i);
-          } catch (err) {
-            run.failure ??= err as Error;
+          continue;
+        }
+        try {
+          if (kind === A_SEND) {
+            const tag = (run.tag + s.sub[i]!) | (run.failure === null ? 0 : TAG_INVALID);
+            t.sendLean(this.region(run, i, 0), s.bytesA[i]!, worldRanks[s.peer[i]!]!, collCtx, rank, tag);
+          } else if (kind === A_REDUCE) {
+            this.reduce(run, i);
+          } else {
+            this.copy(run, i);
           }
+        } catch (err) {
+          run.failure ??= err as Error; // check and continue, as the interpreter's issue()
         }
       }
       for (let i = s.rounds[r]!; recvs > 0 && i < end; i++) {
