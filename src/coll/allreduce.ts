@@ -11,6 +11,7 @@
  * - knomialReduceBcast (seed 000): k-nomial reduce to rank 0, k-nomial bcast back; any op.
  * - rabenseifner: recursive-halving reduce-scatter + recursive-doubling allgather; commutative.
  * - ring: ring reduce-scatter + ring allgather; commutative; bandwidth-optimal for large p.
+ * - direct: every rank sends its vector to every other, then folds all p in rank order; any op.
  */
 import { RECV, SEND, ScheduleBuilder, TMP, type Schedule } from '../sched/schedule.js';
 import { knomialInto } from './bcast.js';
@@ -137,3 +138,39 @@ export function ring(s: CollShape): Schedule {
   }
   return b.build();
 }
+
+/**
+ * Direct: in one round every rank sends its vector to every other rank and receives theirs,
+ * then folds all p in rank order, x0 ⊕ (x1 ⊕ (... ⊕ x(p-1))), the same operands in the same
+ * order on every rank, so the same bits everywhere, for any op. p - 1 messages each way and
+ * p - 1 folds per rank, against recursive doubling's log2 p: for small vectors on few ranks.
+ * What it buys is that a started call needs nothing more from the other ranks than that they
+ * started it too: a rank that computes between `iallreduce` and `wait` does not hold up the
+ * others' later rounds, since there are none (recursive doubling sends its second round only
+ * from inside a test() or wait()). The fold runs in scratch, so IN_PLACE (SEND is RECV) is safe.
+ */
+export function direct(s: CollShape): Schedule {
+  const b = new ScheduleBuilder('allreduce/direct');
+  const p = s.size;
+  const all = s.bytes;
+  if (p === 1) {
+    copyIn(b, s);
+    return b.build();
+  }
+  const slot: number[] = [];
+  for (let r = 0; r < p; r++) slot.push(r === s.rank ? -1 : b.tmpAlloc(all));
+  const acc = b.tmpAlloc(all);
+  for (let k = 1; k < p; k++) b.send((s.rank + k) % p, { buf: SEND, offset: 0, bytes: all });
+  for (let k = 1; k < p; k++) {
+    const from = (s.rank - k + p) % p;
+    b.recv(from, { buf: TMP, offset: slot[from]!, bytes: all });
+  }
+  b.round();
+  const of = (r: number) => (r === s.rank ? { buf: SEND, offset: 0 } : { buf: TMP, offset: slot[r]! }) as { buf: typeof SEND | typeof TMP; offset: number };
+  b.copy({ ...of(p - 1), bytes: all }, { buf: TMP, offset: acc });
+  for (let r = p - 2; r >= 0; r--) b.reduce(s.op, s.dtype, { ...of(r), bytes: all }, { buf: TMP, offset: acc });
+  b.copy({ buf: TMP, offset: acc, bytes: all }, { buf: RECV, offset: 0 });
+  b.round();
+  return b.build();
+}
+

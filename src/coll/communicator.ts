@@ -103,9 +103,9 @@ export class Communicator extends Comm {
   private topo: Topology | undefined = undefined;
 
   /** Selects the algorithm of a call (select.ts) from what every rank shares. */
-  private choose(coll: CollName, bytes: number, commutative: boolean, opts: CollOptions | undefined, fabricFits?: boolean): Choice {
+  private choose(coll: CollName, bytes: number, commutative: boolean, opts: CollOptions | undefined, fabricFits?: boolean, nonblocking?: boolean): Choice {
     const t = this.nodes;
-    return select(coll, { size: this.size, bytes, commutative, executor: this.executorName(opts), nodes: t.nodes, ppn: t.ppn, uniform: t.uniform, fabricFits },
+    return select(coll, { size: this.size, bytes, commutative, executor: this.executorName(opts), nodes: t.nodes, ppn: t.ppn, uniform: t.uniform, fabricFits, nonblocking },
       opts?.algorithm, this.rc.config);
   }
 
@@ -168,7 +168,7 @@ export class Communicator extends Comm {
       throw new NbcOpError(`Cannot offload ${coll} with a user-defined op: it runs only in the thread that created it; expected a predefined op or executor host`);
     }
     const fabricFits = executor.name === 'agg' ? fabricTakes(coll, s.op, s.dtype) : undefined;
-    const choice = this.choose(coll, s.bytes, s.commutative, opts, fabricFits);
+    const choice = this.choose(coll, s.bytes, s.commutative, opts, fabricFits, s.nonblocking);
     // A non-root's reduce works in a RECV of its own: the host executor takes it from its pool
     // at every start; the others run on the buffer given here.
     if (extra?.workRecvBytes !== undefined && executor.name !== 'host') recv = new Uint8Array(extra.workRecvBytes);
@@ -382,11 +382,11 @@ export class Communicator extends Comm {
   }
   iallreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): Request {
     if (this.reproducible(send, recv, op, opts)) return startReproducible(this, this.reproducibleCall('allreduce', send, recv, op, opts));
-    return this.launchPlan(this.memoPlan('allreduce', opts, () => planAllreduce(this.planner, send, recv, op, opts), send, recv, op));
+    return this.launchPlan(this.memoPlan('allreduce', opts, () => planAllreduce(this.planner, send, recv, op, opts, true), send, recv, op));
   }
   allreduceInit(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): PersistentRequest {
     if (this.reproducible(send, recv, op, opts)) return reproducibleInit(this, this.reproducibleCall('allreduce', send, recv, op, opts));
-    return this.persistent(planAllreduce(this.planner, send, recv, op, opts));
+    return this.persistent(planAllreduce(this.planner, send, recv, op, opts, true));
   }
 
   // ---- gather / scatter -----------------------------------------------------------------

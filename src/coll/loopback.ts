@@ -151,7 +151,7 @@ export class LoopbackRank implements Planner {
     const t = this.world.topo;
     const config = this.world.config;
     const executor = opts?.executor ?? config.executor;
-    const choice = select(coll, { size: this.size, bytes: s.bytes, commutative: s.commutative, executor, nodes: t.nodes, ppn: t.ppn, uniform: t.uniform },
+    const choice = select(coll, { size: this.size, bytes: s.bytes, commutative: s.commutative, executor, nodes: t.nodes, ppn: t.ppn, uniform: t.uniform, nonblocking: s.nonblocking },
       opts?.algorithm, config);
     if (choice.composite !== undefined) {
       throw new NbcArgError(`Cannot run ${coll} with algorithm '${choice.name}' on the loopback: the node engines compose it, so it has no rank schedule`);

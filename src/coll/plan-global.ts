@@ -27,13 +27,14 @@ export function checkAllreduce(comm: Planner, send: BufOrInPlace, recv: BufOrInP
   return { sv, rv, output, red };
 }
 
-export function planAllreduce(comm: Planner, send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): Plan {
-  return planCheckedAllreduce(comm, checkAllreduce(comm, send, recv, op), opts);
+/** `nonblocking`: for iallreduce and allreduceInit, whose ranks may compute between start and wait. */
+export function planAllreduce(comm: Planner, send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions, nonblocking = false): Plan {
+  return planCheckedAllreduce(comm, checkAllreduce(comm, send, recv, op), opts, nonblocking);
 }
 
-export function planCheckedAllreduce(comm: Planner, c: ReturnType<typeof checkAllreduce>, opts?: CollOptions): Plan {
+export function planCheckedAllreduce(comm: Planner, c: ReturnType<typeof checkAllreduce>, opts?: CollOptions, nonblocking = false): Plan {
   const { sv, rv, red } = c;
-  const s = { ...comm.base(), ...red, bytes: sv.byteLength, distinct: apart(sv, rv) };
+  const s = { ...comm.base(), ...red, bytes: sv.byteLength, distinct: apart(sv, rv), nonblocking };
   return comm.plan('allreduce', s, opts, true, sv, rv);
 }
 

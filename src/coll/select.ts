@@ -111,6 +111,7 @@ export const ALGORITHMS: Record<CollName, Record<string, Algorithm>> = {
     knomial: { build: allreduce.knomialReduceBcast, radix: KNOMIAL },
     rabenseifner: { build: allreduce.rabenseifner, commutativeOnly: true },
     ring: { build: allreduce.ring, commutativeOnly: true },
+    direct: { build: allreduce.direct },
     hier: { build: hier.allreduce, leaders: 'allreduce', commutativeOnly: true },
     'two-level': twoLevel('allreduce', TL_ALLREDUCE, true),
     agg: aggregated('allreduce', TL_ALLREDUCE),
@@ -181,6 +182,8 @@ interface Rule {
    * chosen by the simulator for real clusters, where crowded-host measurements disagree.
    */
   ownCores?: true;
+  /** The rule applies only to non-blocking and persistent calls on this executor. */
+  nonblocking?: 'host';
   commutative?: boolean;
   /** Why this rule and threshold (the measurement that chose it). */
   why: string;
@@ -208,6 +211,7 @@ export const RULES: Record<CollName, Rule[]> = {
   ],
   allreduce: [
     { algorithm: 'agg', minNodes: 2, commutative: true, why: AGG_WHY },
+    { algorithm: 'direct', maxBytes: 256, maxSize: 8, nonblocking: 'host', why: 'a started iallreduce completes once every rank has started it, where recursive doubling sends its later rounds only from inside a test() or wait(): Overlap-PCG on 4 x 16^3 (4 ranks on 2 cores), warm, 0.40-0.44 ms an iteration against 1.43-1.73 (3 interleaved runs); blocking calls keep the lean recursive doubling (4 ranks 8 B 6.7-9.4 us direct against 7.5-8.2, 2 ranks 0.45 against 0.32)' },
     { algorithm: 'rabenseifner', minBytes: 128 << 10, commutative: true, why: 'allreduce-n2-*.json: 48 vs 59 us at 128 KiB, 134 vs 183 us at 512 KiB against recursive doubling; n4: wins from 512 KiB (529 vs 770 us), 2 MiB 1267 vs 4153 us' },
     { algorithm: 'hier', minNodes: 2, minPpn: 2, commutative: true, model: 'hier', why: HIER_WHY },
     { algorithm: 'rabenseifner', minBytes: 16 << 10, minSize: 8, commutative: true, ownCores: true, why: 'simulated at scale (bench/results/sim-quick4, this VM\'s calibration, a core per rank): 1.3-1.8x faster than recursive doubling from 16 KiB on 8-256 ranks one per node, 2.3-2.7x on 8-16 ranks of one node; recursive doubling sends and reduces the whole vector log2 p times, and past the eager limit each of its messages pays a rendezvous. Not on an oversubscribed host, where every message costs a thread switch (allreduce-n4-*.json: recursive doubling until 512 KiB on 2 cores)' },
@@ -281,6 +285,8 @@ export interface SelectInput {
    * but prod, on 32- or 64-bit integers or floats; agg/client.ts aggSupports); barriers always.
    */
   fabricFits?: boolean;
+  /** A non-blocking or persistent call (CollShape.nonblocking). */
+  nonblocking?: boolean;
 }
 
 const envName = (coll: CollName): string => `NBC_${coll.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}_ALGORITHM`;
@@ -344,6 +350,7 @@ export function select(coll: CollName, s: SelectInput, override: string | undefi
     if (r.commutative !== undefined && r.commutative !== s.commutative) continue;
     if (r.model !== undefined && !modelPrefers(r.model, coll, s, config)) continue;
     if (r.ownCores === true && config.oversubscribed) continue;
+    if (r.nonblocking !== undefined && (s.nonblocking !== true || s.executor !== r.nonblocking)) continue;
     const alg = ALGORITHMS[coll][r.algorithm]!;
     if (flatOnly && !isFlat(alg)) continue;
     if (alg.executors !== undefined && !alg.executors.includes(s.executor)) continue;

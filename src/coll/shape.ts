@@ -24,6 +24,12 @@ export interface CollShape {
    * assume they may alias.
    */
   distinct?: boolean;
+  /**
+   * The call is non-blocking or persistent: the rank may compute between its start and its
+   * wait, and only a test() or wait() advances the host executor's later rounds. Selection
+   * reads it (select.ts); builders do not.
+   */
+  nonblocking?: boolean;
   /** k-nomial degree (2..8) where the algorithm takes one. */
   radix: number;
   /** Per-rank byte counts and displacements for v-variants (and reduceScatter). */
