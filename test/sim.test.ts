@@ -289,6 +289,12 @@ test('the simulator picks what the library picks: same selection, same algorithm
   assert.throws(() => buildProgram({ coll: 'allreduce', ranks: 4, ppn: 1, bytes: 8, executor: 'host', algorithm: 'two-level' }, P), { code: 'NBC_ERR_ARG' });
   assert.throws(() => parseSimOp('allreducex'), { code: 'NBC_ERR_ARG', message: /^Cannot simulate 'allreducex': expected one of/ });
   assert.deepEqual(parseSimOp('iallreduce'), { coll: 'allreduce', nonblocking: true });
+  // a small non-blocking allreduce on the host executor takes direct, as in the library
+  const nb = select('allreduce', { size: 4, bytes: 8, commutative: true, executor: 'host', nodes: 1, ppn: 4, uniform: true, nonblocking: true }, undefined, DEFAULT_CONFIG);
+  assert.equal(nb.name, 'direct');
+  assert.equal(buildProgram({ coll: 'allreduce', ranks: 4, ppn: 4, bytes: 8, executor: 'host', nonblocking: true }, P).algorithm, 'direct');
+  assert.equal(buildProgram({ coll: 'allreduce', ranks: 4, ppn: 4, bytes: 8, executor: 'offload', nonblocking: true }, P).algorithm, 'recursive-doubling', 'the engine progresses offloaded rounds itself');
+  assert.equal(buildProgram({ coll: 'allreduce', ranks: 4, ppn: 4, bytes: 8, executor: 'host' }, P).algorithm, 'recursive-doubling', 'blocking');
 });
 
 test('allreduce takes Rabenseifner from 16 KiB on 8+ ranks with a core each, the simulator\'s crossover at scale, and not on a crowded host; k-nomial on one node from 16 KiB', { timeout: 5_000 }, () => {

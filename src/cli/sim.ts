@@ -156,7 +156,7 @@ export function registerSim(program: Command): void {
       const sizes = coll === 'barrier' ? [0] : parseSizes(o.sizes);
       // Selection sees the host as the runtime would: oversubscribed when its ranks outnumber its cores.
       const config = o.hostCores !== undefined && o.ranks > o.hostCores ? { ...DEFAULT_CONFIG, oversubscribed: true } : undefined;
-      const spec = { coll, ranks: o.ranks, ppn: o.ppn, executor: o.executor as SimExecutor, algorithm: o.algorithm, inputs: o.inputs as 'cached' | 'fresh', ...(config ? { config } : {}) };
+      const spec = { coll, ranks: o.ranks, ppn: o.ppn, executor: o.executor as SimExecutor, algorithm: o.algorithm, inputs: o.inputs as 'cached' | 'fresh', nonblocking, ...(config ? { config } : {}) };
       if (o.goal !== undefined) {
         const prog = buildProgram({ ...spec, bytes: sizes[0]! }, params);
         mkdirSync(dirname(o.goal), { recursive: true });

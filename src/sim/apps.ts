@@ -212,7 +212,8 @@ export function simulateApp(spec: AppSpec, params: SimParams, compute: AppComput
   // the inner products (the library's selection for the executor and layout).
   const halo = haloSchedules(spec, bx);
   const haloProg: Program = programOf(halo.schedules, spec.ppn, 'neighborAlltoallv');
-  const arProg = buildProgram({ coll: 'allreduce', ranks: N, ppn: spec.ppn, bytes: 8, executor: spec.executor, algorithm: spec.algorithm, inputs: 'fresh' }, params);
+  const nonblocking = spec.app === 'pcg' && spec.variant === 'overlap'; // its inner products are iallreduces
+  const arProg = buildProgram({ coll: 'allreduce', ranks: N, ppn: spec.ppn, bytes: 8, executor: spec.executor, algorithm: spec.algorithm, inputs: 'fresh', nonblocking }, params);
 
   const noise = spec.noise !== null && spec.noise.durationUs > 0 ? spec.noise : null;
   const phase = noise === null ? null : noisePhases(N, noise.periodUs, spec.seed);

@@ -53,6 +53,8 @@ export interface CallSpec {
    * 'fresh', just computed, as an application's data is.
    */
   inputs?: 'cached' | 'fresh';
+  /** A non-blocking call (`nbc sim i<coll>`, Overlap-PCG's inner products): selection sees it as the library does. */
+  nonblocking?: boolean;
 }
 
 export interface Program {
@@ -175,7 +177,7 @@ export function chooseFor(spec: CallSpec, topo: Topology): Choice & { mode: SimM
   }
   const c = select(spec.coll, {
     size: spec.ranks, bytes: benchBytes(spec.bytes), commutative: true, executor, nodes: topo.nodes, ppn: topo.ppn, uniform: topo.uniform,
-    fabricFits: executor === 'agg' ? true : undefined,
+    fabricFits: executor === 'agg' ? true : undefined, nonblocking: spec.nonblocking,
   }, algorithm, config);
   // On agg, what the fabric does not take runs a host algorithm (sched/agg-executor.ts).
   let mode: SimMode = executor === 'offload' ? 'offload' : 'host';
