@@ -333,11 +333,14 @@ export class Communicator extends Comm {
       startReproducible(this, this.reproducibleCall('reduce', send, recv, op, opts, root)).wait();
       return;
     }
-    this.runPlan(this.memoPlan('reduce', opts, () => planReduce(this.planner, send, recv, op, root, opts), send, recv, op, root));
+    this.runPlan(this.reducePlan(send, recv, op, root, opts));
   }
   ireduce(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): Request {
     if (this.reproducible(send, recv, op, opts)) return startReproducible(this, this.reproducibleCall('reduce', send, recv, op, opts, root));
-    return this.launchPlan(this.memoPlan('reduce', opts, () => planReduce(this.planner, send, recv, op, root, opts), send, recv, op, root));
+    return this.launchPlan(this.reducePlan(send, recv, op, root, opts));
+  }
+  private reducePlan(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): Plan {
+    return this.memoPlan('reduce', opts, () => planReduce(this.planner, send, recv, op, root, opts), send, recv, op, root);
   }
   reduceInit(send: BufOrInPlace, recv: BufOrInPlace | null | undefined, op: OpLike, root: number, opts?: CollOptions): PersistentRequest {
     if (this.reproducible(send, recv, op, opts)) return reproducibleInit(this, this.reproducibleCall('reduce', send, recv, op, opts, root));
@@ -391,33 +394,53 @@ export class Communicator extends Comm {
 
   // ---- gather / scatter -----------------------------------------------------------------
 
-  gather(send: BufOrInPlace, recv: Buf | null | undefined, root: number, opts?: CollOptions): void { this.runPlan(this.memoPlan('gather', opts, () => planGather(this.planner, send, recv, root, opts), send, recv, root)); }
+  gather(send: BufOrInPlace, recv: Buf | null | undefined, root: number, opts?: CollOptions): void {
+    this.runPlan(this.gatherPlan(send, recv, root, opts));
+  }
   igather(send: BufOrInPlace, recv: Buf | null | undefined, root: number, opts?: CollOptions): Request {
-    return this.launchPlan(this.memoPlan('gather', opts, () => planGather(this.planner, send, recv, root, opts), send, recv, root));
+    return this.launchPlan(this.gatherPlan(send, recv, root, opts));
+  }
+  private gatherPlan(send: BufOrInPlace, recv: Buf | null | undefined, root: number, opts?: CollOptions): Plan {
+    return this.memoPlan('gather', opts, () => planGather(this.planner, send, recv, root, opts), send, recv, root);
   }
   gatherInit(send: BufOrInPlace, recv: Buf | null | undefined, root: number, opts?: CollOptions): PersistentRequest {
     return this.persistent(planGather(this.planner, send, recv, root, opts));
   }
 
-  scatter(send: Buf | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): void { this.runPlan(this.memoPlan('scatter', opts, () => planScatter(this.planner, send, recv, root, opts), send, recv, root)); }
+  scatter(send: Buf | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): void {
+    this.runPlan(this.scatterPlan(send, recv, root, opts));
+  }
   iscatter(send: Buf | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): Request {
-    return this.launchPlan(this.memoPlan('scatter', opts, () => planScatter(this.planner, send, recv, root, opts), send, recv, root));
+    return this.launchPlan(this.scatterPlan(send, recv, root, opts));
+  }
+  private scatterPlan(send: Buf | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): Plan {
+    return this.memoPlan('scatter', opts, () => planScatter(this.planner, send, recv, root, opts), send, recv, root);
   }
   scatterInit(send: Buf | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): PersistentRequest {
     return this.persistent(planScatter(this.planner, send, recv, root, opts));
   }
 
-  gatherv(send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts | null | undefined, displs: Counts | null | undefined, root: number, opts?: CollOptions): void { this.runPlan(this.memoPlan('gatherv', opts, () => planGatherv(this.planner, send, recv, counts, displs, root, opts), send, recv, root, undefined, [counts, displs])); }
+  gatherv(send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts | null | undefined, displs: Counts | null | undefined, root: number, opts?: CollOptions): void {
+    this.runPlan(this.gathervPlan(send, recv, counts, displs, root, opts));
+  }
   igatherv(send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts | null | undefined, displs: Counts | null | undefined, root: number, opts?: CollOptions): Request {
-    return this.launchPlan(this.memoPlan('gatherv', opts, () => planGatherv(this.planner, send, recv, counts, displs, root, opts), send, recv, root, undefined, [counts, displs]));
+    return this.launchPlan(this.gathervPlan(send, recv, counts, displs, root, opts));
+  }
+  private gathervPlan(send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts | null | undefined, displs: Counts | null | undefined, root: number, opts?: CollOptions): Plan {
+    return this.memoPlan('gatherv', opts, () => planGatherv(this.planner, send, recv, counts, displs, root, opts), send, recv, root, undefined, [counts, displs]);
   }
   gathervInit(send: BufOrInPlace, recv: Buf | null | undefined, counts: Counts | null | undefined, displs: Counts | null | undefined, root: number, opts?: CollOptions): PersistentRequest {
     return this.persistent(planGatherv(this.planner, send, recv, counts, displs, root, opts));
   }
 
-  scatterv(send: Buf | null | undefined, counts: Counts | null | undefined, displs: Counts | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): void { this.runPlan(this.memoPlan('scatterv', opts, () => planScatterv(this.planner, send, counts, displs, recv, root, opts), send, recv, root, undefined, [counts, displs])); }
+  scatterv(send: Buf | null | undefined, counts: Counts | null | undefined, displs: Counts | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): void {
+    this.runPlan(this.scattervPlan(send, counts, displs, recv, root, opts));
+  }
   iscatterv(send: Buf | null | undefined, counts: Counts | null | undefined, displs: Counts | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): Request {
-    return this.launchPlan(this.memoPlan('scatterv', opts, () => planScatterv(this.planner, send, counts, displs, recv, root, opts), send, recv, root, undefined, [counts, displs]));
+    return this.launchPlan(this.scattervPlan(send, counts, displs, recv, root, opts));
+  }
+  private scattervPlan(send: Buf | null | undefined, counts: Counts | null | undefined, displs: Counts | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): Plan {
+    return this.memoPlan('scatterv', opts, () => planScatterv(this.planner, send, counts, displs, recv, root, opts), send, recv, root, undefined, [counts, displs]);
   }
   scattervInit(send: Buf | null | undefined, counts: Counts | null | undefined, displs: Counts | null | undefined, recv: BufOrInPlace, root: number, opts?: CollOptions): PersistentRequest {
     return this.persistent(planScatterv(this.planner, send, counts, displs, recv, root, opts));
@@ -425,15 +448,25 @@ export class Communicator extends Comm {
 
   // ---- allgather ------------------------------------------------------------------------
 
-  allgather(send: BufOrInPlace, recv: Buf, opts?: CollOptions): void { this.runPlan(this.memoPlan('allgather', opts, () => planAllgather(this.planner, send, recv, opts), send, recv)); }
+  allgather(send: BufOrInPlace, recv: Buf, opts?: CollOptions): void {
+    this.runPlan(this.allgatherPlan(send, recv, opts));
+  }
   iallgather(send: BufOrInPlace, recv: Buf, opts?: CollOptions): Request {
-    return this.launchPlan(this.memoPlan('allgather', opts, () => planAllgather(this.planner, send, recv, opts), send, recv));
+    return this.launchPlan(this.allgatherPlan(send, recv, opts));
+  }
+  private allgatherPlan(send: BufOrInPlace, recv: Buf, opts?: CollOptions): Plan {
+    return this.memoPlan('allgather', opts, () => planAllgather(this.planner, send, recv, opts), send, recv);
   }
   allgatherInit(send: BufOrInPlace, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(planAllgather(this.planner, send, recv, opts)); }
 
-  allgatherv(send: BufOrInPlace, recv: Buf, counts: Counts, displs: Counts, opts?: CollOptions): void { this.runPlan(this.memoPlan('allgatherv', opts, () => planAllgatherv(this.planner, send, recv, counts, displs, opts), send, recv, undefined, undefined, [counts, displs])); }
+  allgatherv(send: BufOrInPlace, recv: Buf, counts: Counts, displs: Counts, opts?: CollOptions): void {
+    this.runPlan(this.allgathervPlan(send, recv, counts, displs, opts));
+  }
   iallgatherv(send: BufOrInPlace, recv: Buf, counts: Counts, displs: Counts, opts?: CollOptions): Request {
-    return this.launchPlan(this.memoPlan('allgatherv', opts, () => planAllgatherv(this.planner, send, recv, counts, displs, opts), send, recv, undefined, undefined, [counts, displs]));
+    return this.launchPlan(this.allgathervPlan(send, recv, counts, displs, opts));
+  }
+  private allgathervPlan(send: BufOrInPlace, recv: Buf, counts: Counts, displs: Counts, opts?: CollOptions): Plan {
+    return this.memoPlan('allgatherv', opts, () => planAllgatherv(this.planner, send, recv, counts, displs, opts), send, recv, undefined, undefined, [counts, displs]);
   }
   allgathervInit(send: BufOrInPlace, recv: Buf, counts: Counts, displs: Counts, opts?: CollOptions): PersistentRequest {
     return this.persistent(planAllgatherv(this.planner, send, recv, counts, displs, opts));
@@ -468,12 +501,14 @@ export class Communicator extends Comm {
   alltoallInit(send: BufOrInPlace, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(planAlltoall(this.planner, send, recv, opts)); }
 
   alltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): void {
-    this.runPlan(this.memoPlan('alltoallv', opts, () => planAlltoallv(this.planner, send, scounts, sdispls, recv, rcounts, rdispls, opts),
-      send, recv, undefined, undefined, [scounts, sdispls, rcounts, rdispls]));
+    this.runPlan(this.alltoallvPlan(send, scounts, sdispls, recv, rcounts, rdispls, opts));
   }
   ialltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): Request {
-    return this.launchPlan(this.memoPlan('alltoallv', opts, () => planAlltoallv(this.planner, send, scounts, sdispls, recv, rcounts, rdispls, opts),
-      send, recv, undefined, undefined, [scounts, sdispls, rcounts, rdispls]));
+    return this.launchPlan(this.alltoallvPlan(send, scounts, sdispls, recv, rcounts, rdispls, opts));
+  }
+  private alltoallvPlan(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): Plan {
+    return this.memoPlan('alltoallv', opts, () => planAlltoallv(this.planner, send, scounts, sdispls, recv, rcounts, rdispls, opts),
+      send, recv, undefined, undefined, [scounts, sdispls, rcounts, rdispls]);
   }
   alltoallvInit(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): PersistentRequest {
     return this.persistent(planAlltoallv(this.planner, send, scounts, sdispls, recv, rcounts, rdispls, opts));
@@ -486,11 +521,14 @@ export class Communicator extends Comm {
       startReproducible(this, this.reproducibleCall('reduceScatterBlock', send, recv, op, opts)).wait();
       return;
     }
-    this.runPlan(this.memoPlan('reduceScatterBlock', opts, () => planReduceScatter(this.planner, 'reduceScatterBlock', send, recv, null, op, opts), send, recv, op));
+    this.runPlan(this.reduceScatterBlockPlan(send, recv, op, opts));
   }
   ireduceScatterBlock(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): Request {
     if (this.reproducible(send, recv, op, opts)) return startReproducible(this, this.reproducibleCall('reduceScatterBlock', send, recv, op, opts));
-    return this.launchPlan(this.memoPlan('reduceScatterBlock', opts, () => planReduceScatter(this.planner, 'reduceScatterBlock', send, recv, null, op, opts), send, recv, op));
+    return this.launchPlan(this.reduceScatterBlockPlan(send, recv, op, opts));
+  }
+  private reduceScatterBlockPlan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): Plan {
+    return this.memoPlan('reduceScatterBlock', opts, () => planReduceScatter(this.planner, 'reduceScatterBlock', send, recv, null, op, opts), send, recv, op);
   }
   reduceScatterBlockInit(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): PersistentRequest {
     if (this.reproducible(send, recv, op, opts)) return reproducibleInit(this, this.reproducibleCall('reduceScatterBlock', send, recv, op, opts));
@@ -501,11 +539,14 @@ export class Communicator extends Comm {
       startReproducible(this, this.reproducibleCall('reduceScatter', send, recv, op, opts, undefined, counts)).wait();
       return;
     }
-    this.runPlan(this.memoPlan('reduceScatter', opts, () => planReduceScatter(this.planner, 'reduceScatter', send, recv, counts, op, opts), send, recv, op, undefined, [counts]));
+    this.runPlan(this.reduceScatterPlan(send, recv, counts, op, opts));
   }
   ireduceScatter(send: BufOrInPlace, recv: Buf, counts: Counts, op: OpLike, opts?: CollOptions): Request {
     if (this.reproducible(send, recv, op, opts)) return startReproducible(this, this.reproducibleCall('reduceScatter', send, recv, op, opts, undefined, counts));
-    return this.launchPlan(this.memoPlan('reduceScatter', opts, () => planReduceScatter(this.planner, 'reduceScatter', send, recv, counts, op, opts), send, recv, op, undefined, [counts]));
+    return this.launchPlan(this.reduceScatterPlan(send, recv, counts, op, opts));
+  }
+  private reduceScatterPlan(send: BufOrInPlace, recv: Buf, counts: Counts, op: OpLike, opts?: CollOptions): Plan {
+    return this.memoPlan('reduceScatter', opts, () => planReduceScatter(this.planner, 'reduceScatter', send, recv, counts, op, opts), send, recv, op, undefined, [counts]);
   }
   reduceScatterInit(send: BufOrInPlace, recv: Buf, counts: Counts, op: OpLike, opts?: CollOptions): PersistentRequest {
     if (this.reproducible(send, recv, op, opts)) return reproducibleInit(this, this.reproducibleCall('reduceScatter', send, recv, op, opts, undefined, counts));
@@ -520,11 +561,14 @@ export class Communicator extends Comm {
       startReproducible(this, this.reproducibleCall('scan', send, recv, op, opts)).wait();
       return;
     }
-    this.runPlan(this.memoPlan('scan', opts, () => planScan(this.planner, 'scan', send, recv, op, opts), send, recv, op));
+    this.runPlan(this.scanPlan(send, recv, op, opts));
   }
   iscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): Request {
     if (this.reproducible(send, recv, op, opts)) return startReproducible(this, this.reproducibleCall('scan', send, recv, op, opts));
-    return this.launchPlan(this.memoPlan('scan', opts, () => planScan(this.planner, 'scan', send, recv, op, opts), send, recv, op));
+    return this.launchPlan(this.scanPlan(send, recv, op, opts));
+  }
+  private scanPlan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): Plan {
+    return this.memoPlan('scan', opts, () => planScan(this.planner, 'scan', send, recv, op, opts), send, recv, op);
   }
   scanInit(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): PersistentRequest {
     if (this.reproducible(send, recv, op, opts)) return reproducibleInit(this, this.reproducibleCall('scan', send, recv, op, opts));
@@ -535,11 +579,14 @@ export class Communicator extends Comm {
       startReproducible(this, this.reproducibleCall('exscan', send, recv, op, opts)).wait();
       return;
     }
-    this.runPlan(this.memoPlan('exscan', opts, () => planScan(this.planner, 'exscan', send, recv, op, opts), send, recv, op));
+    this.runPlan(this.exscanPlan(send, recv, op, opts));
   }
   iexscan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): Request {
     if (this.reproducible(send, recv, op, opts)) return startReproducible(this, this.reproducibleCall('exscan', send, recv, op, opts));
-    return this.launchPlan(this.memoPlan('exscan', opts, () => planScan(this.planner, 'exscan', send, recv, op, opts), send, recv, op));
+    return this.launchPlan(this.exscanPlan(send, recv, op, opts));
+  }
+  private exscanPlan(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): Plan {
+    return this.memoPlan('exscan', opts, () => planScan(this.planner, 'exscan', send, recv, op, opts), send, recv, op);
   }
   exscanInit(send: BufOrInPlace, recv: Buf, op: OpLike, opts?: CollOptions): PersistentRequest {
     if (this.reproducible(send, recv, op, opts)) return reproducibleInit(this, this.reproducibleCall('exscan', send, recv, op, opts));
@@ -549,21 +596,33 @@ export class Communicator extends Comm {
   // ---- neighbour collectives (Cartesian and distributed-graph communicators) ----------------------------------------
 
 
-  neighborAllgather(send: Buf, recv: Buf, opts?: CollOptions): void { this.runPlan(this.memoPlan('neighborAllgather', opts, () => planNeighborAllgather(this.planner, send, recv, opts), send, recv)); }
-  ineighborAllgather(send: Buf, recv: Buf, opts?: CollOptions): Request { return this.launchPlan(this.memoPlan('neighborAllgather', opts, () => planNeighborAllgather(this.planner, send, recv, opts), send, recv)); }
+  neighborAllgather(send: Buf, recv: Buf, opts?: CollOptions): void {
+    this.runPlan(this.neighborAllgatherPlan(send, recv, opts));
+  }
+  ineighborAllgather(send: Buf, recv: Buf, opts?: CollOptions): Request { return this.launchPlan(this.neighborAllgatherPlan(send, recv, opts)); }
+  private neighborAllgatherPlan(send: Buf, recv: Buf, opts?: CollOptions): Plan {
+    return this.memoPlan('neighborAllgather', opts, () => planNeighborAllgather(this.planner, send, recv, opts), send, recv);
+  }
   neighborAllgatherInit(send: Buf, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(planNeighborAllgather(this.planner, send, recv, opts)); }
 
-  neighborAlltoall(send: Buf, recv: Buf, opts?: CollOptions): void { this.runPlan(this.memoPlan('neighborAlltoall', opts, () => planNeighborAlltoall(this.planner, send, recv, opts), send, recv)); }
-  ineighborAlltoall(send: Buf, recv: Buf, opts?: CollOptions): Request { return this.launchPlan(this.memoPlan('neighborAlltoall', opts, () => planNeighborAlltoall(this.planner, send, recv, opts), send, recv)); }
+  neighborAlltoall(send: Buf, recv: Buf, opts?: CollOptions): void {
+    this.runPlan(this.neighborAlltoallPlan(send, recv, opts));
+  }
+  ineighborAlltoall(send: Buf, recv: Buf, opts?: CollOptions): Request { return this.launchPlan(this.neighborAlltoallPlan(send, recv, opts)); }
+  private neighborAlltoallPlan(send: Buf, recv: Buf, opts?: CollOptions): Plan {
+    return this.memoPlan('neighborAlltoall', opts, () => planNeighborAlltoall(this.planner, send, recv, opts), send, recv);
+  }
   neighborAlltoallInit(send: Buf, recv: Buf, opts?: CollOptions): PersistentRequest { return this.persistent(planNeighborAlltoall(this.planner, send, recv, opts)); }
 
   neighborAlltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): void {
-    this.runPlan(this.memoPlan('neighborAlltoallv', opts, () => planNeighborAlltoallv(this.planner, send, scounts, sdispls, recv, rcounts, rdispls, opts),
-      send, recv, undefined, undefined, [scounts, sdispls, rcounts, rdispls]));
+    this.runPlan(this.neighborAlltoallvPlan(send, scounts, sdispls, recv, rcounts, rdispls, opts));
   }
   ineighborAlltoallv(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): Request {
-    return this.launchPlan(this.memoPlan('neighborAlltoallv', opts, () => planNeighborAlltoallv(this.planner, send, scounts, sdispls, recv, rcounts, rdispls, opts),
-      send, recv, undefined, undefined, [scounts, sdispls, rcounts, rdispls]));
+    return this.launchPlan(this.neighborAlltoallvPlan(send, scounts, sdispls, recv, rcounts, rdispls, opts));
+  }
+  private neighborAlltoallvPlan(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): Plan {
+    return this.memoPlan('neighborAlltoallv', opts, () => planNeighborAlltoallv(this.planner, send, scounts, sdispls, recv, rcounts, rdispls, opts),
+      send, recv, undefined, undefined, [scounts, sdispls, rcounts, rdispls]);
   }
   neighborAlltoallvInit(send: Buf, scounts: Counts, sdispls: Counts, recv: Buf, rcounts: Counts, rdispls: Counts, opts?: CollOptions): PersistentRequest {
     return this.persistent(planNeighborAlltoallv(this.planner, send, scounts, sdispls, recv, rcounts, rdispls, opts));
