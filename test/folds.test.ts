@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { DType } from '../src/ops/dtype.ts';
-import { registerFoldMemories, registerFoldMemory, wasmFold } from '../src/ops/folds.ts';
+import { registerFoldMemories, registerFoldMemory, wasmFold, WASM_FOLD_MIN_BYTES } from '../src/ops/folds.ts';
 import { OpCode } from '../src/ops/loops.ts';
 import { Op } from '../src/ops/op.ts';
 import { kernelFor, reduceRegions } from '../src/ops/regions.ts';
@@ -73,7 +73,7 @@ describe('reductions in WebAssembly', () => {
     assert.equal(wasmFold(memory.buffer, user.id, DType.Float64), null, 'a user op');
   });
 
-  test('reduceRegions folds two regions of one slice in WebAssembly, and overlapping ones from the input as it was', () => {
+  test('reduceRegions folds two regions of one slice with the same bits either way (WebAssembly from WASM_FOLD_MIN_BYTES), and overlapping ones from the input as it was', () => {
     const shared = createNodeShared({ ranks: 1, ringBytes: 4096, sliceBytes: 1 << 16 });
     adoptSliceMemories(shared);
     registerFoldMemories(shared.memories);
@@ -82,16 +82,19 @@ describe('reductions in WebAssembly', () => {
     const slice = shared.slices[0]!;
     assert.equal(slice, shared.memories![0]!.buffer);
     assert.notEqual(wasmFold(slice, OpCode.sum, DType.Float64), null);
-    const x = new Float64Array(slice, 0, 9);
-    const y = new Float64Array(slice, 128, 9);
-    for (let k = 0; k < 9; k++) { x[k] = 0.1 * (k + 1); y[k] = 1 / (k + 3); }
-    const want = Float64Array.from(y, (v, k) => x[k]! + v);
-    reduceRegions(OpCode.sum, DType.Float64, new Uint8Array(slice, 0, 72), new Uint8Array(slice, 128, 72));
-    assert.equal(hex(y), hex(want));
+    for (const n of [9, 200]) { // below and past WASM_FOLD_MIN_BYTES: the JavaScript and the WebAssembly route
+      assert.equal(n * 8 >= WASM_FOLD_MIN_BYTES, n === 200);
+      const x = new Float64Array(slice, 0, n);
+      const y = new Float64Array(slice, 2048, n);
+      for (let k = 0; k < n; k++) { x[k] = 0.1 * (k + 1); y[k] = 1 / (k + 3); }
+      const want = Float64Array.from(y, (v, k) => x[k]! + v);
+      reduceRegions(OpCode.sum, DType.Float64, new Uint8Array(slice, 0, 8 * n), new Uint8Array(slice, 2048, 8 * n));
+      assert.equal(hex(y), hex(want), `${n} doubles`);
+    }
     // overlapping by all but one element: the byte-level route, which folds the input's values
     // as they were (the 16-byte turns would read elements they had just written)
-    const z = new Float64Array(slice, 256, 5).fill(1);
-    reduceRegions(OpCode.sum, DType.Float64, new Uint8Array(slice, 256, 32), new Uint8Array(slice, 264, 32));
+    const z = new Float64Array(slice, 8192, 5).fill(1);
+    reduceRegions(OpCode.sum, DType.Float64, new Uint8Array(slice, 8192, 32), new Uint8Array(slice, 8200, 32));
     assert.deepEqual([...z], [1, 2, 2, 2, 2]);
   });
 });

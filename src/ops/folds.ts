@@ -5,8 +5,8 @@
  * (shm/node-shared.ts), so what `comm.alloc` hands out and a collective's large scratch lie in
  * one: a reduction between two such regions of a slice (the usual case: a received block in
  * scratch folded into the user's buffer) runs as SIMD, 16 bytes a turn, with the JavaScript
- * loops' bits (folds.wat says why they agree). Measured on the 2-core VM, 8,192 doubles summed:
- * 1.6-2.0 us against 6.8-9 for the JavaScript loop. Anything else (plain arrays, two memories,
+ * loops' bits (folds.wat says why they agree). Measured on the 2-core VM (scripts/fold-speed.mjs),
+ * 8,192 doubles summed: 1.96 us against 7.98 for the JavaScript loop. Anything else (plain arrays, two memories,
  * user ops, types without a WebAssembly loop) keeps the JavaScript loops of loops.ts.
  *
  * The executors register the node's slice memories in their thread (registerFoldMemories).
@@ -17,6 +17,13 @@ import { DType } from './dtype.js';
 import { FOLDS_WASM_BASE64 } from './folds-wasm.js';
 import { OpCode } from './loops.js';
 import { compileBase64, WA, type WasmMemory } from './wasm.js';
+
+/**
+ * Below this many bytes the call into WebAssembly costs more than the loop saves
+ * (`node scripts/fold-speed.mjs`: 8 doubles 0.053 us against 0.032, 128 doubles 0.131 against
+ * 0.145, 1024 doubles 0.234 against 0.969), so the JavaScript loop folds them.
+ */
+export const WASM_FOLD_MIN_BYTES = 1024;
 
 /** inout = input ⊕ inout over `bytes` bytes, both given as byte offsets in one memory. */
 export type WasmFold = (inout: number, input: number, bytes: number) => void;

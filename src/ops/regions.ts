@@ -6,7 +6,7 @@
  */
 import type { TypedArray } from '../comm/validate.js';
 import { bytesPerElement, ctorOf, type DType } from './dtype.js';
-import { wasmFold } from './folds.js';
+import { wasmFold, WASM_FOLD_MIN_BYTES } from './folds.js';
 import { reduceBytes } from './kernels.js';
 import { builtinOpById, USER_OP_ID_BASE, type Op, type ReduceKernel } from './op.js';
 
@@ -41,7 +41,7 @@ export function reduceRegions(opId: number, dt: DType, input: Uint8Array, inout:
     reduceBytes(opById(opId), dt, inout.buffer, inout.byteOffset, input.buffer, input.byteOffset, n);
     return;
   }
-  const fold = input.buffer === inout.buffer ? wasmFold(inout.buffer, opId, dt) : null;
+  const fold = input.buffer === inout.buffer && inout.byteLength >= WASM_FOLD_MIN_BYTES ? wasmFold(inout.buffer, opId, dt) : null;
   if (fold !== null) {
     fold(inout.byteOffset, input.byteOffset, inout.byteLength);
     return;

@@ -18,7 +18,7 @@
 import type { TypedArray } from '../comm/validate.js';
 import { NbcCountError, NbcInternalError, NbcTruncateError } from '../errors.js';
 import { bytesPerElement, ctorOf, type DType } from '../ops/dtype.js';
-import { registerFoldMemories, wasmFold, type WasmFold } from '../ops/folds.js';
+import { registerFoldMemories, wasmFold, WASM_FOLD_MIN_BYTES, type WasmFold } from '../ops/folds.js';
 import { kernelFor, reduceRegions } from '../ops/regions.js';
 import { TAG_INVALID } from '../p2p/constants.js';
 import { Request } from '../p2p/request.js';
@@ -374,7 +374,7 @@ export class HostExecutor implements Executor, Port<HostRun> {
     const folds = (run.bufs.folds ??= []);
     let fold = folds[i];
     if (fold === undefined) {
-      fold = input.buffer === inout.buffer ? wasmFold(inout.buffer, s.peer[i]!, dt) : null;
+      fold = input.buffer === inout.buffer && inout.byteLength >= WASM_FOLD_MIN_BYTES ? wasmFold(inout.buffer, s.peer[i]!, dt) : null;
       folds[i] = fold;
     }
     if (fold !== null) fold(inout.byteOffset, input.byteOffset, inout.byteLength);
