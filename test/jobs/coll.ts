@@ -1094,7 +1094,9 @@ function completesWhileComputing(w: Communicator): { offload: boolean; host: boo
     for (const executor of ['offload', 'host'] as const) {
       const y = new Float64Array(1);
       w.barrier();
-      if (w.rank === 0) busy(5);
+      // Rank 0 starts late: by more than a scheduler time slice (4 ms here), since on 2 shared
+      // cores another rank may wait out one before its own call.
+      if (w.rank === 0) busy(20);
       const called = clock();
       const r = w.iallreduce(x, y, 'sum', { executor });
       if (executor === 'host') returned[attempt] = w.rank === 0 ? called : clock();
