@@ -1,6 +1,6 @@
 /** Helpers shared by the test jobs. */
 import assert from 'node:assert/strict';
-import { NbcError, Op } from 'nbcoll';
+import { NbcError, Op, type Communicator, type MessageTrace } from 'nbcoll';
 
 /**
  * Runs each named call and records the NbcError code it raised ('no error' when it did not),
@@ -68,3 +68,27 @@ export const perSource = (m: string[]): string[] => m
   .map((text, i) => ({ text, i, peer: Number(text.split(' ')[1]) }))
   .sort((a, b) => a.peer - b.peer || a.i - b.i)
   .map((x) => x.text);
+
+/** One traced call: what it sent, received and started, its result, and its number on the communicator. */
+export interface Traced {
+  trace: Required<MessageTrace>;
+  out: Uint8Array;
+  call: number;
+}
+
+/**
+ * Runs calls on a fresh communicator `c` one at a time, each traced (`Comm.traceMessages`),
+ * numbering them from 0 as `c` numbers its collectives.
+ */
+export function tracer(c: Communicator): (run: () => Uint8Array) => Traced {
+  let calls = 0;
+  return (run) => {
+    const trace: Required<MessageTrace> = { sends: [], recvs: [], schedules: 0, direct: 0 };
+    c.traceMessages(trace);
+    try {
+      return { trace, out: run(), call: calls++ };
+    } finally {
+      c.traceMessages(null);
+    }
+  };
+}

@@ -25,10 +25,10 @@
  */
 import assert from 'node:assert/strict';
 import {
-  IN_PLACE, type CollOptions, type Communicator, type MessageTrace, type OpLike, type TypedArray,
+  IN_PLACE, type CollOptions, type Communicator, type OpLike, type TypedArray,
 } from 'nbcoll';
 import { DType, bytesPerElement, ctorOf, dtypeName, isBigInt, isFloat } from 'nbcoll/testing';
-import { matmul, messages, perSource } from './common.ts';
+import { matmul, messages, perSource, tracer } from './common.ts';
 
 type DT = (typeof DType)[keyof typeof DType];
 type LeanColl = 'allreduce' | 'barrier' | 'bcast' | 'alltoall';
@@ -176,33 +176,17 @@ function cases(c: Communicator): Case[] {
   return out;
 }
 
-interface Run {
-  trace: MessageTrace;
-  out: Uint8Array;
-  /** The call's position among the collectives on its communicator: its tags are 16 * call + sub-tag. */
-  call: number;
-}
-
 /** Runs every case on `c`; adds what it proved to `tally`. */
 function prove(c: Communicator, label: string, tally: Record<LeanColl | 'skipped', number>): void {
-  let calls = 0; // c is fresh: its first collective is call 0
-  const traced = (kase: Case, opts: CollOptions | undefined): Run => {
-    const trace: MessageTrace = { sends: [], recvs: [], schedules: 0 };
-    c.traceMessages(trace);
-    try {
-      return { trace, out: kase.run(opts), call: calls++ };
-    } finally {
-      c.traceMessages(null);
-    }
-  };
+  const traced = tracer(c); // c is fresh: its first collective is call 0
   for (const kase of cases(c)) {
     if (c.algorithmFor(kase.coll, kase.bytes, { commutative: kase.commutative }) !== kase.algorithm) {
       tally.skipped++;
       continue;
     }
     const what = `${kase.name} on ${label} (${c.size} ranks), rank ${c.rank}`;
-    const lean = traced(kase, undefined);
-    const sched = traced(kase, { algorithm: kase.algorithm });
+    const lean = traced(() => kase.run(undefined));
+    const sched = traced(() => kase.run({ algorithm: kase.algorithm }));
     const leanExpected = c.size > 1;
     assert.equal(lean.trace.schedules, leanExpected ? 0 : 1,
       `${what}: the plain call started ${lean.trace.schedules} schedule(s); expected ${leanExpected ? 'the lean path (none)' : 'its schedule (one rank has no lean path)'}`);

@@ -15,8 +15,8 @@
  * Returns, per collective, how many cases ran inside the call and matched.
  */
 import assert from 'node:assert/strict';
-import { type Communicator, type MessageTrace, type Request } from 'nbcoll';
-import { matmul, messages, mulberry32, perSource } from './common.ts';
+import { type Communicator, type Request } from 'nbcoll';
+import { matmul, messages, mulberry32, perSource, tracer } from './common.ts';
 
 interface Case {
   name: string;
@@ -151,20 +151,11 @@ function cases(c: Communicator): Case[] {
 
 /** Runs every case on `c`; adds what it proved to `tally`. */
 function prove(c: Communicator, label: string, tally: Record<string, number>): void {
-  let calls = 0; // c is fresh: its first collective is call 0
-  const traced = (kase: Case, blocking: boolean): { trace: Required<MessageTrace>; out: Uint8Array; call: number } => {
-    const trace: Required<MessageTrace> = { sends: [], recvs: [], schedules: 0, direct: 0 };
-    c.traceMessages(trace);
-    try {
-      return { trace, out: kase.run(blocking), call: calls++ };
-    } finally {
-      c.traceMessages(null);
-    }
-  };
+  const traced = tracer(c); // c is fresh: its first collective is call 0
   for (const kase of cases(c)) {
     const what = `${kase.name} on ${label} (${c.size} ranks), rank ${c.rank}`;
-    const now = traced(kase, true);
-    const later = traced(kase, false);
+    const now = traced(() => kase.run(true));
+    const later = traced(() => kase.run(false));
     assert.equal(later.trace.direct, 0, `${what}: the non-blocking form ran inside a call`);
     assert.equal(later.trace.schedules, 1, `${what}: the non-blocking form started ${later.trace.schedules} schedules; expected 1`);
     assert.equal(now.trace.schedules, 1, `${what}: the blocking call ran ${now.trace.schedules} schedules; expected 1`);
