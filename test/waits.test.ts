@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Transport } from '../src/p2p/transport.ts';
+import { endpointWord, kWaiting } from '../src/shm/layout.ts';
 import { createNodeShared } from '../src/shm/node-shared.ts';
 
 const T = { timeout: 10_000 };
@@ -16,7 +17,7 @@ const T = { timeout: 10_000 };
  * Rank 0 waits for a message from rank 1, which sends it in rank 0's first yield. Returns how
  * many times rank 0 polled before that yield, and how many yields the wait took.
  */
-function waitWithPeerInYield(spinUs: number, blockingRecv: boolean): { pollsBeforeYield: number; yields: number } {
+function waitWithPeerInYield(spinUs: number, blockingRecv: boolean, waitsWatched?: boolean): { pollsBeforeYield: number; yields: number; counted: number } {
   const shared = createNodeShared({ ranks: 2, ringBytes: 64 * 1024, sliceBytes: 1 << 20 });
   const placement = { worldSize: 2, nodeId: 0, nodeOfRank: Int32Array.of(0, 0), localOfRank: Int32Array.of(0, 1) };
   let polls = 0;
@@ -29,7 +30,7 @@ function waitWithPeerInYield(spinUs: number, blockingRecv: boolean): { pollsBefo
       peer.isend(Uint8Array.of(42), 0, 0, 1, 5);
     }
   };
-  const rank = new Transport(shared, { ...placement, worldRank: 0 }, { spinUs, yieldFn, yieldUs: 1_000_000 });
+  const rank = new Transport(shared, { ...placement, worldRank: 0 }, { spinUs, yieldFn, yieldUs: 1_000_000, waitsWatched });
   const progress = rank.progress.bind(rank);
   rank.progress = (): boolean => {
     polls++;
@@ -44,7 +45,8 @@ function waitWithPeerInYield(spinUs: number, blockingRecv: boolean): { pollsBefo
     rank.waitUntil(req);
   }
   assert.equal(got[0], 42, 'the message arrived');
-  return { pollsBeforeYield, yields };
+  const counted = Atomics.load(new Int32Array(shared.control), endpointWord(0, kWaiting));
+  return { pollsBeforeYield, yields, counted };
 }
 
 test('on a crowded host (spin budget 0) a wait yields after its first empty poll', T, () => {
@@ -62,4 +64,13 @@ test('with a spin budget a wait polls that long before its first yield', T, () =
   const r = waitWithPeerInYield(spinUs, false);
   assert.ok(performance.now() - t0 >= spinUs / 1000, 'the wait spun its budget out before yielding');
   assert.ok(r.pollsBeforeYield > 16, `yielded after ${r.pollsBeforeYield} polls, expected the spin first`);
+});
+
+test('a yielding wait counts its steps in the waiting word only where a thread of the node watches it', T, () => {
+  for (const blockingRecv of [false, true]) {
+    const what = blockingRecv ? 'blocking receive (recvEager)' : 'wait on a request';
+    assert.equal(waitWithPeerInYield(0, blockingRecv).counted, 1, `${what}: watched by default, one yield counted`);
+    assert.equal(waitWithPeerInYield(0, blockingRecv, true).counted, 1, `${what}: watched, one yield counted`);
+    assert.equal(waitWithPeerInYield(0, blockingRecv, false).counted, 0, `${what}: unwatched, nothing written`);
+  }
 });

@@ -67,6 +67,13 @@ export interface TransportOptions {
    * computing rank").
    */
   board?: HostBoard | null;
+  /**
+   * Whether a thread of the node watches this rank's yielding waits (kWaiting): an engine that
+   * shares its core with the ranks and polls on only while one waits, or an emulated wire.
+   * Default true; a job whose node has no such thread skips the count, a contended word per
+   * idle step of every crowded wait.
+   */
+  waitsWatched?: boolean;
   /** Eager credit toward each other rank, bytes (default EAGER_CREDIT_BYTES; 0: every send by rendezvous). */
   eagerCredit?: number;
   /**
@@ -142,7 +149,7 @@ export class Transport implements Progressor, PathHost, ParkHost {
     this.wire = w === null ? null : new Wire(w.model, this.control, placement.nodeId, nodeCount(placement), w.originMs);
     this.waiter = new Waiter(this.control, this.ep, {
       spinMs: (opts.spinUs ?? 20) / 1000, yieldFn, yieldMs: yieldFn === null ? 0 : (opts.yieldUs ?? 0) / 1000,
-      board: opts.board ?? null,
+      board: opts.board ?? null, countWaits: opts.waitsWatched ?? true,
     }, this, this.ucx, this.wire);
     this.reqWait = new RequestWait();
     this.ring = new RingPath(this, shared, this.control, this.slices, this.allocator);

@@ -27,6 +27,7 @@ import { kAbortWord, kDoorbell, kSleeping, kWaiting, endpointWord } from '../shm
 import type { HostBoard } from '../shm/host-board.js';
 import type { UcxPath } from './ucx.js';
 import type { Wire } from './wire.js';
+import { perf } from '../perf.js';
 
 /**
  * What a wait waits for. Each step of the wait is `ready()`, the owner's progress, then
@@ -65,6 +66,8 @@ export interface WaitPolicy {
   /** How long the yield phase lasts (ms; 0 without yieldFn). */
   yieldMs: number;
   board: HostBoard | null;
+  /** Count yielding wait steps in the rank's waiting word (kWaiting), for the node's threads that watch it. */
+  countWaits: boolean;
 }
 
 export class Waiter {
@@ -72,6 +75,7 @@ export class Waiter {
   private readonly yieldFn: (() => void) | null;
   private readonly yieldMs: number;
   private readonly board: HostBoard | null;
+  private readonly countWaits: boolean;
   private readonly sleepIdx: number;
   private readonly doorbellIdx: number;
   private readonly waitingIdx: number;
@@ -84,6 +88,7 @@ export class Waiter {
     this.yieldFn = policy.yieldFn;
     this.yieldMs = policy.yieldFn === null ? 0 : policy.yieldMs;
     this.board = policy.board;
+    this.countWaits = policy.countWaits;
     this.sleepIdx = endpointWord(ep, kSleeping);
     this.doorbellIdx = endpointWord(ep, kDoorbell);
     this.waitingIdx = endpointWord(ep, kWaiting);
@@ -100,7 +105,7 @@ export class Waiter {
     // core from the rank being waited for for about 80 us; BENCHMARKS.md, "Yield from the
     // first empty poll"). Else count polls, looking at the clock every 16th.
     let n = spinMs === 0 ? -1 : 0;
-    let start = n < 0 || !lazyClock ? performance.now() : 0;
+    let start = n < 0 || !lazyClock ? perf.now() : 0;
     try {
       for (;;) {
         if (w.ready()) return;
@@ -109,7 +114,7 @@ export class Waiter {
         if (n < 0) {
           if (this.idle(start, spinMs, w)) n = -1;
         } else if ((++n & 15) === 0) {
-          if (start === 0) start = performance.now();
+          if (start === 0) start = perf.now();
           else if (this.idle(start, spinMs, w)) n = -1;
         }
       }
@@ -125,7 +130,7 @@ export class Waiter {
    */
   private idle(start: number, spinMs: number, req: { done: boolean }): boolean {
     if (this.wire !== null && this.wire.held !== 0) return this.idleOnWire(req);
-    const waited = performance.now() - start;
+    const waited = perf.now() - start;
     // Under a link slower than a park is late, neither spin nor yield (Wire.parkFirst): what
     // the rank waits for crosses the wire, and spinning through its latency (2 ms where ranks
     // have cores) only burns the core.
@@ -133,7 +138,7 @@ export class Waiter {
     if (waited <= spinMs && !parkFirst) return false;
     this.board?.enter();
     if (this.yieldFn !== null && waited <= spinMs + this.yieldMs && !parkFirst) {
-      Atomics.add(this.control, this.waitingIdx, 1);
+      if (this.countWaits) Atomics.add(this.control, this.waitingIdx, 1);
       this.yieldFn();
     } else {
       this.parkOnce(req);
@@ -190,7 +195,7 @@ export class Waiter {
       }
       // With UCX, sleep in poll(2) on the worker's events and this rank's eventfd doorbell,
       // which wake() rings for a sleeping UCX rank besides the futex.
-      const t0 = wire === null ? 0 : performance.now();
+      const t0 = wire === null ? 0 : perf.now();
       // How long the sleep ran out its time for (ms), or -1: a doorbell, an event, no sleep.
       let slept = -1;
       if (this.ucx !== null) {
@@ -203,7 +208,7 @@ export class Waiter {
       } else if (Atomics.wait(c, this.doorbellIdx, seen, ms) === 'timed-out') {
         slept = ms;
       }
-      if (wire !== null && slept >= 0 && slept < 100) wire.learnParkLate(performance.now() - t0 - slept);
+      if (wire !== null && slept >= 0 && slept < 100) wire.learnParkLate(perf.now() - t0 - slept);
     }
     Atomics.store(c, this.sleepIdx, 0);
   }

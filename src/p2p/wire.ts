@@ -24,6 +24,7 @@
  * emulated cluster agree on it; across hosts they would not, and the emulation is for one host.
  */
 import { kNicBusy } from '../shm/layout.js';
+import { perf } from '../perf.js';
 
 /** A network to emulate, resolved (runtime/link-spec.ts builds it from `--link` and `--topology`). */
 export interface WireModel {
@@ -144,12 +145,12 @@ export class Wire {
 
   /** Now, in ticks (modulo 2^32, as records carry them). */
   now(): number {
-    return ((performance.now() + this.originMs) * TICKS_PER_MS) | 0;
+    return ((perf.now() + this.originMs) * TICKS_PER_MS) | 0;
   }
 
   /** Now, in whole ticks (exact in a double for centuries of uptime). */
   private nowWhole(): number {
-    return Math.floor((performance.now() + this.originMs) * TICKS_PER_MS);
+    return Math.floor((perf.now() + this.originMs) * TICKS_PER_MS);
   }
 
   /** Ticks `bytes` occupy the adapter (at least one tick per message: a message rate of 10 M/s). */

@@ -51,6 +51,7 @@ import { HIGH_WATER, RankDelivery } from './engine-deliver.js';
 import { LargeMessages } from './engine-large.js';
 import type { Wire } from '../p2p/wire.js';
 import { EngineUcx } from './engine-ucx.js';
+import { perf } from '../perf.js';
 
 export { HIGH_WATER, LOW_WATER, PENDING_RECORD_COST } from './engine-deliver.js';
 export { PUSH_CREDIT_BYTES, PUSH_MESSAGE_COST } from './engine-large.js';
@@ -174,7 +175,7 @@ export class Engine {
     this.sleepIdx = endpointWord(this.ep, kSleeping);
     this.doorbellIdx = endpointWord(this.ep, kDoorbell);
     links?.on('frame', (from, type, body) => {
-      if (this.spinUs > 0) this.lastWork = performance.now();
+      if (this.spinUs > 0) this.lastWork = perf.now();
       this.guard(() => this.onFrame(from, type, body));
     });
     this.blocked = new Uint8Array(ranks);
@@ -221,7 +222,7 @@ export class Engine {
   private arm(): void {
     if (this.armed || this.stopped) return;
     this.armed = true;
-    if (this.spinUs > 0 && (performance.now() - this.lastWork) * 1000 < this.spinUs &&
+    if (this.spinUs > 0 && (perf.now() - this.lastWork) * 1000 < this.spinUs &&
       (this.yieldCore === null || (this.rankWaited() && (this.hostIdle === null || this.hostIdle())))) {
       setImmediate(this.spinTurn);
       return;
@@ -234,7 +235,7 @@ export class Engine {
       Atomics.store(c, this.sleepIdx, 0);
       if (this.stopped) return;
       this.guard(() => {
-        if (this.poll() && this.spinUs > 0) this.lastWork = performance.now();
+        if (this.poll() && this.spinUs > 0) this.lastWork = perf.now();
       });
       this.arm();
     };
@@ -254,7 +255,7 @@ export class Engine {
     this.yieldCore?.();
     this.guard(() => {
       const ranks = this.poll();
-      if ((this.ucx !== null && this.ucx.drain()) || ranks) this.lastWork = performance.now();
+      if ((this.ucx !== null && this.ucx.drain()) || ranks) this.lastWork = perf.now();
     });
     this.arm();
   };
@@ -431,7 +432,7 @@ export class Engine {
       guard: (fn) => this.guard(fn),
       onFrame: (from, body) => this.onOffloadFrame(from, body),
       count: (bytes) => this.count(bytes),
-      worked: () => { this.lastWork = performance.now(); },
+      worked: () => { this.lastWork = perf.now(); },
     });
     this.ucx.start();
   }

@@ -254,6 +254,11 @@ async function joinFabric(o: NodeOptions, secret: Buffer, wire: Wire | null): Pr
 /** What each rank worker starts with (rank-main.ts), in local rank order. */
 function rankBoots(o: NodeOptions, shared: NodeShared, p: RankPlacement, policy: WaitPolicy, cores: HostCores, ucx: boolean,
   ucxErrMode: UcxErrMode, wire: WireModel | null): RankBoot[] {
+  // Who watches a rank's waits (its kWaiting count, its host-board word): an engine that
+  // shares its core and polls on only while a rank waits, and on a job of several nodes their
+  // threads that yield (the engines between TCP turns, the emulated wires). Where none does,
+  // the ranks skip both writes, contended words touched at every idle step of a crowded wait.
+  const watched = (policy.engineSpinUs > 0 && cores.yieldCore !== null) || p.nodeOfRank.some((n) => n !== o.wireup.nodeRank);
   return Array.from({ length: o.ranks }, (_, i): RankBoot => ({
     shared,
     placement: { worldRank: p.first + i, worldSize: p.worldSize, nodeId: o.wireup.nodeRank, nodeOfRank: p.nodeOfRank, localOfRank: p.localOfRank },
@@ -266,7 +271,8 @@ function rankBoots(o: NodeOptions, shared: NodeShared, p: RankPlacement, policy:
     oversubscribed: policy.oversubscribed,
     yieldFromIdle: policy.yieldFromIdle,
     yieldUs: policy.yieldUs,
-    ...(cores.boardPath === undefined ? {} : { hostBoard: { path: cores.boardPath, ranks: cores.hostRanks } }),
+    waitsWatched: watched,
+    ...(cores.boardPath === undefined || !watched ? {} : { hostBoard: { path: cores.boardPath, ranks: cores.hostRanks } }),
     ucx,
     ucxErrMode,
     ...(wire === null ? {} : { wire }),

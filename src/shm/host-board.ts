@@ -15,6 +15,8 @@
  *
  * runtime/host-board.ts maps the file; this module is only the words' meaning.
  */
+import { perf } from '../perf.js';
+
 /** How long a rank may be out of a wait before it counts as computing (us). */
 export const HOST_BOARD_GRACE_US = 50;
 
@@ -22,12 +24,12 @@ const WRAP = 2 ** 31;
 
 /**
  * Microseconds on a clock that every process and thread of the host reads alike (the epoch
- * clock, as performance.timeOrigin anchors each one's monotonic clock), modulo 2^31: two
+ * clock, as perf.timeOrigin anchors each one's monotonic clock), modulo 2^31: two
  * processes' readings agreed within 0-3 us on this VM (bench/HISTORY.md, "Yields beside a
  * computing rank").
  */
 export function hostClockUs(): number {
-  return Math.round((performance.timeOrigin + performance.now()) * 1000) % WRAP;
+  return Math.round((perf.timeOrigin + perf.now()) * 1000) % WRAP;
 }
 
 export class HostBoard {
