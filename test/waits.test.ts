@@ -74,3 +74,47 @@ test('a yielding wait counts its steps in the waiting word only where a thread o
     assert.equal(waitWithPeerInYield(0, blockingRecv, false).counted, 0, `${what}: unwatched, nothing written`);
   }
 });
+
+/**
+ * Rank 0 waits in a lean receive (recvEager) or on a request for a message that rank 1 sends
+ * in rank 0's `sendAt`-th yield; `before`, when given, is another message rank 1 sent first.
+ * Returns how many yields the wait took and how often it progressed everything.
+ */
+function countedWait(lean: boolean, sendAt: number, before: boolean): { yields: number; progressed: number; other: number } {
+  const shared = createNodeShared({ ranks: 2, ringBytes: 64 * 1024, sliceBytes: 1 << 20 });
+  const placement = { worldSize: 2, nodeId: 0, nodeOfRank: Int32Array.of(0, 0), localOfRank: Int32Array.of(0, 1) };
+  const peer = new Transport(shared, { ...placement, worldRank: 1 });
+  let yields = 0;
+  let progressed = 0;
+  const yieldFn = (): void => {
+    if (++yields === sendAt) peer.isend(Uint8Array.of(42), 0, 0, 1, 5);
+    assert.ok(yields < 10_000, 'the message never ended the wait');
+  };
+  const rank = new Transport(shared, { ...placement, worldRank: 0 }, { spinUs: 0, yieldFn, yieldUs: 1_000_000, waitsWatched: false });
+  const progress = rank.progress.bind(rank);
+  rank.progress = (): boolean => {
+    progressed++;
+    return progress();
+  };
+  if (before) peer.isend(Uint8Array.of(7), 0, 0, 1, 9);
+  const got = new Uint8Array(1);
+  if (lean) rank.recvEagerInto(1, 0, 1, 5, got, 0, 1);
+  else rank.waitUntil(rank.irecv(got, 1, 1, 0, 5));
+  assert.equal(got[0], 42, 'the wanted message arrived');
+  const other = new Uint8Array(1);
+  if (before) rank.waitUntil(rank.irecv(other, 1, 1, 0, 9));
+  return { yields, progressed, other: other[0]! };
+}
+
+test('a lean receive progresses everything at every 8th poll while its ring is empty, at every poll behind another record', T, () => {
+  const lean = countedWait(true, 32, false);
+  assert.equal(lean.yields, 32);
+  assert.ok(lean.progressed >= 3 && lean.progressed <= 6, `lean receive: ${lean.progressed} progress calls over 33 polls, expected every 8th`);
+  const request = countedWait(false, 32, false);
+  assert.ok(request.progressed >= 32, `wait on a request: ${request.progressed} progress calls over 33 polls, expected one a poll`);
+  // Another message at the head of the ring: progress takes it off at once (into the
+  // unexpected list, received after), and the wanted one behind it ends the wait.
+  const behind = countedWait(true, 32, true);
+  assert.equal(behind.other, 7, 'the message ahead was kept for its own receive');
+  assert.ok(behind.progressed >= 32, `behind another record: ${behind.progressed} progress calls over 33 polls, expected one a poll`);
+});

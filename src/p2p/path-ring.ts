@@ -42,6 +42,14 @@ import { Request } from './request.js';
 import type { Waitable } from './wait.js';
 import type { Wire } from './wire.js';
 
+/**
+ * A lean receive's wait progresses everything at every 8th poll only, while its ring's head is
+ * empty (EagerWait): on 4 ranks of 2 cores, where each poll is followed by a yield, the full
+ * progress at every poll took about a quarter of each barrier and allreduce (BENCHMARKS.md,
+ * "Collectives next to Open MPI").
+ */
+const LOOK_ONLY_MASK = 7;
+
 /** Queued for a full ring: a send, an ACK, or a whole record (credit, FIN, the engine's control records). */
 type Outgoing = SendRequest | { ack: number; slice: number } | { record: Int32Array };
 
@@ -481,6 +489,7 @@ export class RingPath implements Path {
     w.ring = ring;
     w.fromWorld = fromWorld;
     w.bytes = bytes;
+    w.progressMask = this.queuedEndpoints > 0 ? 0 : LOOK_ONLY_MASK;
     // Most often the message is there already (no try/finally on that path: every throw in
     // lookForWanted clears wantRing itself); else wait.
     if (this.lookForWanted(w)) {
@@ -511,7 +520,10 @@ export class RingPath implements Path {
     if (at < 0) return false;
     const i32 = ring.i32;
     const r = at >> 2;
-    if (!this.wanted(i32, r)) return false;
+    if (!this.wanted(i32, r)) {
+      w.progressMask = 0; // another record first: progress takes it off
+      return false;
+    }
     if (ring === this.holdRing && !this.wire!.arrived(recArrive(i32, r))) return false;
     if (recKind(i32, r) !== KIND_EAGER || msgTag(i32, r) < 0) return this.wantedOther(w, ring, at);
     const got = msgBytes(i32, r);
@@ -635,6 +647,12 @@ export class RingPath implements Path {
 /** The wait of a ring `recvEager`, one per path (lean receives do not nest). */
 class EagerWait implements Waitable {
   readonly done = false;
+  /**
+   * Full progress every 8th poll while the ring's head is empty (the message will be found
+   * there); at every poll once it holds another record, which progress must drain first, or
+   * while this rank's own sends wait for room.
+   */
+  progressMask = LOOK_ONLY_MASK;
   ring: Ring | null = null;
   fromWorld = 0;
   bytes = 0;

@@ -402,6 +402,7 @@ const IGNORE = (): void => {};
 /** The wait of a UCX `recvEager`, one per path (lean receives do not nest). */
 class UcxEagerWait implements Waitable {
   readonly done = false;
+  readonly progressMask = 0;
   fromWorld = 0;
   ctx = 0;
   src = 0;

@@ -567,6 +567,7 @@ function nodeCount(p: Placement): number {
 
 /** `waitUntil`'s wait: until its request is done. */
 class RequestWait implements Waitable {
+  readonly progressMask = 0;
   req: Request | null = null;
 
   get done(): boolean {
@@ -584,6 +585,7 @@ class RequestWait implements Waitable {
 
 /** A wait until a condition holds (drain, waitUntilAny, a UCX sender held back). */
 class UntilWait implements Waitable {
+  readonly progressMask = 0;
   constructor(private readonly cond: () => boolean) {}
 
   get done(): boolean {

@@ -36,6 +36,13 @@ import { perf } from '../perf.js';
  */
 export interface Waitable {
   readonly done: boolean;
+  /**
+   * How many polls may pass without the owner's progress, as a mask: 0, progress at every poll;
+   * 2^k - 1, at every 2^k-th only. A wait whose `ready()` finds its message itself (a lean
+   * receive, at the head of its ring) needs the rest of progress (other rings, queued sends,
+   * UCX, hooks) only now and then, and skipping it shortens every poll.
+   */
+  readonly progressMask: number;
   /** Before progress: whether what the wait needs is already there. */
   ready(): boolean;
   /** After progress: whether the wait is over. */
@@ -106,10 +113,11 @@ export class Waiter {
     // first empty poll"). Else count polls, looking at the clock every 16th.
     let n = spinMs === 0 ? -1 : 0;
     let start = n < 0 || !lazyClock ? perf.now() : 0;
+    let polls = 0;
     try {
       for (;;) {
         if (w.ready()) return;
-        this.host.progress();
+        if ((polls++ & w.progressMask) === 0) this.host.progress();
         if (w.settled()) return;
         if (n < 0) {
           if (this.idle(start, spinMs, w)) n = -1;
