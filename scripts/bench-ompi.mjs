@@ -8,7 +8,8 @@
  *   the target's 64 KiB lies between; target <= 1.0x;
  * - allreduce 8 B on 4 ranks of 2 cores (Open MPI oversubscribed): target <= 1.2x;
  * - allreduce 8 B and 512 KiB on 2 nodes x 1 rank over UCX (Open MPI over btl tcp, both on
- *   loopback): targets <= 1.0x and <= 1.2x;
+ *   loopback): targets <= 1.0x and <= 1.2x; and the same against Open MPI over UCX itself
+ *   (pml ucx, UCX_TLS=tcp,self, as nbcoll's ranks use it), like for like, no target;
  * - every blocking collective nbc bench measures (barrier, bcast, reduce, allreduce, gather,
  *   scatter, allgather, alltoall, reduceScatterBlock, scan, exscan) on 2 ranks of one node at
  *   8 B and 64 KiB, against bench/peers/mpicolls.c, which sizes its buffers as nbc bench does
@@ -36,6 +37,10 @@ const CASES = [
   ...OPS.map((op) => ({ id: `${op}-2`, op, what: '2 ranks of one node', nbc: ['--ranks', '2'], sizes: op === 'barrier' ? [8] : SIZES, np: 2, btl: 'self,vader', target: 1.0 })),
   { id: 'allreduce-4on2', op: 'allreduce', what: `4 ranks on ${cpus().length} cores`, nbc: ['--ranks', '4'], sizes: [8], np: 4, btl: 'self,vader', target: 1.2 },
   { id: 'allreduce-2x1-ucx', op: 'allreduce', what: '2 nodes x 1, UCX (Open MPI: btl tcp)', nbc: ['--ranks', '2', '--ppn', '1', '--transport', 'ucx'], sizes: [8, 524288], np: 2, btl: 'self,tcp', target: null },
+  {
+    id: 'allreduce-2x1-ucx-pml', op: 'allreduce', what: '2 nodes x 1, UCX (Open MPI: pml ucx over tcp)', nbc: ['--ranks', '2', '--ppn', '1', '--transport', 'ucx'], sizes: [8, 524288], np: 2,
+    mca: ['--mca', 'pml', 'ucx', '--mca', 'pml_ucx_tls', 'any', '--mca', 'pml_ucx_devices', 'any', '-x', 'UCX_TLS=tcp,self'], target: null, reference: true,
+  },
 ];
 /** CASES="id ..." runs only those. */
 const ONLY = (process.env.CASES ?? '').split(/\s+/).filter(Boolean);
@@ -47,7 +52,8 @@ const ompiEnv = { ...process.env, OMPI_ALLOW_RUN_AS_ROOT: '1', OMPI_ALLOW_RUN_AS
 
 /** Open MPI's latency per size (us) for case `c`, from one mpibench run. */
 function ompi(bin, c, round) {
-  const p = spawnSync('mpirun', ['--oversubscribe', '-np', String(c.np), '--mca', 'btl', c.btl, bin, c.op, String(Math.max(...c.sizes))],
+  const transport = c.mca ?? ['--mca', 'btl', c.btl];
+  const p = spawnSync('mpirun', ['--oversubscribe', '-np', String(c.np), ...transport, bin, c.op, String(Math.max(...c.sizes))],
     { encoding: 'utf8', env: ompiEnv, timeout: 300_000 });
   writeFileSync(`${OUT}/ompi-${c.id}-r${round}.csv`, p.stdout ?? '');
   if (p.status !== 0) return { error: `mpirun exit ${p.status}: ${(p.stderr ?? '').trim().split('\n').at(-1)}` };
@@ -124,10 +130,11 @@ for (const c of [...CASES.filter((x) => ONLY.length === 0 || ONLY.includes(x.id)
     const from = c.id.startsWith('every-') ? peerEvery : peer;
     const o = from.bin === undefined ? { error: from.why } : pick('ompi');
     const ratio = n.median !== undefined && o.median !== undefined ? n.median / o.median : null;
-    const target = targetOf(c, bytes);
+    const target = c.reference === true ? null : targetOf(c, bytes);
     rows.push({
       op: c.op, where: c.what, bytes, nbcUs: n.median ?? null, nbcRounds: n.rounds ?? null, ompiUs: o.median ?? null, ompiRounds: o.rounds ?? null, ratio, target,
-      verdict: n.error ?? (ratio === null ? `Open MPI not measured: ${o.error}` : ratio <= target ? `met (<= ${target.toFixed(1)}x)` : `missed (target <= ${target.toFixed(1)}x)`),
+      verdict: n.error ?? (ratio === null ? `Open MPI not measured: ${o.error}` : target === null ? 'like for like (no target)'
+        : ratio <= target ? `met (<= ${target.toFixed(1)}x)` : `missed (target <= ${target.toFixed(1)}x)`),
     });
   }
 }
