@@ -182,13 +182,15 @@ for (const handleErrors of [true, false]) {
 
 test('UCX tcp segment sizes: nbcoll sets its own unless the user did, and hands UCX\'s tools the user\'s environment', { skip: ucxMissing() }, () => {
   const probe = `const m = await import('./src/runtime/native.ts'); m.nativeAddon();
-    console.log(JSON.stringify({ rx: process.env.UCX_TCP_RX_SEG_SIZE, tx: process.env.UCX_TCP_TX_SEG_SIZE,
-      tool: m.withoutUcxTuning(process.env).UCX_TCP_RX_SEG_SIZE ?? null }));`;
+    console.log(JSON.stringify({ rx: process.env.UCX_TCP_RX_SEG_SIZE ?? null, tx: process.env.UCX_TCP_TX_SEG_SIZE,
+      tool: m.withoutUcxTuning(process.env).UCX_TCP_TX_SEG_SIZE ?? null }));`;
   const run = (env: NodeJS.ProcessEnv): unknown => {
     const clean = { ...process.env, ...env };
     for (const k of ['UCX_TCP_RX_SEG_SIZE', 'UCX_TCP_TX_SEG_SIZE']) if (env[k] === undefined) delete clean[k];
     return JSON.parse(execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', probe], { cwd: root, encoding: 'utf8', env: clean, timeout: 30_000 }));
   };
-  assert.deepEqual(run({}), { rx: '512k', tx: '64k', tool: null });
-  assert.deepEqual(run({ UCX_TCP_RX_SEG_SIZE: '1m' }), { rx: '1m', tx: '64k', tool: '1m' });
+  // Send segments of 64 KiB; the receive segments stay UCX's own.
+  assert.deepEqual(run({}), { rx: null, tx: '64k', tool: null });
+  assert.deepEqual(run({ UCX_TCP_TX_SEG_SIZE: '1m' }), { rx: null, tx: '1m', tool: '1m' });
+  assert.deepEqual(run({ UCX_TCP_RX_SEG_SIZE: '512k' }), { rx: '512k', tx: '64k', tool: null });
 });

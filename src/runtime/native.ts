@@ -72,19 +72,17 @@ export interface NativeAddon {
 }
 
 /**
- * UCX's tcp transport as nbcoll tunes it, unless the user set these: receive segments of
- * 512 KiB instead of 64 KiB and send segments of 64 KiB instead of 8 KiB. With 64 KiB receive
- * segments a 64 KiB rendezvous fragment and its header do not fit one segment, and the
- * receiver reads and reassembles in pieces. Measured on loopback, 2 ranks on 2 nodes
- * (bench/HISTORY.md, "Segment sizes"): an exchange of 256 KiB each way 203-250 -> 135-151 us;
- * the allreduce, 5 interleaved rounds, 64 KiB 84-118 -> 51-70 us and 512 KiB 2.04x -> 1.72x
- * Open MPI; 8 B unchanged; 16 ranks on 4 nodes use 2-6 MiB more per node. (`ucx_perftest`'s
- * tag_bw, whose receives are posted before the data comes and which puts with
- * UCX_ERR_HANDLING_MODE_NONE, is faster with UCX's own sizes, so `nbc bench` measures the
- * limit with those: withoutUcxTuning.)
+ * UCX's tcp transport as nbcoll tunes it, unless the user set it: send segments of 64 KiB
+ * instead of 8 KiB. Measured on loopback, 2 ranks on 2 nodes, allreduce, 7 interleaved rounds
+ * (BENCHMARKS.md, "Across nodes: UCX and the TCP path"; `bench/results/ucx-segments-rx/`): with
+ * the receive segments at UCX's 64 KiB as well, 64 KiB 37.8 us and 512 KiB 257 us (medians);
+ * with 512 KiB receive segments, nbcoll's setting before, 35.2 and 312 us; with UCX's 8 KiB send
+ * segments 47-54 and 244-257 us (bench/HISTORY.md, "Segment sizes", has the run that chose 512
+ * KiB receive segments). 8 B and the 1 MiB stream did not move. (`ucx_perftest`'s tag_bw, whose
+ * receives are posted before the data comes and which puts with UCX_ERR_HANDLING_MODE_NONE, is
+ * faster with UCX's own sizes, so `nbc bench` measures the limit with those: withoutUcxTuning.)
  */
 const UCX_TCP_TUNING: Readonly<Record<string, string>> = {
-  UCX_TCP_RX_SEG_SIZE: '512k',
   UCX_TCP_TX_SEG_SIZE: '64k',
 };
 
