@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # UCX's tcp segment sizes, interleaved over ROUNDS rounds (default 5): the 2-rank allreduce
 # between 2 emulated nodes over UCX with UCX's own segments (UCX_TCP_RX_SEG_SIZE=64k,
-# UCX_TCP_TX_SEG_SIZE=8k) and with nbcoll's (512k / 64k, runtime/native.ts UCX_TCP_TUNING),
+# UCX_TCP_TX_SEG_SIZE=8k) and with nbcoll's (runtime/native.ts UCX_TCP_TUNING: 64 KiB send segments),
 # beside Open MPI's mpibench under `mpirun --mca btl self,tcp` in the same round.
 # JSON and CSV in bench/results/ucx/segments/; one line per round on stdout (mpibench has no
 # 64 KiB row). SUMMARY_ONLY=1 prints the summary of the files already there.
