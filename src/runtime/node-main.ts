@@ -32,7 +32,7 @@ import { ucxUnsupported } from './js-runtime.js';
 import { formatError, log, NodeLife, rawLog, toParent } from './node-life.js';
 import { startRanks } from './node-ranks.js';
 import { checkTransport, jobSecret, parseFinished, UcxWireup, wireUp } from './node-wireup.js';
-import { hostCores, waitPolicy, type HostCores, type WaitPolicy } from './wait-policy.js';
+import { hostCores, waitPolicy, waitsWatched, type HostCores, type WaitPolicy } from './wait-policy.js';
 
 export { DEFAULT_ENGINE_SPIN_US, DEFAULT_ENGINE_YIELD_US, DEFAULT_YIELD_US } from './wait-policy.js';
 
@@ -254,11 +254,7 @@ async function joinFabric(o: NodeOptions, secret: Buffer, wire: Wire | null): Pr
 /** What each rank worker starts with (rank-main.ts), in local rank order. */
 function rankBoots(o: NodeOptions, shared: NodeShared, p: RankPlacement, policy: WaitPolicy, cores: HostCores, ucx: boolean,
   ucxErrMode: UcxErrMode, wire: WireModel | null): RankBoot[] {
-  // Who watches a rank's waits (its kWaiting count, its host-board word): an engine that
-  // shares its core and polls on only while a rank waits, and on a job of several nodes their
-  // threads that yield (the engines between TCP turns, the emulated wires). Where none does,
-  // the ranks skip both writes, contended words touched at every idle step of a crowded wait.
-  const watched = (policy.engineSpinUs > 0 && cores.yieldCore !== null) || p.nodeOfRank.some((n) => n !== o.wireup.nodeRank);
+  const watched = waitsWatched(policy, cores, o.wireup.nodes);
   return Array.from({ length: o.ranks }, (_, i): RankBoot => ({
     shared,
     placement: { worldRank: p.first + i, worldSize: p.worldSize, nodeId: o.wireup.nodeRank, nodeOfRank: p.nodeOfRank, localOfRank: p.localOfRank },

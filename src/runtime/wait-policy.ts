@@ -118,3 +118,15 @@ export function waitPolicy(o: WaitOverrides, cores: HostCores, nodes: number, us
     offloadSpinUs: cores.engineHasCore ? spinUs : undefined,
   };
 }
+
+/**
+ * Whether a thread of the job reads a rank's waits (its kWaiting count and its host-board
+ * word): an engine that shares its core with the ranks and polls on only while one waits
+ * (`engineSpinUs` with a yield function), and on a job of several nodes their threads that
+ * yield (the engines between TCP turns, the emulated wires), which share this host's board.
+ * Where none does, the ranks skip both writes: contended words at every idle step of a crowded
+ * wait (docs/shm.md, "Waiting").
+ */
+export function waitsWatched(policy: Pick<WaitPolicy, 'engineSpinUs'>, cores: Pick<HostCores, 'yieldCore'>, nodes: number): boolean {
+  return (policy.engineSpinUs > 0 && cores.yieldCore !== null) || nodes > 1;
+}
