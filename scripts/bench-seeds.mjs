@@ -12,7 +12,8 @@
  *   strongest noise (200 us at 1 kHz).
  * - seed 001 (odin-gige, odin-ib): CG on 800^3, 218 iterations, 8 to 96 nodes: the largest
  *   gain of the non-blocking halo (up to 34 %), and GigE close to InfiniBand with overlap.
- * - seed 003 (switchib2): Table V, host-based over aggregated allreduce on 128 hosts.
+ * - seed 003 (switchib2): Tables IV and V on 128 hosts: the SHArP-based and host-based barrier and
+ *   allreduce latencies and their factor.
  * - seed 004 (clovertown-ddr): barrier and 8 B allreduce on 4 nodes x 8, flat over hier (up to 3x).
  *
  * Writes bench/results/seeds/ (OUT): cells.json, summary.md. The Overlap-PCG rows use the flat
@@ -115,11 +116,34 @@ check('001', 'Fig. 4', 'with overlap, GigE within 10 % of InfiniBand on 96 nodes
 const tableV = { 8: 2.11, 16: 2.14, 32: 2.11, 64: 2.25, 128: 2.27, 256: 2.57, 512: 2.74, 1024: 3.29, 2048: 3.98, 4096: 3.24 };
 const agg = sim(['allreduce', '--ranks', '128', '--ppn', '1', '--executor', 'agg', '--sizes', '8:4K:2', '--params', 'switchib2'], '003-agg');
 const host = sim(['allreduce', '--ranks', '128', '--ppn', '1', '--executor', 'host', '--sizes', '8:4K:2', '--params', 'switchib2'], '003-host');
+// Table V's latencies themselves (us), beside the factor.
+const tableVus = {
+  8: [2.76, 5.82], 16: [2.76, 5.91], 32: [2.86, 6.04], 64: [3.01, 6.76], 128: [3.24, 7.37], 256: [3.50, 8.99], 512: [4.06, 11.11],
+  1024: [5.49, 18.04], 2048: [8.44, 33.61], 4096: [14.48, 46.93],
+};
+const latency = (run, b) => run.results.find((r) => r.bytes === Number(b)).latencyUs;
 for (const [b, f] of Object.entries(tableV)) {
-  const a = agg.results.find((r) => r.bytes === Number(b)).latencyUs;
-  const h = host.results.find((r) => r.bytes === Number(b)).latencyUs;
+  const a = latency(agg, b);
+  const h = latency(host, b);
   cell('003', 'Table V', `128 hosts, ${b} B, host / SHArP`, f, h / a);
+  cell('003', 'Table V', `128 hosts, ${b} B, SHArP (us)`, tableVus[b][0], a);
+  cell('003', 'Table V', `128 hosts, ${b} B, host (us)`, tableVus[b][1], h);
 }
+// Table IV: MPI_Barrier and MPI_Allreduce on 128 hosts, HPC-X SHArP-based and host-based
+// (MVAPICH-2's column is another library's host algorithm, not simulated).
+const tableIV = { 0: [2.91, 5.25], 8: [2.83, 6.01], 16: [2.79, 5.95], 32: [3.94, 6.19], 64: [3.02, 6.80], 128: [4.30, 7.69] };
+const aggBarrier = sim(['barrier', '--ranks', '128', '--ppn', '1', '--executor', 'agg', '--params', 'switchib2'], '003-agg-barrier').results[0].latencyUs;
+const hostBarrier = sim(['barrier', '--ranks', '128', '--ppn', '1', '--executor', 'host', '--params', 'switchib2'], '003-host-barrier').results[0].latencyUs;
+for (const [b, [sharp, hostUs]] of Object.entries(tableIV)) {
+  const what = b === '0' ? 'barrier' : `allreduce ${b} B`;
+  const a = b === '0' ? aggBarrier : latency(agg, b);
+  const h = b === '0' ? hostBarrier : latency(host, b);
+  cell('003', 'Table IV', `128 hosts, ${what}, SHArP (us)`, sharp, a);
+  cell('003', 'Table IV', `128 hosts, ${what}, host (us)`, hostUs, h);
+  cell('003', 'Table IV', `128 hosts, ${what}, host / SHArP`, hostUs / sharp, h / a);
+}
+check('003', 'Table IV', '128 hosts: the SHArP barrier and allreduce (8-128 B) faster than the host-based ones',
+  aggBarrier < hostBarrier && [8, 16, 32, 64, 128].every((b) => latency(agg, b) < latency(host, b)));
 
 // ---- seed 004 ----------------------------------------------------------------------------
 for (const [coll, flat] of [['barrier', 'dissemination'], ['allreduce', 'recursive-doubling']]) {
