@@ -10,7 +10,8 @@
  * - send (s bytes, path shm inside a node, net between nodes; s <= S eager, else rendezvous):
  *   the CPU spends o + (s-1)O, the injector (the rank on shm, the node's NIC on net, shared by
  *   all its ranks: seed 004's contention) is busy g + (s-1)G, the data arrives o + (s-1)G + L
- *   after the start. A rendezvous send first sends a request (o, g, L), the receiver answers
+ *   after the start. A send starts once the injector's backlog is down to its slack (0 unless
+ *   the path has one: seed 004's DMA engines). A rendezvous send first sends a request (o, g, L), the receiver answers
  *   clear-to-send once its receive is posted (o, L), then the data goes as above.
  *   On shared memory a send of what the call did not write (Program.cached: the caller's
  *   input, unchanged since the last call of a benchmark loop) pays the path's cached per-byte
@@ -18,7 +19,7 @@
  * - recv: matched in posting order per (source, destination, sub-tag), as MPI's non-overtaking
  *   rule (and the library's matching) does (channels.ts says why its structure is its own);
  *   once matched and arrived, the receiver's CPU spends o (oRecv where the path has one) +
- *   (s-1)O and its injector g + (s-1)G.
+ *   (s-1)O and its injector g + (s-1)G, from when its backlog is down to the slack.
  * - wake-ups: on a shared host (below), a rank that had nothing left to do when a message, a
  *   rendezvous request or a clear-to-send reached it had given up its core, and pays the
  *   path's W of core time before it handles it; a rank still busy pays none.
@@ -486,17 +487,21 @@ class Simulation extends Release {
       this.busyUntil(cpu, busyEnd);
       // The NIC's time is booked as the event comes (its busy-until only grows in event
       // order); the message leaves once both the NIC and the post are there.
-      const nic = Math.max(t, inj[slot]!);
-      inj[slot] = nic + m.g + Math.max(0, s - 1) * m.G;
+      const backlog = inj[slot]!;
+      const nic = Math.max(t, backlog - (m.slack ?? 0));
+      inj[slot] = Math.max(nic, backlog) + m.g + Math.max(0, s - 1) * m.G;
       this.leave = Math.max(posted, nic);
       this.busyEnd = busyEnd;
       return;
     }
-    const start = this.startOn(cpu, Math.max(t, inj[slot]!));
+    // With slack (LogGOPS.slack) the message goes once the injector's backlog is down to it,
+    // and its own time is booked behind that backlog.
+    const backlog = inj[slot]!;
+    const start = this.startOn(cpu, Math.max(t, backlog - (m.slack ?? 0)));
     const leave = this.advance(cpu, start, posting);
     const busyEnd = this.advance(cpu, leave, Math.max(0, s - 1) * m.O);
     this.busyUntil(cpu, busyEnd);
-    inj[slot] = start + m.g + Math.max(0, s - 1) * m.G;
+    inj[slot] = Math.max(start, backlog) + m.g + Math.max(0, s - 1) * m.G;
     this.leave = leave;
     this.busyEnd = busyEnd;
   }
@@ -540,13 +545,14 @@ class Simulation extends Release {
     // is free, and the CPU's share follows after the compute (held until then, it pushed every
     // other rank's messages on the node behind that rank's compute: an application's halo
     // behind its interior rows took several compute phases).
-    const inAt = Math.max(this.now, inj[slot]!);
+    const backlog = inj[slot]!;
+    const inAt = Math.max(this.now, backlog - (m.slack ?? 0));
     const computing = net && c < this.ranks && this.computeEnd[c]! > inAt;
     const start = this.startOn(c, inAt);
     const take = (m.oRecv ?? m.o) + Math.max(0, s - 1) * m.O + wake + this.lentBytes[r]! * this.lentCopy;
     const end = this.advance(c, start, m.X === undefined ? take : Math.max(0, take + sizeExtraUs(m, s) / 2));
     this.busyUntil(c, end);
-    inj[slot] = (computing ? inAt : start) + m.g + Math.max(0, s - 1) * m.G;
+    inj[slot] = Math.max(computing ? inAt : start, backlog) + m.g + Math.max(0, s - 1) * m.G;
     this.heap.push(end, EV_DONE, r, 0);
   }
 
