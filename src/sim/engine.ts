@@ -159,6 +159,19 @@ export function runProgram(prog: Program, params: SimParams, opts: RunOptions = 
   return new Simulation(prog, params, opts).run();
 }
 
+/**
+ * When injector `inj[slot]` can take the next message on path `m`: once its backlog is down to
+ * the path's slack (LogGOPS.slack; without one, once it is free).
+ */
+function injectorFree(inj: Float64Array, slot: number, m: LogGOPS): number {
+  return inj[slot]! - (m.slack ?? 0);
+}
+
+/** Books a message of `s` bytes taken at `at` on injector `inj[slot]`: g + (s-1)G behind its backlog. */
+function book(inj: Float64Array, slot: number, m: LogGOPS, s: number, at: number): void {
+  inj[slot] = Math.max(at, inj[slot]!) + m.g + Math.max(0, s - 1) * m.G;
+}
+
 class Simulation extends Release {
   private readonly heap = new EventQueue();
   private readonly ranks: number;
@@ -487,21 +500,17 @@ class Simulation extends Release {
       this.busyUntil(cpu, busyEnd);
       // The NIC's time is booked as the event comes (its busy-until only grows in event
       // order); the message leaves once both the NIC and the post are there.
-      const backlog = inj[slot]!;
-      const nic = Math.max(t, backlog - (m.slack ?? 0));
-      inj[slot] = Math.max(nic, backlog) + m.g + Math.max(0, s - 1) * m.G;
+      const nic = Math.max(t, injectorFree(inj, slot, m));
+      book(inj, slot, m, s, nic);
       this.leave = Math.max(posted, nic);
       this.busyEnd = busyEnd;
       return;
     }
-    // With slack (LogGOPS.slack) the message goes once the injector's backlog is down to it,
-    // and its own time is booked behind that backlog.
-    const backlog = inj[slot]!;
-    const start = this.startOn(cpu, Math.max(t, backlog - (m.slack ?? 0)));
+    const start = this.startOn(cpu, Math.max(t, injectorFree(inj, slot, m)));
     const leave = this.advance(cpu, start, posting);
     const busyEnd = this.advance(cpu, leave, Math.max(0, s - 1) * m.O);
     this.busyUntil(cpu, busyEnd);
-    inj[slot] = Math.max(start, backlog) + m.g + Math.max(0, s - 1) * m.G;
+    book(inj, slot, m, s, start);
     this.leave = leave;
     this.busyEnd = busyEnd;
   }
@@ -545,14 +554,13 @@ class Simulation extends Release {
     // is free, and the CPU's share follows after the compute (held until then, it pushed every
     // other rank's messages on the node behind that rank's compute: an application's halo
     // behind its interior rows took several compute phases).
-    const backlog = inj[slot]!;
-    const inAt = Math.max(this.now, backlog - (m.slack ?? 0));
+    const inAt = Math.max(this.now, injectorFree(inj, slot, m));
     const computing = net && c < this.ranks && this.computeEnd[c]! > inAt;
     const start = this.startOn(c, inAt);
     const take = (m.oRecv ?? m.o) + Math.max(0, s - 1) * m.O + wake + this.lentBytes[r]! * this.lentCopy;
     const end = this.advance(c, start, m.X === undefined ? take : Math.max(0, take + sizeExtraUs(m, s) / 2));
     this.busyUntil(c, end);
-    inj[slot] = Math.max(computing ? inAt : start, backlog) + m.g + Math.max(0, s - 1) * m.G;
+    book(inj, slot, m, s, computing ? inAt : start);
     this.heap.push(end, EV_DONE, r, 0);
   }
 
