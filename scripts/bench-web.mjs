@@ -18,8 +18,10 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const OUT = process.env.OUT ?? `${ROOT}bench/results/web`;
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const JOB = `${ROOT}scripts/web-bench-job.mjs`;
-// Firefox where it is installed (Debian's firefox-esr).
-const RUNTIMES = ['node', 'bun', 'deno', 'chromium', ...(firefoxPath() === null ? [] : ['firefox'])];
+// Firefox where it is installed (Debian's firefox-esr). 'node-no-addon' is Node without the
+// native addon, so without the sched_yield a crowded rank hands its core over with: the wait a
+// Web Worker is left with (docs/web.md, "Waiting").
+const RUNTIMES = ['node', 'node-no-addon', 'bun', 'deno', 'chromium', ...(firefoxPath() === null ? [] : ['firefox'])];
 mkdirSync(OUT, { recursive: true });
 if (chromiumPath() === null) throw new Error('bench:web needs Chromium (apt-get install chromium, or NBC_CHROMIUM=<path>)');
 
@@ -34,7 +36,10 @@ async function once(runtime, ranks) {
       await server.close();
     }
   }
-  const r = await launch(JOB, { ranks, ppn: ranks, runtime, output: 'pipe', timeoutMs: 300_000 });
+  const noAddon = runtime === 'node-no-addon';
+  const r = await launch(JOB, {
+    ranks, ppn: ranks, runtime: noAddon ? 'node' : runtime, output: 'pipe', timeoutMs: 300_000, env: noAddon ? { NBC_NO_NATIVE: '1' } : undefined,
+  });
   if (r.exitCode !== 0) throw new Error(`${runtime}, ${ranks} ranks: ${r.failure}\n${r.stderr}`);
   return r.ranks[0].result;
 }
@@ -65,10 +70,10 @@ const c = cpus();
 const summary = { command: 'npm run bench:web', rounds: ROUNDS, machine: { cpu: c[0]?.model, cores: c.length, node: process.version }, date: new Date().toISOString(), rows };
 writeFileSync(`${OUT}/summary.json`, JSON.stringify(summary, null, 2) + '\n');
 const md = [
-  '# One job on Node, Bun, Deno and in Chromium (`npm run bench:web`)',
+  '# One job on Node, Bun, Deno and in Chromium and Firefox (`npm run bench:web`)',
   '',
   `${summary.machine.cpu}, ${summary.machine.cores} cores, Node ${summary.machine.node}; medians of ${ROUNDS} interleaved rounds; ${summary.date}.`,
-  'Each figure is the slowest rank\'s: barrier and 8 B allreduce in batches of 100 calls after 500 warm-up calls, 8 MiB allreduce the median of 20 calls.',
+  'Each figure is the slowest rank\'s: barrier and 8 B allreduce in batches of 100 calls after 500 warm-up calls, 8 MiB allreduce the median of 20 calls after 30 warm-up calls; node-no-addon: Node without the addon\'s sched_yield.',
   '',
   '| ranks (one node) | runtime | barrier us | x Node | allreduce 8 B us | x Node | allreduce 8 MiB GB/s | of Node |',
   '|---|---|---|---|---|---|---|---|',

@@ -271,6 +271,14 @@ export interface HeadlessOptions {
 }
 
 /**
+ * Chromium features a headless job has no use for. The browser preloads its omnibox popup, a
+ * WebUI page of its own, in a renderer of its own as it starts: a trace of a 2-rank job showed
+ * that renderer's main thread busy for 350-640 ms of the job's first second, on a machine of 2
+ * cores where the ranks need both (docs/web.md, "Measuring in a browser").
+ */
+const CHROMIUM_OFF = ['PreloadTopChromeWebUI', 'WebUIOmniboxPopup', 'WebUIOmniboxFullPopup', 'WebUIOmniboxAimPopup'];
+
+/**
  * Opens `url` in headless Chromium and resolves with the job's end (from `done`); the browser
  * is closed whatever happens. Chromium's flags: no sandbox (CI runs as root), no GPU, and none
  * of its background connections (this machine's network is closed).
@@ -290,7 +298,7 @@ export async function runHeadless(server: WebServer, o: HeadlessOptions = {}): P
     : {
       executablePath, headless: true, userDataDir: profile,
       args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update',
-        '--disable-sync', '--disable-dev-shm-usage'],
+        '--disable-sync', '--disable-dev-shm-usage', `--disable-features=${CHROMIUM_OFF.join(',')}`],
     });
   try {
     const page = await browser.newPage();
