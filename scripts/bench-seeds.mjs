@@ -14,7 +14,9 @@
  *   gain of the non-blocking halo (up to 34 %), and GigE close to InfiniBand with overlap.
  * - seed 003 (switchib2): Tables IV and V on 128 hosts: the SHArP-based and host-based barrier and
  *   allreduce latencies and their factor.
- * - seed 004 (clovertown-ddr): barrier and 8 B allreduce on 4 nodes x 8, flat over hier (up to 3x).
+ * - seed 004 (clovertown-ddr): on 4 nodes x 8, barrier and 8 B allreduce flat over hier (up to 3x),
+ *   large allreduces (up to 33 %), and the direct alltoall with and without packing (Fig. 8a:
+ *   two orders of magnitude, the cut-off at 2048 B).
  *
  * Writes bench/results/seeds/ (OUT): cells.json, summary.md. The Overlap-PCG rows use the flat
  * design the paper's best runs used: the offload executor with recursive doubling.
@@ -155,6 +157,23 @@ for (const [coll, flat] of [['barrier', 'dissemination'], ['allreduce', 'recursi
   const f = sim([coll, '--ranks', '32', '--ppn', '8', '--algorithm', flat, ...sizes, '--params', 'clovertown-ddr'], `004-${coll}-flat`).results[0].latencyUs;
   cell('004', coll === 'barrier' ? 'Fig. 5a' : 'Fig. 6a', `32 processes, ${coll}${coll === 'barrier' ? '' : ' 8 B'}, flat / hier (up to)`, 3, f / h);
 }
+// Fig. 6b: "up to 33 % for large messages", where the flat allreduce is the reduce-scatter and
+// allgather the text names (Rabenseifner's). Large as the paper's own model has it (Sec. 5,
+// eq. 5): every message of that algorithm past 2243 B, where transmission outweighs start-up;
+// its smallest are a 32nd of the vector, so from 128 KiB (2243 x 32 = 70 KiB) to 1 MiB.
+const LARGE = ['--sizes', '128K:1M:2'];
+const hierLarge = sim(['allreduce', '--ranks', '32', '--ppn', '8', '--algorithm', 'hier', ...LARGE, '--params', 'clovertown-ddr'], '004-allreduce-large-hier');
+const flatLarge = sim(['allreduce', '--ranks', '32', '--ppn', '8', '--algorithm', 'rabenseifner', ...LARGE, '--params', 'clovertown-ddr'], '004-allreduce-large-flat');
+const largeGains = hierLarge.results.map((r) => latency(flatLarge, r.bytes) / r.latencyUs);
+cell('004', 'Fig. 6b', '32 processes, allreduce 128 KiB-1 MiB, flat / hier (up to)', 1.33, Math.max(...largeGains));
+// Fig. 8a: the direct alltoall (scattered destinations) without packing against the leaders'
+// packed one, 4 nodes x 8: two orders of magnitude for small messages, no gain from 2048 B.
+const A2A = ['--sizes', '8:4K:2'];
+const packed = sim(['alltoall', '--ranks', '32', '--ppn', '8', '--algorithm', 'hier', ...A2A, '--params', 'clovertown-ddr'], '004-alltoall-packed');
+const direct = sim(['alltoall', '--ranks', '32', '--ppn', '8', '--algorithm', 'scattered', ...A2A, '--params', 'clovertown-ddr'], '004-alltoall-direct');
+cell('004', 'Fig. 8a', '32 processes, alltoall 8 B, direct / packed (two orders of magnitude)', 100, latency(direct, 8) / latency(packed, 8));
+check('004', 'Fig. 8a', '32 processes: packing wins up to 1024 B and not at 2048 B (the cut-off at 2048 B)',
+  [8, 16, 32, 64, 128, 256, 512, 1024].every((b) => latency(packed, b) < latency(direct, b)) && latency(packed, 2048) >= latency(direct, 2048));
 
 // ---- summary -----------------------------------------------------------------------------
 const compared = cells.filter((c) => c.kind === 'compared');
