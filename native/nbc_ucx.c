@@ -76,6 +76,13 @@ typedef struct {
   void *req;
   napi_ref stage_ref;   /* keeps the stage posted into alive ... */
   void *stage_data;     /* ... whose memory this is: a poll with the same stage keeps the ref */
+  /* The stage and out array of the last ucxPoll that passed them, for the short form
+     ucxPoll(worker, progress): kept alive by their refs, their memory at these addresses. */
+  napi_ref cur_stage_ref, cur_out_ref;
+  void *cur_stage;
+  size_t cur_cap;
+  uint64_t *cur_out;
+  size_t cur_n;
 } header_rx_t;
 
 /* Workers one thread polls: a rank has one, a node's main thread one (its engine's). */
@@ -428,24 +435,54 @@ static header_rx_t *rx_of(state_t *s, ucp_worker_h worker) {
   return rx;
 }
 
+/* Keeps `value` (a typed array whose memory is `data`) in `*ref`, replacing what it held unless
+   it is the same memory. */
+static bool keep(napi_env env, napi_ref *ref, void **held, void *data, napi_value value) {
+  if (*ref != NULL && *held == data) return true;
+  if (*ref != NULL) napi_delete_reference(env, *ref);
+  *ref = NULL;
+  if (napi_create_reference(env, value, 1, ref) != napi_ok) return false;
+  *held = data;
+  return true;
+}
+
+/* ucxPoll(worker, stage, out[, progress]), or ucxPoll(worker[, progress]) with the stage and out
+   of the worker's last long call: the short form spares a poll the two typed-array lookups. */
 static napi_value Poll(napi_env env, napi_callback_info info) {
   ARGS(4);
-  bool progress = optional_bool(env, argc, argv, 3, true);
   HANDLE(ucp_worker_h, worker, 0);
-  void *stage;
-  size_t cap;
-  CHECK(napi_get_typedarray_info(env, argv[1], NULL, &cap, &stage, NULL, NULL));
-  uint64_t *out;
-  size_t n;
-  CHECK(napi_get_typedarray_info(env, argv[2], NULL, &n, (void **)&out, NULL, NULL));
   state_t *s = state_of(env);
   header_rx_t *rx = rx_of(s, worker);
   if (rx == NULL) return throw_ucx(env, "poll (too many workers on one thread)", UCS_ERR_EXCEEDS_LIMIT);
+  bool progress;
+  if (argc >= 3) {
+    progress = optional_bool(env, argc, argv, 3, true);
+    void *stage, *outp;
+    size_t cap, n;
+    CHECK(napi_get_typedarray_info(env, argv[1], NULL, &cap, &stage, NULL, NULL));
+    CHECK(napi_get_typedarray_info(env, argv[2], NULL, &n, &outp, NULL, NULL));
+    void *held_out = rx->cur_out;
+    if (!keep(env, &rx->cur_stage_ref, &rx->cur_stage, stage, argv[1])) return NULL;
+    if (!keep(env, &rx->cur_out_ref, &held_out, outp, argv[2])) return NULL;
+    rx->cur_out = held_out;
+    rx->cur_cap = cap;
+    rx->cur_n = n;
+  } else {
+    if (rx->cur_stage_ref == NULL) {
+      napi_throw_error(env, "NBC_ERR_INTERNAL", "ucxPoll(worker, progress) before ucxPoll(worker, stage, out) gave the stage");
+      return NULL;
+    }
+    progress = optional_bool(env, argc, argv, 1, true);
+  }
+  void *stage = rx->cur_stage;
+  size_t cap = rx->cur_cap;
+  uint64_t *out = rx->cur_out;
+  size_t n = rx->cur_n;
   if (!rx->posted) {
     if (rx->stage_ref == NULL || rx->stage_data != stage) { /* posted into: keep it alive */
-      if (rx->stage_ref != NULL) napi_delete_reference(env, rx->stage_ref);
-      CHECK(napi_create_reference(env, argv[1], 1, &rx->stage_ref));
-      rx->stage_data = stage;
+      napi_value v;
+      CHECK(napi_get_reference_value(env, rx->cur_stage_ref, &v));
+      if (!keep(env, &rx->stage_ref, &rx->stage_data, stage, v)) return NULL;
     }
     memset(&rx->op, 0, sizeof rx->op);
     rx->op.state = OP_PENDING;

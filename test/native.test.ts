@@ -180,6 +180,33 @@ for (const handleErrors of [true, false]) {
   });
 }
 
+test('ucxPoll\'s short form polls into the stage and out of the worker\'s last long call, and is refused before one', { skip: ucxMissing() }, () => {
+  const a = nativeAddon().addon as Required<NativeAddon>;
+  const ctx = a.ucxInit();
+  const w1 = a.ucxWorker(ctx);
+  const w2 = a.ucxWorker(ctx);
+  assert.throws(() => a.ucxPoll(w2, true), /ucxPoll\(worker, progress\) before ucxPoll\(worker, stage, out\)/);
+  const ep = a.ucxConnect(w1, new Uint8Array(a.ucxAddress(w2)), true);
+  const stage = new Uint8Array(256);
+  const out = new BigUint64Array(3);
+  // Headers 0..5: the first polled with the long form, the rest with the short one.
+  for (let i = 0; i < 6; i++) {
+    const head = new Uint8Array(40 + i).fill(i + 1);
+    const s = a.ucxSend(ep, BigInt(100 + i), head);
+    let n = -1;
+    const deadline = performance.now() + 10_000;
+    while (n < 0) {
+      a.ucxProgress(w1);
+      n = i === 0 ? a.ucxPoll(w2, stage, out, true) : a.ucxPoll(w2, true);
+      assert.ok(performance.now() < deadline, `header ${i}: none within 10 s`);
+    }
+    assert.equal(n, 40 + i, `header ${i}: its length`);
+    assert.deepEqual([out[0], out[1]], [BigInt(40 + i), BigInt(100 + i)], `header ${i}: length and sender tag in out`);
+    assert.ok(stage.subarray(0, n).every((b) => b === i + 1), `header ${i}: its bytes in the stage`);
+    if (s >= 0) while (a.ucxTest(s, new BigUint64Array(2)) === 1) a.ucxProgress(w1);
+  }
+});
+
 test('UCX tcp segment sizes: nbcoll sets its own unless the user did, and hands UCX\'s tools the user\'s environment', { skip: ucxMissing() }, () => {
   const probe = `const m = await import('./src/runtime/native.ts'); m.nativeAddon();
     console.log(JSON.stringify({ rx: process.env.UCX_TCP_RX_SEG_SIZE ?? null, tx: process.env.UCX_TCP_TX_SEG_SIZE,

@@ -58,6 +58,17 @@ for (const transport of ['tcp', 'ucx'] as const) {
       await okOn(transport, 'p2p.ts', 2, 1, ['requests']);
     });
 
+    test(`a lean receive across nodes over ${transport} takes its own message, leaves another tag for its receive, and refuses a count its peer disagrees on`, T, async () => {
+      const r = await okOn(transport, 'lean-inbox.ts', 2, 1, []);
+      for (const x of r.ranks) {
+        const got = x.result as { sums: number; p2p: number; mismatch: string; after: number };
+        assert.equal(got.sums, 2000, `rank ${x.rank}: every 8 B allreduce gave the exact sum`);
+        assert.equal(got.p2p, 42 + 1 - x.rank, `rank ${x.rank}: the message of tag 7 came to its own receive`);
+        assert.match(got.mismatch, x.rank === 0 ? /^NBC_ERR_TRUNCATE: / : /^NBC_ERR_COUNT: /, `rank ${x.rank}`);
+        assert.equal(got.after, 3, `rank ${x.rank}: a fresh communicator works after the error`);
+      }
+    });
+
     test(`collectives across nodes over ${transport} pass the property checks (allreduce, bcast, alltoall, barrier, allgather)`, T, async () => {
       for (const coll of ['allreduce', 'bcast', 'alltoall', 'barrier', 'allgather']) {
         await okOn(transport, 'coll.ts', 5, 2, ['props', coll]);

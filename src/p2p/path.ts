@@ -49,6 +49,11 @@ export interface PathHost extends Progressor {
   waitFor(done: () => boolean): void;
   /** Takes the earliest unexpected message (ctx, src, tag) as the early one (recvEager); false when none. */
   takeUnexpected(ctx: number, src: number, tag: number, bytes: number): boolean;
+  /**
+   * A path found the message a `recvEager` waits for and hands its payload over as the early
+   * one, where it lies (valid until the path's next poll): counted as received.
+   */
+  tookEager(ctx: number, src: number, tag: number, payload: Uint8Array): void;
   /** World rank `world`'s FIN was read (on whichever path): the core and its path fail what only it could complete. */
   peerFinished(world: number): void;
 }

@@ -333,11 +333,22 @@ export class Transport implements Progressor, PathHost, ParkHost {
     this.ring.releaseEager();
   }
 
-  /** The payload of the message `recvEager` found early (it returned -1); a private copy. */
+  /**
+   * The payload of the message `recvEager` found early (it returned -1): a private copy, or
+   * over UCX the bytes where they lie in the path's inbox (PathHost.tookEager), valid until
+   * the next call on this transport.
+   */
   takeEarly(): Uint8Array {
     const d = this.early;
     this.early = EMPTY_BYTES;
     return d;
+  }
+
+  tookEager(ctx: number, src: number, tag: number, payload: Uint8Array): void {
+    this.stats.messagesReceived++;
+    this.stats.bytesReceived += payload.byteLength;
+    if (this.core.trace !== null) traceMessage(this.core.trace.recvs, src, ctx, tag, payload.byteLength);
+    this.early = payload;
   }
 
   /** Takes the earliest unexpected message (ctx, src, tag) as the early one; false when none. */

@@ -211,7 +211,8 @@ export class UcxPath {
    * sees it complete.
    */
   poll(progress = true): number {
-    const n = this.addon.ucxPoll(this.worker, this.inbox, this.info, progress);
+    // The inbox and info never change: after the first poll the addon keeps them (the short form).
+    const n = this.stageGiven ? this.addon.ucxPoll(this.worker, progress) : this.firstPoll(progress);
     if (n >= 0) this.idleMs = 1;
     // Test the operations in flight only when UCX finished some since the last look (an
     // operation that completes inside its start call has no id and is never in the list).
@@ -222,6 +223,14 @@ export class UcxPath {
     if (n === -2) {
       throw new NbcPeerFailedError(`${this.name(this.worldRank)} received a UCX message longer than ${this.inbox.byteLength} bytes; expected a peer of the same nbcoll build`);
     }
+    return n;
+  }
+
+  private stageGiven = false;
+
+  private firstPoll(progress: boolean): number {
+    const n = this.addon.ucxPoll(this.worker, this.inbox, this.info, progress);
+    this.stageGiven = true;
     return n;
   }
 

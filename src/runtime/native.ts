@@ -51,7 +51,11 @@ export interface NativeAddon {
    * completed so far]; -1 when none has arrived (the worker is progressed once), -2 when one
    * was longer than `stage`. One `stage` per worker; it holds the header until the next call.
    */
-  ucxPoll?(worker: UcxHandle, stage: Uint8Array, out: BigUint64Array, progress?: boolean): number;
+  ucxPoll?: {
+    (worker: UcxHandle, stage: Uint8Array, out: BigUint64Array, progress?: boolean): number;
+    /** With the stage and out of the worker's last long call (kept by the addon). */
+    (worker: UcxHandle, progress?: boolean): number;
+  };
   /** An operation id completing when every send of the worker has left it, or -1. */
   ucxFlush?(worker: UcxHandle): number;
   ucxProgress?(worker: UcxHandle): number;
