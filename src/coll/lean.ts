@@ -217,8 +217,7 @@ export class LeanPaths {
     const off = t.recvEager(this.worldRanks[peer]!, this.collCtx, peer, tag, a.bytes);
     if (off < 0) {
       const early = t.takeEarly();
-      const Ctor = ctorOf(a.dt) as unknown as new (b: ArrayBufferLike, off: number, len: number) => TypedArray;
-      fold(a, new Ctor(early.buffer, early.byteOffset, a.count), 0, theirsFirst, early, 0);
+      fold(a, this.earlyView(early, a), 0, theirsFirst, early, 0);
       return;
     }
     try {
@@ -249,6 +248,23 @@ export class LeanPaths {
       t.recvEagerInto(this.worldRanks[from]!, this.collCtx, from, tag, l.rv, from * B, B);
     }
   }
+
+  /**
+   * `early`'s payload typed as `a`'s elements. Over UCX the early payload is the same inbox view
+   * call after call (path-ucx.ts, recvEager), so its typed view is kept while it repeats.
+   */
+  private earlyView(early: Uint8Array, a: LeanAllreduce): TypedArray {
+    if (early === this.lastEarly && a.dt === this.lastEarlyDt && this.lastEarlyTyped!.length === a.count) return this.lastEarlyTyped!;
+    const Ctor = ctorOf(a.dt) as unknown as new (b: ArrayBufferLike, off: number, len: number) => TypedArray;
+    const v = new Ctor(early.buffer, early.byteOffset, a.count);
+    this.lastEarly = early;
+    this.lastEarlyDt = a.dt;
+    this.lastEarlyTyped = v;
+    return v;
+  }
+  private lastEarly: Uint8Array | null = null;
+  private lastEarlyDt: DType | -1 = -1;
+  private lastEarlyTyped: TypedArray | null = null;
 
   /** One view per dtype over the node's ring memory, where lean receives read payloads in place. */
   private ringViews: Array<TypedArray | undefined> = [];
