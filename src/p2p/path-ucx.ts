@@ -230,14 +230,19 @@ export class UcxRoute implements Path {
         return;
       }
       const w = this.eagerWait;
-      if (w.wanting && tag === w.tag && src === w.src && ctx === w.ctx && bytes === w.bytes && !invalid && u8 === this.ucx.inbox) {
-        // What `recvEager` waits for, and no earlier message of its (ctx, src, tag) is kept
-        // (the wait takes those first): its payload is read where it lies, in the inbox.
-        this.owe(from, bytes);
-        if (w.view.byteLength !== bytes) w.view = u8.subarray(HEADER_BYTES, HEADER_BYTES + bytes);
-        this.host.tookEager(ctx, src, tag, w.view);
-        w.found = true;
-        return;
+      if (w.wanting && tag === w.tag && src === w.src && ctx === w.ctx) {
+        if (bytes === w.bytes && !invalid && u8 === this.ucx.inbox) {
+          // What `recvEager` waits for, and no earlier message of its (ctx, src, tag) is kept
+          // (Transport.recvEager took those before the wait): read where it lies, in the inbox.
+          this.owe(from, bytes);
+          if (w.view.byteLength !== bytes) w.view = u8.subarray(HEADER_BYTES, HEADER_BYTES + bytes);
+          this.host.tookEager(ctx, src, tag, w.view);
+          w.found = true;
+          return;
+        }
+        // Its match, but not one to read in place (another size, a failed sender's data): kept
+        // as unexpected below, where the wait takes it, and no later header may pass it.
+        w.wanting = false;
       }
       const data = u8.slice(HEADER_BYTES, HEADER_BYTES + bytes);
       core.arrive(ctx, { kind, src, tag, bytes, data, slice: -1, offset: 0, token: 0, from, invalid, held: false, path: this });
