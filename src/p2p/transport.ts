@@ -345,19 +345,22 @@ export class Transport implements Progressor, PathHost, ParkHost {
   }
 
   tookEager(ctx: number, src: number, tag: number, payload: Uint8Array): void {
-    this.stats.messagesReceived++;
-    this.stats.bytesReceived += payload.byteLength;
-    if (this.core.trace !== null) traceMessage(this.core.trace.recvs, src, ctx, tag, payload.byteLength);
+    this.countReceived(ctx, src, tag, payload.byteLength);
     this.early = payload;
+  }
+
+  /** A message a lean receive took (recvEager's early one): counted, and traced where traced. */
+  private countReceived(ctx: number, src: number, tag: number, bytes: number): void {
+    this.stats.messagesReceived++;
+    this.stats.bytesReceived += bytes;
+    if (this.core.trace !== null) traceMessage(this.core.trace.recvs, src, ctx, tag, bytes);
   }
 
   /** Takes the earliest unexpected message (ctx, src, tag) as the early one; false when none. */
   takeUnexpected(ctx: number, src: number, tag: number, bytes: number): boolean {
     const m = this.core.take(ctx, src, tag);
     if (m === null) return false;
-    this.stats.messagesReceived++;
-    this.stats.bytesReceived += m.bytes;
-    if (this.core.trace !== null) traceMessage(this.core.trace.recvs, src, ctx, tag, m.bytes);
+    this.countReceived(ctx, src, tag, m.bytes);
     this.early = m.path.fetch(m);
     // A wrong size names the cause (the ranks disagree on a count) even where the sender's
     // collective had failed already and flagged the data.
