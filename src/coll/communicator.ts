@@ -30,6 +30,7 @@ import {
 } from './lean.js';
 import { allreduceReproducible, releaseReproducible, reproducibleInit, startReproducible, wantsReproducible, type ReproducibleCall, type ReproducibleColl } from './reproducible.js';
 import { callSignature, disagreement, numberCall } from './check-calls.js';
+import { BOARD_DATA_BYTES, FlatBoard } from './flat.js';
 import { byteLengthOf, findRecent, remember, ScheduleCache, type CountArrays, type RecentCall } from './memo.js';
 import { checkOptions, type CollOptions } from './options.js';
 import { PersistentRequest } from './persistent.js';
@@ -228,6 +229,27 @@ export class Communicator extends Comm {
   private leanPaths: LeanPaths | undefined = undefined;
 
   /**
+   * The flag board (flat.ts), where the world communicator of a crowded one-node job runs its
+   * blocking barrier and small allreduce; null on every other communicator and job.
+   */
+  private get flat(): FlatBoard | null {
+    if (this.flatBoard === undefined) {
+      const t = this.transport;
+      this.flatBoard = this.ctx === 0 && t.boardBase >= 0 && this.size > 1 && !this.rc.config.checkCalls
+        ? new FlatBoard(t, Int32Array.from(this.worldRanks, (w) => t.placement.localOfRank[w]!), Int32Array.from(this.worldRanks), this.rank, executorStats(t).host)
+        : null;
+    }
+    return this.flatBoard;
+  }
+  private flatBoard: FlatBoard | null | undefined = undefined;
+
+  /** Whether a blocking call with `opts` may use the flag board: no algorithm asked for, on the host executor. */
+  private flatCall(opts: CollOptions | undefined): FlatBoard | null {
+    if (opts !== undefined && (opts.algorithm !== undefined || this.executorName(opts) !== 'host')) return null;
+    return this.flat;
+  }
+
+  /**
    * Comm.stats(), and the collective calls of this rank (on every communicator) by the executor
    * that ran them: `host` (this rank's thread, lean blocking paths included), `offload` (the
    * node engine) and `agg` (posted to the engines, with how many the fabric reduced and how
@@ -285,6 +307,11 @@ export class Communicator extends Comm {
 
   barrier(opts?: CollOptions): void {
     this.check('barrier');
+    const flat = this.flatCall(opts);
+    if (flat !== null) {
+      flat.barrier();
+      return;
+    }
     if ((opts === undefined || (opts.algorithm === undefined && this.executorName(opts) === 'host')) &&
       (this.leanBarrierOk ??= this.leanEligible('barrier', undefined, 0, true, true))) {
       this.lean.barrier(this.nextTag());
@@ -366,8 +393,7 @@ export class Communicator extends Comm {
     }
     const hit = findRecent(this.recentAllreduce, send, recv, op, undefined, opts);
     if (hit !== undefined) {
-      if (hit.lean !== null) this.lean.allreduce(hit.lean, this.nextTag());
-      else this.runPlan(hit.plan!);
+      this.runAllreduce(hit.lean, hit.plan, opts);
       return;
     }
     const c = checkAllreduce(this.planner, send, recv, op);
@@ -379,7 +405,26 @@ export class Communicator extends Comm {
     } else {
       plan = planCheckedAllreduce(this.planner, c, opts);
     }
+    if (plan !== null) plan.board = { bytes, dt: c.red.dtype as DType };
     remember(this.recentAllreduce, bytes, send, recv, op, undefined, opts, lean, plan);
+    this.runAllreduce(lean, plan, opts);
+  }
+
+  /**
+   * A resolved blocking allreduce: on the flag board where it fits, else on the lean path or
+   * its plan, after arriving on the board where the communicator has one (flat.ts: a rank whose
+   * call took the board, or disagrees on the count, fails with the others).
+   */
+  private runAllreduce(lean: LeanAllreduce | null, plan: Plan | null, opts: CollOptions | undefined): void {
+    const flat = this.flatCall(opts);
+    if (flat !== null) {
+      if (lean !== null && lean.bytes <= BOARD_DATA_BYTES) {
+        flat.allreduce(lean);
+        return;
+      }
+      if (lean !== null) flat.arriveOnly(lean.bytes, lean.dt);
+      else flat.arriveOnly(plan!.board!.bytes, plan!.board!.dt);
+    }
     if (lean !== null) this.lean.allreduce(lean, this.nextTag());
     else this.runPlan(plan!);
   }

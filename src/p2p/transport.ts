@@ -21,7 +21,7 @@ import { NbcInternalError, NbcPeerFailedError } from '../errors.js';
 import { SliceAllocator } from '../shm/arena.js';
 import { copyAt } from '../shm/copy.js';
 import type { HostBoard } from '../shm/host-board.js';
-import { endpointWord, HEADER_BYTES, HEADER_WORDS, kAbortWord, kFinished, kWakeFd } from '../shm/layout.js';
+import { boardBase, controlBytes, endpointWord, HEADER_BYTES, HEADER_WORDS, kAbortWord, kFinished, kWakeFd } from '../shm/layout.js';
 import { adoptSliceMemories, type NodeShared } from '../shm/node-shared.js';
 import { encodeFin } from '../shm/record.js';
 import { REPORTED_ELSEWHERE } from './constants.js';
@@ -57,6 +57,11 @@ export interface TransportOptions {
   yieldFn?: (() => void) | null;
   /** How long the yield phase lasts (us). */
   yieldUs?: number;
+  /**
+   * The world communicator's blocking barrier and small allreduce run on the node's flag board
+   * (coll/flat.ts): asked for where the node found its cores crowded and the job has one node.
+   */
+  flat?: boolean;
   /** The UCX path for ranks of other nodes (the UCX transport), or null: through the engine. */
   ucx?: UcxPath | null;
   /**
@@ -89,6 +94,8 @@ export class Transport implements Progressor, PathHost, ParkHost {
   readonly engineEp: number;
   readonly endpoints: number;
   readonly control: Int32Array;
+  /** The flag board's first word in `control` (coll/flat.ts), or -1: the board is not used. */
+  readonly boardBase: number;
   readonly slices: Uint8Array[];
   readonly allocator: SliceAllocator;
   readonly eagerLimit: number;
@@ -134,6 +141,8 @@ export class Transport implements Progressor, PathHost, ParkHost {
     this.engineEp = ranks;
     this.endpoints = ranks + 1;
     this.control = new Int32Array(shared.control);
+    this.boardBase = opts.flat === true && nodeCount(placement) === 1 && shared.control.byteLength >= controlBytes(this.endpoints)
+      ? boardBase(this.endpoints) : -1;
     adoptSliceMemories(shared);
     this.slices = shared.slices.map((s) => new Uint8Array(s));
     this.ringMemory = new Uint8Array(shared.rings);

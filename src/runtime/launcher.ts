@@ -17,6 +17,7 @@ import { fatTreeMismatch } from '../agg/placement.js';
 import { currentJsRuntime, runtimeCommand, type JsRuntime, type RuntimeCommand } from './js-runtime.js';
 import { checkTopology, parseLinkSpec, parseTopology, type LinkSpec } from './link-spec.js';
 import { trainRounds } from './train.js';
+import { flatBoardWanted } from './wait-policy.js';
 import { v8ThreadArgs, v8ThreadsFromEnv } from './v8-threads.js';
 import { wireModeFromEnv } from './wire-clock.js';
 import { hostBoardBytes } from '../shm/host-board.js';
@@ -268,6 +269,7 @@ class NodeJob {
     // Atomics.waitAsync, so an engine that parks never wakes. The user's flags after, so theirs
     // win; they are the runtime's own (Deno's go after `run -A`).
     trainRounds({ ...process.env, ...opts.env }); // a bad NBC_TRAIN is refused here, once, not by every rank
+    flatBoardWanted({ ...process.env, ...opts.env }, { yieldFromIdle: false }, 1); // and a bad NBC_FLAT
     const v8Threads = v8ThreadsFromEnv({ ...process.env, ...opts.env });
     this.nodeArgs = [
       ...command.args,

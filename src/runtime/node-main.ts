@@ -32,7 +32,7 @@ import { ucxUnsupported } from './js-runtime.js';
 import { formatError, log, NodeLife, rawLog, toParent } from './node-life.js';
 import { startRanks } from './node-ranks.js';
 import { checkTransport, jobSecret, parseFinished, UcxWireup, wireUp } from './node-wireup.js';
-import { hostCores, waitPolicy, waitsWatched, type HostCores, type WaitPolicy } from './wait-policy.js';
+import { flatBoardWanted, hostCores, waitPolicy, waitsWatched, type HostCores, type WaitPolicy } from './wait-policy.js';
 
 export { DEFAULT_ENGINE_SPIN_US, DEFAULT_ENGINE_YIELD_US, DEFAULT_YIELD_US } from './wait-policy.js';
 
@@ -255,6 +255,8 @@ async function joinFabric(o: NodeOptions, secret: Buffer, wire: Wire | null): Pr
 function rankBoots(o: NodeOptions, shared: NodeShared, p: RankPlacement, policy: WaitPolicy, cores: HostCores, ucx: boolean,
   ucxErrMode: UcxErrMode, wire: WireModel | null): RankBoot[] {
   const watched = waitsWatched(policy, cores, o.wireup.nodes);
+  // A crowded one-node job's world barrier and small allreduce go over the flag board (coll/flat.ts).
+  const flat = flatBoardWanted(process.env, policy, o.wireup.nodes);
   return Array.from({ length: o.ranks }, (_, i): RankBoot => ({
     shared,
     placement: { worldRank: p.first + i, worldSize: p.worldSize, nodeId: o.wireup.nodeRank, nodeOfRank: p.nodeOfRank, localOfRank: p.localOfRank },
@@ -267,6 +269,7 @@ function rankBoots(o: NodeOptions, shared: NodeShared, p: RankPlacement, policy:
     oversubscribed: policy.oversubscribed,
     yieldFromIdle: policy.yieldFromIdle,
     yieldUs: policy.yieldUs,
+    flat,
     waitsWatched: watched,
     ...(cores.boardPath === undefined || !watched ? {} : { hostBoard: { path: cores.boardPath, ranks: cores.hostRanks } }),
     ucx,

@@ -61,6 +61,8 @@ export interface RankBoot {
   yieldFromIdle?: boolean;
   /** Oversubscribed: how long a wait yields the core between polls before parking (us). */
   yieldUs?: number;
+  /** The world communicator's barrier and small allreduce run on the flag board (TransportOptions.flat). */
+  flat?: boolean;
   /** Whether a thread of the node watches the rank's waits (TransportOptions.waitsWatched; default true). */
   waitsWatched?: boolean;
   /** The job's host board (shm/host-board.ts), where its nodes share this host: the rank marks its waits there. */
@@ -109,7 +111,7 @@ if (boot.ucx === true) {
   ucx.setAddresses(msg.addresses);
 }
 const transport = new Transport(boot.shared, boot.placement, {
-  eagerLimit, eagerCredit: boot.eagerCredit, spinUs: boot.spinUs, yieldFn, yieldUs: boot.yieldUs, ucx, waitsWatched: boot.waitsWatched,
+  eagerLimit, eagerCredit: boot.eagerCredit, spinUs: boot.spinUs, yieldFn, yieldUs: boot.yieldUs, flat: boot.flat === true, ucx, waitsWatched: boot.waitsWatched,
   board: boot.hostBoard === undefined ? null : openHostBoard(boot.hostBoard.ranks, boot.placement.worldRank, boot.hostBoard.path),
   wire: boot.wire === undefined ? null : { model: boot.wire, originMs: hostClockOriginMs() },
 });

@@ -7,6 +7,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { openHostBoard } from './host-board.js';
+import { NbcArgError } from '../errors.js';
 import { nativeAddon } from './native.js';
 import type { HostBoard } from '../shm/host-board.js';
 
@@ -129,4 +130,18 @@ export function waitPolicy(o: WaitOverrides, cores: HostCores, nodes: number, us
  */
 export function waitsWatched(policy: Pick<WaitPolicy, 'engineSpinUs'>, cores: Pick<HostCores, 'yieldCore'>, nodes: number): boolean {
   return (policy.engineSpinUs > 0 && cores.yieldCore !== null) || nodes > 1;
+}
+
+/**
+ * Whether a job's world communicator runs its blocking barrier and small allreduce on the
+ * node's flag board (coll/flat.ts), from NBC_FLAT: `auto` (the default) where the job has one
+ * node and its cores are crowded with the native addon's yield (BENCHMARKS.md, "Four ranks on
+ * two cores"), `1` on any one-node job, `0` never. A job of several nodes keeps the rings.
+ */
+export function flatBoardWanted(env: Record<string, string | undefined>, policy: Pick<WaitPolicy, 'yieldFromIdle'>, nodes: number): boolean {
+  const v = env.NBC_FLAT ?? 'auto';
+  if (v !== 'auto' && v !== '0' && v !== '1') {
+    throw new NbcArgError(`NBC_FLAT '${v}': expected auto (the flag board where a one-node job's cores are crowded, the default), 1 (on any one-node job) or 0 (never)`);
+  }
+  return nodes === 1 && (v === '1' || (v === 'auto' && policy.yieldFromIdle));
 }

@@ -4,6 +4,7 @@
  * A plan is `{ schedule, buffers, executor }` plus what a start needs to reuse its buffers.
  * Core code: no node:* imports.
  */
+import type { DType } from '../ops/index.js';
 import type { Request } from '../p2p/request.js';
 import type { CollBuffers } from './host.js';
 import type { Schedule } from './schedule.js';
@@ -70,6 +71,11 @@ export interface Plan {
    */
   reuse?: boolean;
   idle?: CollBuffers[];
+  /**
+   * A blocking allreduce's count and type, for the description it arrives with on a
+   * communicator's flag board before it runs (coll/flat.ts).
+   */
+  board?: { bytes: number; dt: DType };
   /**
    * Set where recv is the plan's own working space (a non-root's reduce), this many bytes:
    * each buffer set gets its own. The host executor takes it from its pool at every start, so

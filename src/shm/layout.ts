@@ -5,7 +5,8 @@
  * rank workers. Endpoints are numbered 0..P-1 for the ranks, P for the engine.
  *
  * control  Int32 words: one 64-byte line per endpoint (doorbell, sleeping flag) after a
- *          64-byte line of node-wide words (abort).
+ *          64-byte line of node-wide words (abort), then the flag board (three lines per
+ *          endpoint; coll/flat.ts).
  * rings    one single-producer/single-consumer record ring per ordered endpoint pair
  *          (from, to), including (i, i) for self-sends. Each ring has a 192-byte header of
  *          three lines (consumer head, a spare line, producer-waiting flag) so producer and
@@ -60,6 +61,33 @@ export function controlWords(endpoints: number): number {
 
 export function endpointWord(endpoint: number, slot: number): number {
   return kEndpointBase + endpoint * LINE_WORDS + slot;
+}
+
+// ---- the flag board (coll/flat.ts) ------------------------------------------------------
+/**
+ * After the endpoint lines, the control buffer holds the node's flag board: `BOARD_LINES`
+ * lines per endpoint, where a crowded one-node job's world communicator runs its blocking
+ * barrier and small allreduce (coll/flat.ts). Line 0: the endpoint's call number (kBoardSeq,
+ * the only word others wait on) and, per parity of the call number, what it called (kBoardDesc:
+ * bytes, or -1 for a barrier; then the dtype); lines 1 and 2: its contribution to calls of
+ * parity 0 and 1, up to BOARD_DATA_BYTES.
+ */
+export const BOARD_LINES = 3;
+/** The largest allreduce the board carries: one line. */
+export const BOARD_DATA_BYTES = LINE_WORDS * 4;
+/** Word offsets in an endpoint's first board line. */
+export const kBoardSeq = 0;
+/** Parity k's description: words kBoardDesc + 2k (bytes, -1: barrier) and kBoardDesc + 2k + 1 (dtype). */
+export const kBoardDesc = 1;
+
+/** First word of the flag board. */
+export function boardBase(endpoints: number): number {
+  return controlWords(endpoints);
+}
+
+/** The control buffer's size in bytes: the endpoint lines and the flag board. */
+export function controlBytes(endpoints: number): number {
+  return (controlWords(endpoints) + endpoints * BOARD_LINES * LINE_WORDS) * 4;
 }
 
 // ---- rings ---------------------------------------------------------------------------

@@ -3,7 +3,7 @@
  * workerData, attached to by both. See layout.ts for what lives where.
  */
 import { NbcLaunchError } from '../errors.js';
-import { controlWords, endpointWord, kDoorbell, kSleeping, kWaiting, kWakeFd, ringBase, RING_HEADER_BYTES } from './layout.js';
+import { controlBytes, endpointWord, kDoorbell, kSleeping, kWaiting, kWakeFd, ringBase, RING_HEADER_BYTES } from './layout.js';
 
 export interface NodeLayout {
   /** Ranks on this node; endpoint `ranks` is the engine. */
@@ -64,7 +64,7 @@ export function createNodeShared(layout: NodeLayout, wasmSlices = true): NodeSha
   const problem = nodeSizeProblem(layout.ranks, layout.ringBytes);
   if (problem !== null) throw new NbcLaunchError(`Cannot start the node: ${problem}`);
   const endpoints = layout.ranks + 1;
-  const control = new SharedArrayBuffer(controlWords(endpoints) * 4);
+  const control = new SharedArrayBuffer(controlBytes(endpoints));
   const rings = new SharedArrayBuffer(endpoints * endpoints * (RING_HEADER_BYTES + layout.ringBytes));
   // Shared memories are committed lazily by the OS: an untouched slice costs no memory.
   const slices: SharedArrayBuffer[] = [];
