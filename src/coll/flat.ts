@@ -11,7 +11,7 @@
  * the time of the lean recursive doubling; BENCHMARKS.md, "Four ranks on two cores").
  *
  * - **Layout** (shm/layout.ts, "the flag board"): per endpoint a line with the call number and,
- *   per parity of the call number, what it called; a line of data per parity. A call writes
+ *   per parity of the call number, what it called; 16 lines of data per parity. A call writes
  *   the lines of its parity, so a rank that is a call ahead never overwrites what a slower one
  *   still reads: it can only have started call s + 1 once every rank's number reached s, that
  *   is once every rank had finished call s - 1, the last to read those lines.
@@ -36,7 +36,7 @@ import type { Transport } from '../p2p/transport.js';
 import type { Waitable } from '../p2p/wait.js';
 import type { ExecutorStats } from '../sched/executor.js';
 import { copyAt } from '../shm/copy.js';
-import { BOARD_DATA_BYTES, BOARD_LINES, kBoardDesc, kBoardSeq, LINE_WORDS } from '../shm/layout.js';
+import { BOARD_DATA_BYTES, BOARD_DATA_LINES, BOARD_LINES, kBoardDesc, kBoardSeq, LINE_WORDS } from '../shm/layout.js';
 import { wake } from '../shm/node-shared.js';
 import type { LeanAllreduce } from './lean.js';
 import { pow2Floor } from './shape.js';
@@ -140,7 +140,7 @@ export class FlatBoard implements Waitable {
     const n = a.bytes;
     const board = this.board;
     const scratch = this.scratch;
-    const dataAt = (1 + k) * LINE_WORDS * 4;
+    const dataAt = (1 + k * BOARD_DATA_LINES) * LINE_WORDS * 4;
     for (let q = 0; q < p; q++) copyAt(board, this.line[q]! * 4 + dataAt, scratch, q * BOARD_DATA_BYTES, n);
     const v = this.view(a.dt);
     const per = BOARD_DATA_BYTES / a.esize;
@@ -190,7 +190,7 @@ export class FlatBoard implements Waitable {
     const mine = this.line[this.me]!;
     ctl[mine + kBoardDesc + 2 * k] = bytes;
     ctl[mine + kBoardDesc + 2 * k + 1] = dt;
-    if (data !== null) copyAt(data, 0, this.board, mine * 4 + (1 + k) * LINE_WORDS * 4, n);
+    if (data !== null) copyAt(data, 0, this.board, (mine + (1 + k * BOARD_DATA_LINES) * LINE_WORDS) * 4, n);
     Atomics.store(ctl, mine + kBoardSeq, s);
     const eps = this.eps;
     for (let q = 0; q < this.size; q++) if (q !== this.me) wake(ctl, eps[q]!);

@@ -5,7 +5,7 @@
  * rank workers. Endpoints are numbered 0..P-1 for the ranks, P for the engine.
  *
  * control  Int32 words: one 64-byte line per endpoint (doorbell, sleeping flag) after a
- *          64-byte line of node-wide words (abort), then the flag board (three lines per
+ *          64-byte line of node-wide words (abort), then the flag board (33 lines per
  *          endpoint; coll/flat.ts).
  * rings    one single-producer/single-consumer record ring per ordered endpoint pair
  *          (from, to), including (i, i) for self-sends. Each ring has a 192-byte header of
@@ -69,12 +69,13 @@ export function endpointWord(endpoint: number, slot: number): number {
  * lines per endpoint, where a crowded one-node job's world communicator runs its blocking
  * barrier and small allreduce (coll/flat.ts). Line 0: the endpoint's call number (kBoardSeq,
  * the only word others wait on) and, per parity of the call number, what it called (kBoardDesc:
- * bytes, or -1 for a barrier; then the dtype); lines 1 and 2: its contribution to calls of
- * parity 0 and 1, up to BOARD_DATA_BYTES.
+ * bytes, or -1 for a barrier; then the dtype); then BOARD_DATA_LINES lines of its contribution
+ * to calls of parity 0, and as many for parity 1.
  */
-export const BOARD_LINES = 3;
-/** The largest allreduce the board carries: one line. */
-export const BOARD_DATA_BYTES = LINE_WORDS * 4;
+export const BOARD_DATA_LINES = 16;
+export const BOARD_LINES = 1 + 2 * BOARD_DATA_LINES;
+/** The largest allreduce the board carries: 1 KiB. */
+export const BOARD_DATA_BYTES = BOARD_DATA_LINES * LINE_WORDS * 4;
 /** Word offsets in an endpoint's first board line. */
 export const kBoardSeq = 0;
 /** Parity k's description: words kBoardDesc + 2k (bytes, -1: barrier) and kBoardDesc + 2k + 1 (dtype). */

@@ -4,10 +4,11 @@
  * per rank:
  *   same      for each case, whether the default allreduce gave the bits of the recursive-doubling
  *             schedule forced by { algorithm } (which never takes the board): random doubles
- *             summed (1 and 8 elements), Int32 max, and 2x2 matrix products (not commutative)
+ *             summed (1, 8 and 128 elements: 1 KiB, the most the board takes), Int32 max, and
+ *             2x2 matrix products (not commutative)
  *   sums      how many of 300 Int32 sums, interleaved with barriers, a bcast, an iallreduce, a
  *             ring of messages and a barrier and allreduce on a duplicate, were exact
- *   large     a 1 KiB allreduce (past the board: it arrives there, then runs on the rings): exact
+ *   large     a 2 KiB allreduce (past the board: it arrives there, then runs on the rings): exact
  *   sent      messages this rank sent during 200 barriers and 200 8 B allreduces
  * Argument `mismatch` (board on) returns each disagreement's error code, then the sum of an
  * allreduce after it:
@@ -27,6 +28,7 @@ function bits(w: Communicator): Record<string, unknown> {
   const cases: Array<[string, () => ArrayBufferView, OpLike]> = [
     ['sum f64 x1', () => Float64Array.from({ length: 1 }, () => (rnd() - 0.5) * 1e6), 'sum'],
     ['sum f64 x8', () => Float64Array.from({ length: 8 }, () => (rnd() - 0.5) * 1e6), 'sum'],
+    ['sum f64 x128', () => Float64Array.from({ length: 128 }, () => (rnd() - 0.5) * 1e6), 'sum'],
     ['max i32 x4', () => Int32Array.from({ length: 4 }, () => Math.floor(rnd() * 2e9) - 1e9), 'max'],
     ['matmul x2', () => Float64Array.from({ length: 8 }, () => rnd() * 2 - 1), matmul],
   ];
@@ -69,8 +71,8 @@ function bits(w: Communicator): Record<string, unknown> {
     if (y[0] === total * (i + 1)) sums++;
   }
   dup.free();
-  const big = new Float64Array(128).map((_, k) => w.rank + k);
-  const bigSum = new Float64Array(128);
+  const big = new Float64Array(256).map((_, k) => w.rank + k);
+  const bigSum = new Float64Array(256);
   w.allreduce(big, bigSum, 'sum');
   const large = bigSum.every((v, k) => v === total - w.size + w.size * k);
   const before = w.stats().host.messagesSent;
