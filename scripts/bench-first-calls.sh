@@ -5,7 +5,8 @@
 #     calls: on 2 nodes x 1 rank over TCP and over UCX, and on 4 ranks of one node (2 cores: the
 #     strong-scaling layout); the UCX and 4-rank jobs three ways: as started by default, with
 #     V8's helper threads kept (NBC_V8_THREADS=on, the default before they were dropped where
-#     the ranks fill the cores) and trained (NBC_TRAIN=300, runtime/train.ts);
+#     the ranks fill the cores) and trained (NBC_TRAIN=300, runtime/train.ts); the 4-rank job
+#     also on the rings instead of the flag board (NBC_FLAT=0, coll/flat.ts);
 #   - beside them, plain Node TCP ping-pong of 8 B between two processes
 #     (scripts/first-calls-tcp.mjs), one way, per 100 round trips;
 #   - nbc cg on 2 nodes over emulated GigE, 40^3 per rank, blocking halo: ms per iteration of
@@ -20,7 +21,7 @@ out=${OUT:-bench/results/first-calls}
 mkdir -p "$out" docs/img
 rounds=${ROUNDS:-5}
 nbc="node dist/cli/nbc.js"
-sides="tcp shm4 shm4-helpers shm4-trained"
+sides="tcp shm4 shm4-rings shm4-helpers shm4-trained"
 if $nbc info --json | node -e 'const l=JSON.parse(require("fs").readFileSync(0,"utf8"));process.exit(l.find(x=>x.what==="transport ucx")?.available?0:1)'; then
   sides="$sides ucx ucx-helpers ucx-trained"
 else
@@ -29,16 +30,17 @@ fi
 for r in $(seq 1 "$rounds"); do
   for s in $sides; do
     case $s in
-      tcp) v8=auto; train=0; layout="-n 2 --ppn 1 --transport tcp" ;;
-      ucx) v8=auto; train=0; layout="-n 2 --ppn 1 --transport ucx" ;;
-      ucx-helpers) v8=on; train=0; layout="-n 2 --ppn 1 --transport ucx" ;;
-      ucx-trained) v8=auto; train=300; layout="-n 2 --ppn 1 --transport ucx" ;;
-      shm4) v8=auto; train=0; layout="-n 4 --ppn 4" ;;
-      shm4-helpers) v8=on; train=0; layout="-n 4 --ppn 4" ;;
-      shm4-trained) v8=auto; train=300; layout="-n 4 --ppn 4" ;;
+      tcp) flat=auto; v8=auto; train=0; layout="-n 2 --ppn 1 --transport tcp" ;;
+      ucx) flat=auto; v8=auto; train=0; layout="-n 2 --ppn 1 --transport ucx" ;;
+      ucx-helpers) flat=auto; v8=on; train=0; layout="-n 2 --ppn 1 --transport ucx" ;;
+      ucx-trained) flat=auto; v8=auto; train=300; layout="-n 2 --ppn 1 --transport ucx" ;;
+      shm4) flat=auto; v8=auto; train=0; layout="-n 4 --ppn 4" ;;
+      shm4-rings) flat=0; v8=auto; train=0; layout="-n 4 --ppn 4" ;;
+      shm4-helpers) flat=auto; v8=on; train=0; layout="-n 4 --ppn 4" ;;
+      shm4-trained) flat=auto; v8=auto; train=300; layout="-n 4 --ppn 4" ;;
     esac
     # shellcheck disable=SC2086
-    NBC_V8_THREADS=$v8 NBC_TRAIN=$train $nbc run $layout scripts/first-calls-job.mjs "$out/loop-$s-r$r.json" 8000 100
+    NBC_FLAT=$flat NBC_V8_THREADS=$v8 NBC_TRAIN=$train $nbc run $layout scripts/first-calls-job.mjs "$out/loop-$s-r$r.json" 8000 100
   done
   node scripts/first-calls-tcp.mjs "$out/node-tcp-r$r.json" 8000 100
   for k in 0 2 5 10; do

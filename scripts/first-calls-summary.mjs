@@ -15,7 +15,7 @@ const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[(s.le
 const each = (f) => Array.from({ length: rounds }, (_, i) => f(i + 1));
 const what = {
   tcp: 'allreduce, 2 nodes x 1, TCP', ucx: 'allreduce, 2 nodes x 1, UCX', 'ucx-helpers': 'the same, V8 helper threads kept (before)',
-  'ucx-trained': 'the same, NBC_TRAIN=300', shm4: 'allreduce, 4 ranks of one node (2 cores)', 'shm4-helpers': 'the same, V8 helper threads kept (before)',
+  'ucx-trained': 'the same, NBC_TRAIN=300', shm4: 'allreduce, 4 ranks of one node (2 cores)', 'shm4-rings': 'the same on the rings (NBC_FLAT=0)', 'shm4-helpers': 'the same, V8 helper threads kept (before)',
   'shm4-trained': 'the same, NBC_TRAIN=300', 'node-tcp': 'plain Node TCP ping-pong, one way (the peer)',
 };
 const WARM = 1.2;

@@ -7,8 +7,9 @@
  * Why: on a crowded host every round of a ring algorithm is a wait that hands the core over,
  * and the rank that gets it runs a round of sends, receives and matching anew, with the caches
  * another rank's isolate has just used. Here a call is one store of the call number, a look
- * at the others', and the fold, which every rank does itself (4 ranks on 2 cores, 8 B: half
- * the time of the lean recursive doubling; BENCHMARKS.md, "Four ranks on two cores").
+ * at the others', and the fold, which every rank does itself (4 ranks on 2 cores: a loop of
+ * barriers and 8 B allreduces in a third of the rings' time, at Open MPI's; BENCHMARKS.md,
+ * "Four ranks on two cores").
  *
  * - **Layout** (shm/layout.ts, "the flag board"): per endpoint a line with the call number and,
  *   per parity of the call number, what it called; 16 lines of data per parity. A call writes
@@ -27,7 +28,9 @@
  *   description too, so a disagreement between the paths fails instead of hanging.
  * - **Waiting** is the rank's waiter (p2p/wait.ts): yield between polls, then park; a rank that
  *   stores its number rings the doorbell of any rank that has parked. Progress runs at every
- *   8th poll, as for a lean receive.
+ *   8th poll, as for a lean receive; it reads the word (KIND_FIN) of a rank that returned from
+ *   its job, and a call still waiting for that rank then fails, naming it. A rank that dies
+ *   stops the node, whose abort word ends every wait.
  */
 import type { TypedArray } from '../comm/validate.js';
 import { NbcArgError, NbcCountError, NbcPeerFailedError, NbcTruncateError, NbcTypeError } from '../errors.js';
