@@ -12,8 +12,8 @@ import { jobPath } from './helpers.ts';
 
 const T = { timeout: 240_000 };
 
-async function flatJob(ranks: number, flat: '0' | '1', arg: string) {
-  const r = await launch(jobPath('flat-board.ts'), { ranks, ppn: ranks, args: [arg], output: 'pipe', timeoutMs: 120_000, env: { NBC_FLAT: flat } });
+async function flatJob(ranks: number, flat: '0' | '1', arg: string, env: Record<string, string> = {}) {
+  const r = await launch(jobPath('flat-board.ts'), { ranks, ppn: ranks, args: [arg], output: 'pipe', timeoutMs: 120_000, env: { NBC_FLAT: flat, ...env } });
   assert.equal(r.exitCode, 0, `flat-board ${arg} on ${ranks} ranks, NBC_FLAT=${flat}: ${r.failure}\n${r.stderr}\n${r.stdout}`);
   assert.equal(r.ranks.length, ranks);
   return r.ranks.map((x) => x.result as Record<string, unknown>);
@@ -36,6 +36,16 @@ describe('the flag board', () => {
     }
   });
 
+  test('without the native addon (every wait parks, a store rings the doorbells) the same holds', T, async () => {
+    const results = await flatJob(4, '1', 'bits', { NBC_NO_NATIVE: '1' });
+    results.forEach((x, rank) => {
+      assert.deepEqual(x.same, { 'sum f64 x1': true, 'sum f64 x8': true, 'sum f64 x128': true, 'max i32 x4': true, 'matmul x2': true }, `rank ${rank}`);
+      assert.equal(x.sums, 300, `rank ${rank}`);
+      assert.equal(x.large, true, `rank ${rank}`);
+      assert.equal(x.sent, 0, `rank ${rank}: on the board`);
+    });
+  });
+
   test('a call the ranks disagree on fails on every rank, and the next call works', T, async () => {
     for (const ranks of [2, 5]) {
       const results = await flatJob(ranks, '1', 'mismatch');
@@ -53,13 +63,13 @@ describe('the flag board', () => {
     }
   });
 
-  test('NBC_FLAT: auto uses the board on a crowded one-node job only; a bad value is refused', () => {
-    assert.equal(flatBoardWanted({}, { yieldFromIdle: true }, 1), true);
-    assert.equal(flatBoardWanted({}, { yieldFromIdle: false }, 1), false);
-    assert.equal(flatBoardWanted({}, { yieldFromIdle: true }, 2), false);
-    assert.equal(flatBoardWanted({ NBC_FLAT: '1' }, { yieldFromIdle: false }, 1), true);
-    assert.equal(flatBoardWanted({ NBC_FLAT: '1' }, { yieldFromIdle: false }, 3), false);
-    assert.equal(flatBoardWanted({ NBC_FLAT: '0' }, { yieldFromIdle: true }, 1), false);
-    assert.throws(() => flatBoardWanted({ NBC_FLAT: 'yes' }, { yieldFromIdle: true }, 1), (e: unknown) => e instanceof Error && (e as { code?: string }).code === 'NBC_ERR_ARG' && /NBC_FLAT 'yes'/.test(e.message));
+  test('NBC_FLAT: auto uses the board on a one-node job of more ranks than cores only; a bad value is refused', () => {
+    assert.equal(flatBoardWanted({}, { oversubscribed: true }, 1), true);
+    assert.equal(flatBoardWanted({}, { oversubscribed: false }, 1), false);
+    assert.equal(flatBoardWanted({}, { oversubscribed: true }, 2), false);
+    assert.equal(flatBoardWanted({ NBC_FLAT: '1' }, { oversubscribed: false }, 1), true);
+    assert.equal(flatBoardWanted({ NBC_FLAT: '1' }, { oversubscribed: false }, 3), false);
+    assert.equal(flatBoardWanted({ NBC_FLAT: '0' }, { oversubscribed: true }, 1), false);
+    assert.throws(() => flatBoardWanted({ NBC_FLAT: 'yes' }, { oversubscribed: true }, 1), (e: unknown) => e instanceof Error && (e as { code?: string }).code === 'NBC_ERR_ARG' && /NBC_FLAT 'yes'/.test(e.message));
   });
 });

@@ -103,14 +103,12 @@ export function collectInfo(): InfoLine[] {
         : `native addon ${native.why}`,
     },
     {
-      what: 'flag board', available: process.env.NBC_FLAT !== '0' && (native.addon !== null || process.env.NBC_FLAT === '1'),
+      what: 'flag board', available: process.env.NBC_FLAT !== '0',
       detail: process.env.NBC_FLAT === '0'
         ? 'off (NBC_FLAT=0): the world barrier and small allreduces go over the rings'
         : process.env.NBC_FLAT === '1'
           ? 'on for every one-node job (NBC_FLAT=1): the world communicator\'s blocking barrier and allreduces up to 1 KiB through shared flags'
-          : native.addon !== null
-            ? `the world communicator's blocking barrier and allreduces up to 1 KiB through shared flags on a one-node job of more ranks than its ${availableParallelism()} cores (NBC_FLAT, default auto)`
-            : `needs sched_yield (native addon ${native.why}), or NBC_FLAT=1`,
+          : `the world communicator's blocking barrier and allreduces up to 1 KiB through shared flags on a one-node job of more ranks than its ${availableParallelism()} cores (NBC_FLAT, default auto)`,
     },
     {
       what: 'copy: memmove', available: native.addon?.copy !== undefined,

@@ -269,7 +269,7 @@ class NodeJob {
     // Atomics.waitAsync, so an engine that parks never wakes. The user's flags after, so theirs
     // win; they are the runtime's own (Deno's go after `run -A`).
     trainRounds({ ...process.env, ...opts.env }); // a bad NBC_TRAIN is refused here, once, not by every rank
-    flatBoardWanted({ ...process.env, ...opts.env }, { yieldFromIdle: false }, 1); // and a bad NBC_FLAT
+    flatBoardWanted({ ...process.env, ...opts.env }, { oversubscribed: false }, 1); // and a bad NBC_FLAT
     const v8Threads = v8ThreadsFromEnv({ ...process.env, ...opts.env });
     this.nodeArgs = [
       ...command.args,

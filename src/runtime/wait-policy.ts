@@ -135,13 +135,14 @@ export function waitsWatched(policy: Pick<WaitPolicy, 'engineSpinUs'>, cores: Pi
 /**
  * Whether a job's world communicator runs its blocking barrier and small allreduce on the
  * node's flag board (coll/flat.ts), from NBC_FLAT: `auto` (the default) where the job has one
- * node and its cores are crowded with the native addon's yield (BENCHMARKS.md, "Four ranks on
- * two cores"), `1` on any one-node job, `0` never. A job of several nodes keeps the rings.
+ * node and more ranks than the host has cores (BENCHMARKS.md, "Four ranks on two cores": a
+ * third of the rings' time with the native addon's yield, two thirds without it), `1` on any
+ * one-node job, `0` never. A job of several nodes keeps the rings.
  */
-export function flatBoardWanted(env: Record<string, string | undefined>, policy: Pick<WaitPolicy, 'yieldFromIdle'>, nodes: number): boolean {
+export function flatBoardWanted(env: Record<string, string | undefined>, policy: Pick<WaitPolicy, 'oversubscribed'>, nodes: number): boolean {
   const v = env.NBC_FLAT ?? 'auto';
   if (v !== 'auto' && v !== '0' && v !== '1') {
-    throw new NbcArgError(`NBC_FLAT '${v}': expected auto (the flag board where a one-node job's cores are crowded, the default), 1 (on any one-node job) or 0 (never)`);
+    throw new NbcArgError(`NBC_FLAT '${v}': expected auto (the flag board where a one-node job has more ranks than cores, the default), 1 (on any one-node job) or 0 (never)`);
   }
-  return nodes === 1 && (v === '1' || (v === 'auto' && policy.yieldFromIdle));
+  return nodes === 1 && (v === '1' || (v === 'auto' && policy.oversubscribed));
 }
