@@ -59,7 +59,7 @@ export interface TransportOptions {
   yieldUs?: number;
   /**
    * The world communicator's blocking barrier and small allreduce run on the node's flag board
-   * (coll/flat.ts): asked for where the node found its cores crowded and the job has one node.
+   * (coll/flat.ts): asked for where the job has one node and more ranks than the host has cores.
    */
   flat?: boolean;
   /** The UCX path for ranks of other nodes (the UCX transport), or null: through the engine. */
