@@ -29,8 +29,19 @@ describe('the flag board', () => {
           assert.deepEqual(x.same, { 'sum f64 x1': true, 'sum f64 x8': true, 'sum f64 x128': true, 'max i32 x4': true, 'matmul x2': true }, where);
           assert.equal(x.sums, 300, `${where}: every interleaved Int32 sum exact`);
           assert.equal(x.large, true, `${where}: the 2 KiB allreduce past the board`);
-          if (flat === '1') assert.equal(x.sent, 0, `${where}: 200 barriers and allreduces on the board send nothing`);
-          else assert.ok((x.sent as number) >= 400, `${where}: on the rings they send messages (${x.sent})`);
+          assert.equal(x.reversedSame, true, `${where}: a communicator of every rank in another order`);
+          const by = x.sentBy as { reversed: number; extra: number[]; half: number; halfSize: number };
+          if (flat === '1') {
+            assert.equal(x.sent, 0, `${where}: 200 barriers and allreduces on the board send nothing`);
+            // boards: the world, its first duplicate, the reversed split, the next duplicate; then none
+            assert.equal(by.reversed, 0, `${where}: the reversed split has a board`);
+            assert.equal(by.extra[0], 0, `${where}: the fourth communicator of every rank has the last board`);
+            assert.ok(by.extra[1]! > 0 && by.extra[2]! > 0, `${where}: the fifth and sixth run on the rings (${by.extra})`);
+          } else {
+            assert.ok((x.sent as number) >= 400, `${where}: on the rings they send messages (${x.sent})`);
+            assert.ok(by.reversed > 0 && by.extra.every((n) => n > 0), `${where}: no boards (${JSON.stringify(by)})`);
+          }
+          if (by.halfSize > 1) assert.ok(by.half > 0, `${where}: a communicator of half the ranks runs on the rings (${by.half})`);
         });
       }
     }
@@ -39,6 +50,7 @@ describe('the flag board', () => {
   test('without the native addon (every wait parks, a store rings the doorbells) the same holds', T, async () => {
     const results = await flatJob(4, '1', 'bits', { NBC_NO_NATIVE: '1' });
     results.forEach((x, rank) => {
+      assert.equal(x.reversedSame, true, `rank ${rank}`);
       assert.deepEqual(x.same, { 'sum f64 x1': true, 'sum f64 x8': true, 'sum f64 x128': true, 'max i32 x4': true, 'matmul x2': true }, `rank ${rank}`);
       assert.equal(x.sums, 300, `rank ${rank}`);
       assert.equal(x.large, true, `rank ${rank}`);

@@ -105,10 +105,10 @@ export function collectInfo(): InfoLine[] {
     {
       what: 'flag board', available: process.env.NBC_FLAT !== '0',
       detail: process.env.NBC_FLAT === '0'
-        ? 'off (NBC_FLAT=0): the world barrier and small allreduces go over the rings'
+        ? 'off (NBC_FLAT=0): barriers and small allreduces go over the rings'
         : process.env.NBC_FLAT === '1'
-          ? 'on for every one-node job (NBC_FLAT=1): the world communicator\'s blocking barrier and allreduces up to 1 KiB through shared flags'
-          : `the world communicator's blocking barrier and allreduces up to 1 KiB through shared flags on a one-node job of more ranks than its ${availableParallelism()} cores (NBC_FLAT, default auto)`,
+          ? 'on for every one-node job (NBC_FLAT=1): blocking barriers and allreduces up to 1 KiB of communicators of every rank through shared flags'
+          : `blocking barriers and allreduces up to 1 KiB of communicators of every rank through shared flags on a one-node job of more ranks than its ${availableParallelism()} cores (NBC_FLAT, default auto)`,
     },
     {
       what: 'copy: memmove', available: native.addon?.copy !== undefined,

@@ -229,14 +229,22 @@ export class Communicator extends Comm {
   private leanPaths: LeanPaths | undefined = undefined;
 
   /**
-   * The flag board (flat.ts), where the world communicator of a crowded one-node job runs its
-   * blocking barrier and small allreduce; null on every other communicator and job.
+   * This communicator's flag board (flat.ts), or -1. Taken as it is created, which every rank
+   * does in the same order: one of the first BOARDS communicators (the world first) that hold
+   * every rank of a one-node job with more ranks than cores.
+   */
+  private readonly boardIndex: number = this.size > 1 && this.size === this.transport.placement.nodeOfRank.length ? this.transport.claimBoard() : -1;
+
+  /**
+   * The flag board, where this communicator runs its blocking barrier and small allreduce;
+   * null where it has none (boardIndex) or calls are checked (NBC_CHECK_CALLS).
    */
   private get flat(): FlatBoard | null {
     if (this.flatBoard === undefined) {
       const t = this.transport;
-      this.flatBoard = this.ctx === 0 && t.boardBase >= 0 && this.size > 1 && !this.rc.config.checkCalls
-        ? new FlatBoard(t, Int32Array.from(this.worldRanks, (w) => t.placement.localOfRank[w]!), Int32Array.from(this.worldRanks), this.rank, executorStats(t).host)
+      this.flatBoard = this.boardIndex >= 0 && !this.rc.config.checkCalls
+        ? new FlatBoard(t, this.ctx, this.boardIndex, Int32Array.from(this.worldRanks, (w) => t.placement.localOfRank[w]!), Int32Array.from(this.worldRanks),
+          this.rank, executorStats(t).host)
         : null;
     }
     return this.flatBoard;

@@ -1,6 +1,8 @@
 /**
- * The flag board: where the world communicator of a crowded one-node job (more ranks than
- * cores) runs its blocking barrier and small allreduce, instead of over the rings. Open MPI's
+ * The flag board: where a communicator of every rank of a crowded one-node job (more ranks than
+ * cores) runs its blocking barrier and small allreduce, instead of over the rings: the world,
+ * and the next communicators of all its ranks while the node's boards last (shm/layout.ts,
+ * BOARDS). Open MPI's
  * coll/sm and UCC's tl/shm do the same: each rank writes its contribution and a call number
  * into its own lines of shared memory, and waits until every rank's call number has come.
  *
@@ -39,7 +41,7 @@ import type { Transport } from '../p2p/transport.js';
 import type { Waitable } from '../p2p/wait.js';
 import type { ExecutorStats } from '../sched/executor.js';
 import { copyAt } from '../shm/copy.js';
-import { BOARD_DATA_BYTES, BOARD_DATA_LINES, BOARD_LINES, kBoardDesc, kBoardSeq, LINE_WORDS } from '../shm/layout.js';
+import { BOARD_DATA_BYTES, BOARD_DATA_LINES, boardLine, kBoardDesc, kBoardSeq, LINE_WORDS } from '../shm/layout.js';
 import { wake } from '../shm/node-shared.js';
 import type { LeanAllreduce } from './lean.js';
 import { pow2Floor } from './shape.js';
@@ -74,17 +76,20 @@ export class FlatBoard implements Waitable {
   private readonly at: Int32Array;
 
   /**
-   * `eps` and `world`: the endpoint and world rank of each rank of the communicator (its board
-   * lines); the communicator must hold every rank of the node, and only one may use the board.
+   * `ctx`: the communicator's context (for messages); `board`: which of the node's boards
+   * (Transport.claimBoard); `eps` and `world`: the endpoint and world rank of each rank of the
+   * communicator (its lines). The communicator holds every rank of the node, and no other
+   * communicator uses the board.
    */
-  constructor(private readonly t: Transport, eps: Int32Array, world: Int32Array, rank: number, private readonly stats: ExecutorStats) {
+  constructor(private readonly t: Transport, private readonly ctx: number, board: number, eps: Int32Array, world: Int32Array, rank: number,
+    private readonly stats: ExecutorStats) {
     this.ctl = t.control;
     this.board = new Uint8Array(t.control.buffer);
     this.eps = eps;
     this.world = world;
     this.me = rank;
     this.size = eps.length;
-    this.line = Int32Array.from(eps, (e) => t.boardBase + e * BOARD_LINES * LINE_WORDS);
+    this.line = Int32Array.from(eps, (e) => boardLine(t.boardBase, board, t.endpoints, e));
     this.scratch = new Uint8Array(this.size * BOARD_DATA_BYTES);
     this.at = new Int32Array(pow2Floor(this.size));
   }
@@ -120,7 +125,7 @@ export class FlatBoard implements Waitable {
     for (let q = from; q < this.size; q++) {
       if (((Atomics.load(this.ctl, this.line[q]! + kBoardSeq) - this.want) | 0) >= 0) continue;
       if (this.t.core.isFinished(this.world[q]!)) {
-        throw new NbcPeerFailedError(`Rank ${this.me} cannot receive from rank ${q} (${this.what} on the world communicator's flag board): ` +
+        throw new NbcPeerFailedError(`Rank ${this.me} cannot receive from rank ${q} (${this.what} on communicator ${this.ctx}'s flag board): ` +
           'that rank returned from its job without calling it; expected every rank to make the same calls (a collective it skipped)');
       }
     }
@@ -215,14 +220,14 @@ export class FlatBoard implements Waitable {
     const theirType = this.ctl[at + 1]!;
     const what = (b: number): string => (b === BARRIER ? 'barrier' : 'allreduce');
     if ((theirs === BARRIER) !== (bytes === BARRIER)) {
-      throw new NbcArgError(`Rank ${this.me} called ${what(bytes)} on the world communicator where rank ${q} called ${what(theirs)}; ` +
+      throw new NbcArgError(`Rank ${this.me} called ${what(bytes)} on communicator ${this.ctx} where rank ${q} called ${what(theirs)}; ` +
         'expected every rank to call the same collectives in the same order');
     }
     if (theirType !== dt) {
-      throw new NbcTypeError(`Cannot allreduce ${dtypeName(dt as DType)} on the world communicator: rank ${q} passed ` +
+      throw new NbcTypeError(`Cannot allreduce ${dtypeName(dt as DType)} on communicator ${this.ctx}: rank ${q} passed ` +
         `${dtypeName(theirType as DType)}; expected every rank to pass the same type`);
     }
-    const why = `rank ${this.me} passed ${bytes} bytes to allreduce on the world communicator, rank ${q} ${theirs}: the ranks disagree on the count`;
+    const why = `rank ${this.me} passed ${bytes} bytes to allreduce on communicator ${this.ctx}, rank ${q} ${theirs}: the ranks disagree on the count`;
     // As the rings' exact receives: the side whose partner sent more cannot take it all.
     if (theirs > bytes) throw new NbcTruncateError(`Cannot allreduce: ${why}; expected every rank to pass the same count`);
     throw new NbcCountError(`Cannot allreduce: ${why}; expected every rank to pass the same count`);

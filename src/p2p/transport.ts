@@ -21,7 +21,7 @@ import { NbcInternalError, NbcPeerFailedError } from '../errors.js';
 import { SliceAllocator } from '../shm/arena.js';
 import { copyAt } from '../shm/copy.js';
 import type { HostBoard } from '../shm/host-board.js';
-import { boardBase, controlBytes, endpointWord, HEADER_BYTES, HEADER_WORDS, kAbortWord, kFinished, kWakeFd } from '../shm/layout.js';
+import { boardBase, BOARDS, controlBytes, endpointWord, HEADER_BYTES, HEADER_WORDS, kAbortWord, kFinished, kWakeFd } from '../shm/layout.js';
 import { adoptSliceMemories, type NodeShared } from '../shm/node-shared.js';
 import { encodeFin } from '../shm/record.js';
 import { REPORTED_ELSEWHERE } from './constants.js';
@@ -58,7 +58,7 @@ export interface TransportOptions {
   /** How long the yield phase lasts (us). */
   yieldUs?: number;
   /**
-   * The world communicator's blocking barrier and small allreduce run on the node's flag board
+   * Communicators of every rank run their blocking barrier and small allreduce on the node's flag boards
    * (coll/flat.ts): asked for where the job has one node and more ranks than the host has cores.
    */
   flat?: boolean;
@@ -94,8 +94,10 @@ export class Transport implements Progressor, PathHost, ParkHost {
   readonly engineEp: number;
   readonly endpoints: number;
   readonly control: Int32Array;
-  /** The flag board's first word in `control` (coll/flat.ts), or -1: the board is not used. */
+  /** The flag boards' first word in `control` (coll/flat.ts), or -1: the boards are not used. */
   readonly boardBase: number;
+  /** Boards given to communicators so far (claimBoard). */
+  private boardsClaimed = 0;
   readonly slices: Uint8Array[];
   readonly allocator: SliceAllocator;
   readonly eagerLimit: number;
@@ -168,6 +170,16 @@ export class Transport implements Progressor, PathHost, ParkHost {
     }
     // A rank that sleeps in poll(2) on its UCX worker is woken through its eventfd (wake()).
     if (this.ucx !== null) Atomics.store(this.control, endpointWord(this.ep, kWakeFd), this.ucx.wakeFd);
+  }
+
+  /**
+   * The next flag board for a communicator that holds every rank of this one-node job, or -1
+   * (none used, or all BOARDS given). Called as each such communicator is created, which every
+   * rank does in the same order, so every rank gives it the same board.
+   */
+  claimBoard(): number {
+    if (this.boardBase < 0 || this.boardsClaimed >= BOARDS) return -1;
+    return this.boardsClaimed++;
   }
 
   /** Where to record messages, or null (the default: one null check per message). */

@@ -255,7 +255,7 @@ async function joinFabric(o: NodeOptions, secret: Buffer, wire: Wire | null): Pr
 function rankBoots(o: NodeOptions, shared: NodeShared, p: RankPlacement, policy: WaitPolicy, cores: HostCores, ucx: boolean,
   ucxErrMode: UcxErrMode, wire: WireModel | null): RankBoot[] {
   const watched = waitsWatched(policy, cores, o.wireup.nodes);
-  // A one-node job of more ranks than cores runs its world barrier and small allreduce on the flag board (coll/flat.ts).
+  // A one-node job of more ranks than cores runs its barriers and small allreduces on the flag boards (coll/flat.ts).
   const flat = flatBoardWanted(process.env, policy, o.wireup.nodes);
   return Array.from({ length: o.ranks }, (_, i): RankBoot => ({
     shared,

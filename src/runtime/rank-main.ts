@@ -61,7 +61,7 @@ export interface RankBoot {
   yieldFromIdle?: boolean;
   /** Oversubscribed: how long a wait yields the core between polls before parking (us). */
   yieldUs?: number;
-  /** The world communicator's barrier and small allreduce run on the flag board (TransportOptions.flat). */
+  /** Barriers and small allreduces run on the flag boards (TransportOptions.flat). */
   flat?: boolean;
   /** Whether a thread of the node watches the rank's waits (TransportOptions.waitsWatched; default true). */
   waitsWatched?: boolean;

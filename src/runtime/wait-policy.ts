@@ -133,8 +133,8 @@ export function waitsWatched(policy: Pick<WaitPolicy, 'engineSpinUs'>, cores: Pi
 }
 
 /**
- * Whether a job's world communicator runs its blocking barrier and small allreduce on the
- * node's flag board (coll/flat.ts), from NBC_FLAT: `auto` (the default) where the job has one
+ * Whether a job's communicators of every rank run their blocking barrier and small allreduce
+ * on the node's flag boards (coll/flat.ts), from NBC_FLAT: `auto` (the default) where the job has one
  * node and more ranks than the host has cores (BENCHMARKS.md, "Four ranks on two cores": a
  * third of the rings' time with the native addon's yield, two thirds without it), `1` on any
  * one-node job, `0` never. A job of several nodes keeps the rings.

@@ -5,8 +5,8 @@
  * rank workers. Endpoints are numbered 0..P-1 for the ranks, P for the engine.
  *
  * control  Int32 words: one 64-byte line per endpoint (doorbell, sleeping flag) after a
- *          64-byte line of node-wide words (abort), then the flag board (33 lines per
- *          endpoint; coll/flat.ts).
+ *          64-byte line of node-wide words (abort), then the flag boards (33 lines per
+ *          endpoint on each of BOARDS boards; coll/flat.ts).
  * rings    one single-producer/single-consumer record ring per ordered endpoint pair
  *          (from, to), including (i, i) for self-sends. Each ring has a 192-byte header of
  *          three lines (consumer head, a spare line, producer-waiting flag) so producer and
@@ -65,9 +65,9 @@ export function endpointWord(endpoint: number, slot: number): number {
 
 // ---- the flag board (coll/flat.ts) ------------------------------------------------------
 /**
- * After the endpoint lines, the control buffer holds the node's flag board: `BOARD_LINES`
- * lines per endpoint, where a crowded one-node job's world communicator runs its blocking
- * barrier and small allreduce (coll/flat.ts). Line 0: the endpoint's call number (kBoardSeq,
+ * After the endpoint lines, the control buffer holds the node's flag boards: per board,
+ * `BOARD_LINES` lines per endpoint, where a communicator of every rank of a one-node job with
+ * more ranks than cores runs its blocking barrier and small allreduce (coll/flat.ts). Line 0: the endpoint's call number (kBoardSeq,
  * the only word others wait on) and, per parity of the call number, what it called (kBoardDesc:
  * bytes, or -1 for a barrier; then the dtype); then BOARD_DATA_LINES lines of its contribution
  * to calls of parity 0, and as many for parity 1.
@@ -81,14 +81,25 @@ export const kBoardSeq = 0;
 /** Parity k's description: words kBoardDesc + 2k (bytes, -1: barrier) and kBoardDesc + 2k + 1 (dtype). */
 export const kBoardDesc = 1;
 
-/** First word of the flag board. */
+/**
+ * Boards per node: one for each of the first BOARDS communicators that hold every rank of a
+ * one-node job (the world first), in the order the ranks create them.
+ */
+export const BOARDS = 4;
+
+/** First word of the flag boards. */
 export function boardBase(endpoints: number): number {
   return controlWords(endpoints);
 }
 
-/** The control buffer's size in bytes: the endpoint lines and the flag board. */
+/** First word of endpoint `e`'s lines on board `b`, the boards starting at `base`. */
+export function boardLine(base: number, b: number, endpoints: number, e: number): number {
+  return base + (b * endpoints + e) * BOARD_LINES * LINE_WORDS;
+}
+
+/** The control buffer's size in bytes: the endpoint lines and the flag boards. */
 export function controlBytes(endpoints: number): number {
-  return (controlWords(endpoints) + endpoints * BOARD_LINES * LINE_WORDS) * 4;
+  return (controlWords(endpoints) + BOARDS * endpoints * BOARD_LINES * LINE_WORDS) * 4;
 }
 
 // ---- rings ---------------------------------------------------------------------------

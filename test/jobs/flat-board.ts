@@ -10,6 +10,9 @@
  *             ring of messages and a barrier and allreduce on a duplicate, were exact
  *   large     a 2 KiB allreduce (past the board: it arrives there, then runs on the rings): exact
  *   sent      messages this rank sent during 200 barriers and 200 8 B allreduces
+ *   sentBy    the same for 50 of each on more communicators: all ranks in reverse order
+ *             (split), three duplicates of the world, and a half (split by parity)
+ *   reversedSame  whether the reversed communicator's allreduce gave the forced schedule's bits
  * Argument `mismatch` (board on) returns each disagreement's error code, then the sum of an
  * allreduce after it:
  *   count     rank 0 passes 2 doubles, the others 1
@@ -82,7 +85,31 @@ function bits(w: Communicator): Record<string, unknown> {
     w.allreduce(one, one.slice(), 'sum');
   }
   const sent = w.stats().host.messagesSent - before;
-  return { same, sums, large, sent };
+  // More communicators of every rank: the node's boards (4) go to the first ones created, the
+  // world and `dup` above included; a split into halves has none.
+  const reversed = w.split(0, w.size - w.rank)!;
+  const extra = [w.dup(), w.dup(), w.dup()];
+  const half = w.split(w.rank % 2, w.rank)!;
+  const sentOn = (c: typeof w): number => {
+    const at = c.stats().host.messagesSent;
+    for (let i = 0; i < 50; i++) {
+      c.barrier();
+      c.allreduce(one, one.slice(), 'sum');
+    }
+    return c.stats().host.messagesSent - at;
+  };
+  const sentBy = { reversed: sentOn(reversed), extra: extra.map(sentOn), half: sentOn(half), halfSize: half.size };
+  let reversedSame = true;
+  for (let i = 0; i < 20; i++) {
+    const v = Float64Array.from({ length: 3 }, () => (rnd() - 0.5) * 1e6);
+    const a = new Float64Array(3);
+    const b = new Float64Array(3);
+    reversed.allreduce(v, a, 'sum');
+    reversed.allreduce(v, b, 'sum', { algorithm: 'recursive-doubling' });
+    if (hex(a) !== hex(b)) reversedSame = false;
+  }
+  for (const c of [reversed, ...extra, half]) c.free();
+  return { same, sums, large, sent, sentBy, reversedSame };
 }
 
 function mismatch(w: Communicator): Record<string, unknown> {
