@@ -251,10 +251,14 @@ export class Communicator extends Comm {
   }
   private flatBoard: FlatBoard | null | undefined = undefined;
 
-  /** Whether a blocking call with `opts` may use the flag board: no algorithm asked for, on the host executor. */
+  /** Whether a call leaves the algorithm to the table and runs on the host executor. */
+  private defaultHostCall(opts: CollOptions | undefined): boolean {
+    return opts === undefined || (opts.algorithm === undefined && this.executorName(opts) === 'host');
+  }
+
+  /** The flag board for a blocking call with `opts`, or null: only calls that leave the algorithm to the table, on the host executor. */
   private flatCall(opts: CollOptions | undefined): FlatBoard | null {
-    if (opts !== undefined && (opts.algorithm !== undefined || this.executorName(opts) !== 'host')) return null;
-    return this.flat;
+    return this.defaultHostCall(opts) ? this.flat : null;
   }
 
   /**
@@ -320,8 +324,7 @@ export class Communicator extends Comm {
       flat.barrier();
       return;
     }
-    if ((opts === undefined || (opts.algorithm === undefined && this.executorName(opts) === 'host')) &&
-      (this.leanBarrierOk ??= this.leanEligible('barrier', undefined, 0, true, true))) {
+    if (this.defaultHostCall(opts) && (this.leanBarrierOk ??= this.leanEligible('barrier', undefined, 0, true, true))) {
       this.lean.barrier(this.nextTag());
       return;
     }

@@ -148,8 +148,7 @@ export class FlatBoard implements Waitable {
     const n = a.bytes;
     const board = this.board;
     const scratch = this.scratch;
-    const dataAt = (1 + k * BOARD_DATA_LINES) * LINE_WORDS * 4;
-    for (let q = 0; q < p; q++) copyAt(board, this.line[q]! * 4 + dataAt, scratch, q * BOARD_DATA_BYTES, n);
+    for (let q = 0; q < p; q++) copyAt(board, this.dataByte(q, k), scratch, q * BOARD_DATA_BYTES, n);
     const v = this.view(a.dt);
     const per = BOARD_DATA_BYTES / a.esize;
     const kernel = a.kernel;
@@ -198,7 +197,7 @@ export class FlatBoard implements Waitable {
     const mine = this.line[this.me]!;
     ctl[mine + kBoardDesc + 2 * k] = bytes;
     ctl[mine + kBoardDesc + 2 * k + 1] = dt;
-    if (data !== null) copyAt(data, 0, this.board, (mine + (1 + k * BOARD_DATA_LINES) * LINE_WORDS) * 4, n);
+    if (data !== null) copyAt(data, 0, this.board, this.dataByte(this.me, k), n);
     Atomics.store(ctl, mine + kBoardSeq, s);
     const eps = this.eps;
     for (let q = 0; q < this.size; q++) if (q !== this.me) wake(ctl, eps[q]!);
@@ -211,6 +210,11 @@ export class FlatBoard implements Waitable {
       if (ctl[at] !== bytes || ctl[at + 1] !== dt) this.disagree(q, bytes, dt, k);
     }
     return k;
+  }
+
+  /** Where rank `q`'s contribution to calls of parity `k` starts, in bytes of the control buffer. */
+  private dataByte(q: number, k: number): number {
+    return (this.line[q]! + (1 + k * BOARD_DATA_LINES) * LINE_WORDS) * 4;
   }
 
   /** Throws what rank `q`'s description of call parity `k` disagrees with in this rank's. */
