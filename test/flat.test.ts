@@ -26,7 +26,7 @@ describe('the flag board', () => {
         const results = await flatJob(ranks, flat, 'bits');
         results.forEach((x, rank) => {
           const where = `rank ${rank} of ${ranks}, NBC_FLAT=${flat}`;
-          assert.deepEqual(x.same, { 'sum f64 x1': true, 'sum f64 x8': true, 'sum f64 x128': true, 'max i32 x4': true, 'matmul x2': true }, where);
+          assert.deepEqual(x.same, { 'sum f64 x1': true, 'sum f64 x8': true, 'sum f64 x128': true, 'max i32 x4': true, 'matmul x2': true, 'f64 and i32 alternating': true }, where);
           assert.equal(x.sums, 300, `${where}: every interleaved Int32 sum exact`);
           assert.equal(x.large, true, `${where}: the 2 KiB allreduce past the board`);
           assert.equal(x.reversedSame, true, `${where}: a communicator of every rank in another order`);
@@ -51,7 +51,7 @@ describe('the flag board', () => {
     const results = await flatJob(4, '1', 'bits', { NBC_NO_NATIVE: '1' });
     results.forEach((x, rank) => {
       assert.equal(x.reversedSame, true, `rank ${rank}`);
-      assert.deepEqual(x.same, { 'sum f64 x1': true, 'sum f64 x8': true, 'sum f64 x128': true, 'max i32 x4': true, 'matmul x2': true }, `rank ${rank}`);
+      assert.deepEqual(x.same, { 'sum f64 x1': true, 'sum f64 x8': true, 'sum f64 x128': true, 'max i32 x4': true, 'matmul x2': true, 'f64 and i32 alternating': true }, `rank ${rank}`);
       assert.equal(x.sums, 300, `rank ${rank}`);
       assert.equal(x.large, true, `rank ${rank}`);
       assert.equal(x.sent, 0, `rank ${rank}: on the board`);

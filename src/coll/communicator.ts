@@ -31,7 +31,7 @@ import {
 import { allreduceReproducible, releaseReproducible, reproducibleInit, startReproducible, wantsReproducible, type ReproducibleCall, type ReproducibleColl } from './reproducible.js';
 import { callSignature, disagreement, numberCall } from './check-calls.js';
 import { BOARD_DATA_BYTES, FlatBoard } from './flat.js';
-import { byteLengthOf, findRecent, remember, ScheduleCache, type CountArrays, type RecentCall } from './memo.js';
+import { byteLengthOf, findRecent, recentCalls, remember, ScheduleCache, type CountArrays, type RecentCall } from './memo.js';
 import { checkOptions, type CollOptions } from './options.js';
 import { PersistentRequest } from './persistent.js';
 import {
@@ -70,7 +70,7 @@ export class Communicator extends Comm {
     a?: unknown, b?: unknown, c?: unknown, d?: unknown, counts?: CountArrays): Plan {
     let list = this.planMemo.get(coll);
     if (list === undefined) {
-      list = [];
+      list = recentCalls();
       this.planMemo.set(coll, list);
     }
     const hit = findRecent(list, a, b, c, d, opts, counts);
@@ -339,7 +339,7 @@ export class Communicator extends Comm {
 
   // ---- bcast --------------------------------------------------------------------------
 
-  private readonly recentBcast: Array<RecentCall<LeanBcast>> = [];
+  private readonly recentBcast: Array<RecentCall<LeanBcast>> = recentCalls();
 
   bcast(buf: Buf, root: number, opts?: CollOptions): void {
     this.check('bcast');
@@ -393,7 +393,7 @@ export class Communicator extends Comm {
    * the cost of a small allreduce. Only derived facts are cached, never the data. Blocking
    * bcast and alltoall keep the same kind of list.
    */
-  private readonly recentAllreduce: Array<RecentCall<LeanAllreduce>> = [];
+  private readonly recentAllreduce: Array<RecentCall<LeanAllreduce>> = recentCalls();
 
   allreduce(send: BufOrInPlace, recv: BufOrInPlace, op: OpLike, opts?: CollOptions): void {
     this.check('allreduce');
@@ -530,7 +530,7 @@ export class Communicator extends Comm {
 
   // ---- alltoall ---------------------------------------------------------------------------
 
-  private readonly recentAlltoall: Array<RecentCall<LeanAlltoall>> = [];
+  private readonly recentAlltoall: Array<RecentCall<LeanAlltoall>> = recentCalls();
 
   alltoall(send: BufOrInPlace, recv: Buf, opts?: CollOptions): void {
     this.check('alltoall');

@@ -71,7 +71,13 @@ export class FlatBoard implements Waitable {
   private from = 0;
   /** Private copies of every rank's contribution, a line each, folded in place. */
   private readonly scratch: Uint8Array;
-  private readonly views: Array<TypedArray | undefined> = [];
+  /**
+   * `scratch` typed as the last call's type (`viewType`). One view, not one per type in an
+   * array: an array that starts empty has another map on each board until its first call, and
+   * the fold optimised on one board would deoptimise on the next.
+   */
+  private typed: TypedArray;
+  private viewType: number = -1;
   /** Where each leaf's partial result lies in `scratch` (line index). */
   private readonly at: Int32Array;
 
@@ -92,6 +98,7 @@ export class FlatBoard implements Waitable {
     this.line = Int32Array.from(eps, (e) => boardLine(t.boardBase, board, t.endpoints, e));
     this.scratch = new Uint8Array(this.size * BOARD_DATA_BYTES);
     this.at = new Int32Array(pow2Floor(this.size));
+    this.typed = new Float64Array(this.scratch.buffer);
   }
 
   /** Whether every rank's call number has reached the one waited for (Waitable). */
@@ -239,12 +246,11 @@ export class FlatBoard implements Waitable {
 
   /** `scratch` typed as `dt`. */
   private view(dt: DType): TypedArray {
-    let v = this.views[dt];
-    if (v === undefined) {
+    if (this.viewType !== dt) {
       const Ctor = ctorOf(dt) as unknown as new (b: ArrayBufferLike) => TypedArray;
-      v = new Ctor(this.scratch.buffer);
-      this.views[dt] = v;
+      this.typed = new Ctor(this.scratch.buffer);
+      this.viewType = dt;
     }
-    return v;
+    return this.typed;
   }
 }

@@ -47,6 +47,18 @@ function bits(w: Communicator): Record<string, unknown> {
     }
     same[name] = ok;
   }
+  // Types alternating call by call: the board's typed view of its scratch follows each call.
+  let alternating = true;
+  for (let i = 0; i < 20; i++) {
+    const x = i % 2 === 0 ? Float64Array.of((rnd() - 0.5) * 1e6, rnd()) : Int32Array.of(Math.floor(rnd() * 2e9) - 1e9, w.rank);
+    const a = new (x.constructor as Float64ArrayConstructor)(2);
+    const b = new (x.constructor as Float64ArrayConstructor)(2);
+    const op = i % 2 === 0 ? 'sum' : 'max';
+    w.allreduce(x, a, op);
+    w.allreduce(x, b, op, { algorithm: 'recursive-doubling' });
+    if (hex(a) !== hex(b)) alternating = false;
+  }
+  same['f64 and i32 alternating'] = alternating;
   // Interleaved with other traffic: the board's calls keep their order among the rest.
   const dup = w.dup();
   const right = (w.rank + 1) % w.size;
