@@ -36,7 +36,7 @@
  */
 import type { TypedArray } from '../comm/validate.js';
 import { NbcArgError, NbcCountError, NbcPeerFailedError, NbcTruncateError, NbcTypeError } from '../errors.js';
-import { ctorOf, dtypeName, type DType } from '../ops/index.js';
+import { ctorOf, DType, dtypeName } from '../ops/index.js';
 import type { Transport } from '../p2p/transport.js';
 import type { Waitable } from '../p2p/wait.js';
 import type { ExecutorStats } from '../sched/executor.js';
@@ -77,7 +77,7 @@ export class FlatBoard implements Waitable {
    * the fold optimised on one board would deoptimise on the next.
    */
   private typed: TypedArray;
-  private viewType: number = -1;
+  private viewType: DType = DType.Float64;
   /** Where each leaf's partial result lies in `scratch` (line index). */
   private readonly at: Int32Array;
 

@@ -39,6 +39,8 @@ export interface RecentCall<L> {
   plan: Plan | null;
 }
 
+const NO_CALL: RecentCall<null> = { a: null, b: null, c: null, d: null, la: -1, lb: -1, opts: undefined, counts: null, lean: null, plan: null };
+
 /**
  * An empty list of recent calls. Every list starts with the elements kind it will have once it
  * holds calls (a literal `[]` starts as one of small integers and changes kind at its first
@@ -51,8 +53,6 @@ export function recentCalls<L>(): Array<RecentCall<L>> {
   list.pop();
   return list;
 }
-
-const NO_CALL: RecentCall<null> = { a: null, b: null, c: null, d: null, la: -1, lb: -1, opts: undefined, counts: null, lean: null, plan: null };
 
 const lengthOf = (x: unknown): number => (ArrayBuffer.isView(x) ? (x as TypedArray).length : -1);
 export const byteLengthOf = (x: unknown): number => (ArrayBuffer.isView(x) ? x.byteLength : 0);
