@@ -51,6 +51,9 @@ export { BOARD_DATA_BYTES } from '../shm/layout.js';
 /** A barrier's description (its bytes word). */
 const BARRIER = -1;
 
+/** The collective a call's description (its bytes word) names, for messages. */
+const callName = (bytes: number): string => (bytes === BARRIER ? 'barrier' : 'allreduce');
+
 export class FlatBoard implements Waitable {
   readonly progressMask = 7;
   private readonly ctl: Int32Array;
@@ -60,8 +63,6 @@ export class FlatBoard implements Waitable {
   /** Per rank, its endpoint (doorbells) and its world rank. */
   private readonly eps: Int32Array;
   private readonly world: Int32Array;
-  /** The call waited for, for messages. */
-  private what = 'barrier';
   private readonly me: number;
   private readonly size: number;
   /** The last call number (wraps; compared by difference). */
@@ -132,7 +133,7 @@ export class FlatBoard implements Waitable {
     for (let q = from; q < this.size; q++) {
       if (((Atomics.load(this.ctl, this.line[q]! + kBoardSeq) - this.want) | 0) >= 0) continue;
       if (this.t.core.isFinished(this.world[q]!)) {
-        throw new NbcPeerFailedError(`Rank ${this.me} cannot receive from rank ${q} (${this.what} on communicator ${this.ctx}'s flag board): ` +
+        throw new NbcPeerFailedError(`Rank ${this.me} cannot receive from rank ${q} (${callName(this.ctl[this.line[this.me]! + kBoardDesc + 2 * (this.want & 1)]!)} on communicator ${this.ctx}'s flag board): ` +
           'that rank returned from its job without calling it; expected every rank to make the same calls (a collective it skipped)');
       }
     }
@@ -210,7 +211,6 @@ export class FlatBoard implements Waitable {
     for (let q = 0; q < this.size; q++) if (q !== this.me) wake(ctl, eps[q]!);
     this.want = s;
     this.from = 0;
-    this.what = bytes === BARRIER ? 'barrier' : 'allreduce';
     if (!this.allIn()) this.t.waiter.run(this, this.t.waiter.spinMs, false);
     for (let q = 0; q < this.size; q++) {
       const at = this.line[q]! + kBoardDesc + 2 * k;
@@ -229,9 +229,8 @@ export class FlatBoard implements Waitable {
     const at = this.line[q]! + kBoardDesc + 2 * k;
     const theirs = this.ctl[at]!;
     const theirType = this.ctl[at + 1]!;
-    const what = (b: number): string => (b === BARRIER ? 'barrier' : 'allreduce');
     if ((theirs === BARRIER) !== (bytes === BARRIER)) {
-      throw new NbcArgError(`Rank ${this.me} called ${what(bytes)} on communicator ${this.ctx} where rank ${q} called ${what(theirs)}; ` +
+      throw new NbcArgError(`Rank ${this.me} called ${callName(bytes)} on communicator ${this.ctx} where rank ${q} called ${callName(theirs)}; ` +
         'expected every rank to call the same collectives in the same order');
     }
     if (theirType !== dt) {
